@@ -1,0 +1,233 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Error codes of the JSON error envelope.
+const (
+	CodeBadRequest           = "bad_request"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeConflict             = "conflict"
+	CodePromptAlreadyRunning = "prompt_already_running"
+	CodeUnavailable          = "unavailable"
+	CodeInternal             = "internal"
+)
+
+// ErrorBody is the inside of the error envelope.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ErrorResponse is every error answer: {"error":{"code":..,"message":..}}.
+type ErrorResponse struct {
+	Error ErrorBody `json:"error"`
+}
+
+// Event is one chat event, persisted or transient, in the exact wire shape
+// of the original Remote frontend's chat socket (docs/api.md).
+type Event struct {
+	Seq           int64           `json:"seq,omitempty"`
+	T             int64           `json:"t,omitempty"`
+	Type          string          `json:"type"`
+	TurnID        string          `json:"turnId,omitempty"`
+	Text          string          `json:"text,omitempty"`
+	MessageID     string          `json:"messageId,omitempty"`
+	ID            string          `json:"id,omitempty"`
+	Name          string          `json:"name,omitempty"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Output        string          `json:"output,omitempty"`
+	IsError       bool            `json:"isError,omitempty"`
+	ToolName      string          `json:"toolName,omitempty"`
+	Subtype       string          `json:"subtype,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	SessionID     string          `json:"sessionId,omitempty"`
+	Provider      string          `json:"provider,omitempty"`
+	Usage         json.RawMessage `json:"usage,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Running       bool            `json:"running,omitempty"`
+	Native        json.RawMessage `json:"native,omitempty"`
+	InteractionID string          `json:"interactionId,omitempty"`
+	Status        string          `json:"status,omitempty"`
+}
+
+// Chat event types (docs/api.md).
+const (
+	EventUser                = "user"
+	EventSession             = "session"
+	EventSystem              = "system"
+	EventAssistantText       = "assistant_text"
+	EventThinking            = "thinking"
+	EventToolUseStart        = "tool_use_start"
+	EventToolUseEnd          = "tool_use_end"
+	EventInteractionRequest  = "interaction_request"
+	EventInteractionResolved = "interaction_resolved"
+	EventTurnStatus          = "turn_status"
+	EventCollaboration       = "collaboration"
+	EventProviderEvent       = "provider_event"
+	EventUsageUpdate         = "usage_update"
+	EventComplete            = "complete"
+	EventError               = "error"
+	EventSync                = "sync" // transient, never stored
+)
+
+// System event subtypes emitted by the daemon itself.
+const (
+	SubtypeContainerStarting  = "container_starting"
+	SubtypeContainerPreparing = "container_preparing"
+	SubtypeSessionRecovered   = "session_recovered"
+	SubtypeDaemonRestarted    = "daemon_restarted"
+	SubtypePromptAccepted     = "prompt_accepted"
+	SubtypePromptRejected     = "prompt_rejected"
+)
+
+// Chat is a chat's metadata as the API returns it.
+type Chat struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Owner    string `json:"owner,omitempty"`
+	Provider string `json:"provider"`
+	Project  string `json:"project,omitempty"` // empty: a loose chat on the host
+	Cwd      string `json:"cwd,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	// Sessions is authoritative: provider id -> native session id (S26).
+	Sessions map[string]string `json:"sessions,omitempty"`
+	// Legacy mirrors of Sessions, kept only for older clients.
+	ClaudeSessionID      string    `json:"claudeSessionId,omitempty"`
+	CodexSessionID       string    `json:"codexSessionId,omitempty"`
+	KimiSessionID        string    `json:"kimiSessionId,omitempty"`
+	AntigravitySessionID string    `json:"antigravitySessionId,omitempty"`
+	ForkPending          bool      `json:"forkPending,omitempty"`
+	SelectedSkills       []string  `json:"selectedSkills,omitempty"`
+	CreatedAt            time.Time `json:"createdAt"`
+	LastMessageAt        time.Time `json:"lastMessageAt,omitzero"`
+	// Running is live state; the store uses it only to find runs that were
+	// in flight when the daemon stopped (S5).
+	Running bool `json:"running"`
+}
+
+// CreateChatRequest is the body of POST /v1/chats.
+type CreateChatRequest struct {
+	Provider string `json:"provider"`
+	Project  string `json:"project,omitempty"`
+	Cwd      string `json:"cwd,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Title    string `json:"title,omitempty"`
+}
+
+// PromptRequest is the body of POST /v1/chats/{id}/prompt.
+type PromptRequest struct {
+	Text   string   `json:"text"`
+	Mode   string   `json:"mode,omitempty"`
+	Skills []string `json:"skills,omitempty"`
+}
+
+// PromptResponse answers an accepted prompt (202).
+type PromptResponse struct {
+	RunID string `json:"runId"`
+}
+
+// InteractionRequest is the body of POST /v1/chats/{id}/interactions.
+type InteractionRequest struct {
+	InteractionID string          `json:"interactionId"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Error         json.RawMessage `json:"error,omitempty"`
+}
+
+// ClientMessage is one frame a client sends on the chat WebSocket.
+type ClientMessage struct {
+	Type          string          `json:"type"`
+	Text          string          `json:"text,omitempty"`
+	ClientID      string          `json:"clientId,omitempty"`
+	Mode          string          `json:"mode,omitempty"`
+	Skills        []string        `json:"skills,omitempty"`
+	InteractionID string          `json:"interactionId,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Error         json.RawMessage `json:"error,omitempty"`
+}
+
+// Project is a project as the API returns it.
+type Project struct {
+	Name      string    `json:"name"`
+	Owner     string    `json:"owner,omitempty"`
+	Container string    `json:"container"`
+	Image     string    `json:"image,omitempty"`
+	Provider  string    `json:"provider,omitempty"`
+	Ports     []int     `json:"ports,omitempty"`
+	Autostart bool      `json:"autostart"`
+	Status    string    `json:"status"` // stored: running, stopped, missing, unknown
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+}
+
+// CreateProjectRequest is the body of POST /v1/projects.
+type CreateProjectRequest struct {
+	Name      string `json:"name"`
+	Image     string `json:"image,omitempty"`
+	Provider  string `json:"provider,omitempty"`
+	Ports     []int  `json:"ports,omitempty"`
+	Autostart *bool  `json:"autostart,omitempty"`
+}
+
+// SecretInfo names a stored secret; values are never returned.
+type SecretInfo struct {
+	Key       string    `json:"key"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// PutSecretRequest is the body of PUT /v1/projects/{name}/secrets/{KEY}.
+type PutSecretRequest struct {
+	Value string `json:"value"`
+}
+
+// ExecRequest is the body of POST /v1/projects/{name}/exec.
+type ExecRequest struct {
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Stdin   string            `json:"stdin,omitempty"`
+}
+
+// ExecFrame is one NDJSON line of an exec stream: output, then the exit code.
+type ExecFrame struct {
+	Stream   string `json:"stream,omitempty"` // stdout | stderr
+	Data     []byte `json:"data,omitempty"`   // base64 on the wire
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// TerminalControl is a text frame on the terminal WebSocket.
+type TerminalControl struct {
+	Type string `json:"type"` // resize
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}
+
+// ProviderInfo is one entry of GET /v1/providers.
+type ProviderInfo struct {
+	ID           string          `json:"id"`
+	Label        string          `json:"label"`
+	Enabled      bool            `json:"enabled"`
+	Capabilities json.RawMessage `json:"capabilities"`
+}
+
+// Info is GET /v1/info.
+type Info struct {
+	Version       string         `json:"version"`
+	UptimeSeconds float64        `json:"uptimeSeconds"`
+	LXD           LXDInfo        `json:"lxd"`
+	Providers     []ProviderInfo `json:"providers"`
+}
+
+// LXDInfo reports whether LXD is reachable.
+type LXDInfo struct {
+	Reachable     bool   `json:"reachable"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	Server        string `json:"server,omitempty"`
+	Error         string `json:"error,omitempty"`
+}

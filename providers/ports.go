@@ -1,0 +1,84 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// Command describes a child process: a host process or an LXD exec.
+type Command struct {
+	Path string   // binary; a bare name is resolved by the launcher
+	Args []string // arguments after Path
+	Env  []string // the complete environment, KEY=VALUE
+	Dir  string   // working directory
+	// UID and GID select the user to run as; nil keeps the launcher's
+	// default (the daemon's user on the host, root in a container).
+	UID, GID *uint32
+}
+
+// Process is a started child. Stdout and Stderr must be read until EOF
+// before Wait returns the exit status.
+type Process interface {
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	Stderr() io.Reader
+	Signal(sig syscall.Signal) error
+	// Wait blocks until the process has exited and all of its output was
+	// delivered. A non-zero exit is returned as *ExitError.
+	Wait() error
+}
+
+// Launcher starts processes. Cancelling ctx stops the process (SIGTERM,
+// then SIGKILL after a grace period).
+type Launcher interface {
+	Start(ctx context.Context, cmd Command) (Process, error)
+}
+
+// ExitError reports a non-zero exit status.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// Secret is one project secret handed to a container run. Its Value must
+// never reach logs, events or errors.
+type Secret struct {
+	Key   string
+	Value string
+}
+
+// PrepareRequest asks for a project's container to be made ready for one
+// provider run (S9).
+type PrepareRequest struct {
+	Provider            ProviderID
+	ProjectID           string
+	EnableBrowser       bool
+	EnableScheduleTools bool
+	Skills              []string
+}
+
+// Target is where a prepared project run executes.
+type Target struct {
+	ProjectID string
+	Container string
+	Secrets   []Secret
+}
+
+// ProjectPreparer makes a project's container ready (S9, S10) and may emit
+// system events (container_starting, container_preparing) while doing so.
+type ProjectPreparer interface {
+	Prepare(ctx context.Context, req PrepareRequest, emit func(Event)) (Target, error)
+	// SyncCredentials copies the provider's credentials back from the
+	// container when its copy is newer (S12). Best effort: the caller logs
+	// the error and the run still succeeds.
+	SyncCredentials(ctx context.Context, t Target, p ProviderID) error
+}
+
+// ContainerLaunchers gives a Launcher that runs commands inside a container
+// through LXD exec.
+type ContainerLaunchers interface {
+	Container(name string) Launcher
+}
