@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Command describes a child process: a host process or an LXD exec.
@@ -81,4 +83,20 @@ type ProjectPreparer interface {
 // through LXD exec.
 type ContainerLaunchers interface {
 	Container(name string) Launcher
+}
+
+// AdapterConfig is what every built-in adapter's New receives: the CLI to
+// run (from [providers.<id>] in config) and the ports it runs through.
+// Adapters may wrap it in an options struct of their own for extra knobs.
+type AdapterConfig struct {
+	Binary string            // a bare name is looked up on PATH (host) or in the container
+	Args   []string          // extra arguments appended to the adapter's own
+	Env    map[string]string // extra environment for the CLI
+	// Host runs loose chats on the host; Containers and Preparer run
+	// project chats. Containers and Preparer may be nil when projects are
+	// not wired; a project run then fails with a clear error.
+	Host       Launcher
+	Containers ContainerLaunchers
+	Preparer   ProjectPreparer
+	Logger     hclog.Logger
 }
