@@ -1,11 +1,16 @@
 package store
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"remote/api"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Error classes returned by the store; test them with errors.Is.
@@ -14,13 +19,61 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists means a create named a chat or project that already exists.
 	ErrExists = errors.New("already exists")
-	// ErrLocked means another process holds the store file open.
+	// ErrLocked means another process holds the store file open; Open gives
+	// up after about a second instead of waiting.
 	ErrLocked = errors.New("store file is locked by another process")
-	// ErrInvalid means an input (id, name, key) failed validation; nothing was stored.
+	// ErrInvalid means an input (id, name, key, event) failed validation;
+	// nothing was stored or changed.
 	ErrInvalid = errors.New("invalid input")
+	// ErrWrongKey means the secrets key does not decrypt what this store holds.
+	ErrWrongKey = errors.New("secrets key does not match the store")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store is closed")
+	// ErrCorrupt means stored bytes could not be decoded.
+	ErrCorrupt = errors.New("stored data is corrupt")
 )
+
+// lockTimeout bounds how long Open waits for another process's file lock.
+const lockTimeout = time.Second
+
+// Queue and batch bounds of the group committer.
+const (
+	queueLen    = 4096 // pending append requests; a full queue blocks appenders
+	maxBatchEvs = 8192 // events written by one bolt transaction at most
+)
+
+// Bucket names. Events hold one sub-bucket per chat; secrets one per project.
+var (
+	bucketMeta     = []byte("meta")
+	bucketChats    = []byte("chats")
+	bucketEvents   = []byte("events")
+	bucketProjects = []byte("projects")
+	bucketSecrets  = []byte("secrets")
+
+	keySchema   = []byte("schema")
+	keyKeyCheck = []byte("keycheck")
+)
+
+// migration brings the schema from version index to index+1. All pending
+// migrations run in order in the one transaction that Open starts.
+type migration func(tx *bolt.Tx) error
+
+// migrations is the schema history; the schema version is its length.
+// Append new steps; never edit or reorder existing ones.
+var migrations = []migration{
+	// 1: the initial buckets.
+	func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketChats, bucketEvents, bucketProjects, bucketSecrets} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %q: %w", b, err)
+			}
+		}
+		return nil
+	},
+}
+
+// SchemaVersion is the schema version this binary writes.
+var SchemaVersion = uint64(len(migrations))
 
 // Options configures Open.
 type Options struct {
@@ -28,83 +81,155 @@ type Options struct {
 	Logger hclog.Logger // may be nil
 }
 
-// Store is the daemon's durable state. It is safe for concurrent use.
-type Store struct{}
+// Store is the daemon's durable state in one bbolt file. It is safe for
+// concurrent use by many goroutines; only one process may hold it open.
+type Store struct {
+	db    *bolt.DB
+	path  string
+	log   hclog.Logger
+	aead  aeadCipher
+	queue chan *pending
+	done  chan struct{} // closed when the committer has exited
 
-// Open opens or creates the store file at path.
-func Open(path string, opts Options) (*Store, error) { return nil, errors.New("unimplemented") }
-
-// LoadOrCreateKey returns the 32-byte secrets key kept at path, creating it on first use.
-func LoadOrCreateKey(path string) ([]byte, error) { return nil, errors.New("unimplemented") }
-
-// Close flushes pending appends and closes the file.
-func (s *Store) Close() error { return nil }
-
-// CreateChat stores a new chat.
-func (s *Store) CreateChat(c api.Chat) error { return nil }
-
-// Chat returns one chat.
-func (s *Store) Chat(id string) (api.Chat, error) { return api.Chat{}, nil }
-
-// Chats returns all chats, oldest first.
-func (s *Store) Chats() ([]api.Chat, error) { return nil, nil }
-
-// UpdateChat atomically modifies a chat; if fn fails nothing changes.
-func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error) {
-	return api.Chat{}, nil
+	mu     sync.RWMutex // held shared while queueing, exclusively by Close
+	closed bool
 }
 
-// DeleteChat removes a chat and all its events.
-func (s *Store) DeleteChat(id string) error { return nil }
+// Open opens or creates the store file at path (mode 0600), creates its
+// buckets and runs pending schema migrations in one transaction. It fails
+// within about a second with ErrLocked when another process holds the file,
+// with ErrWrongKey when opts.Key is not the key the store's secrets were
+// written with, and with an error when the file's schema is newer than this
+// binary's.
+func Open(path string, opts Options) (*Store, error) {
+	aead, err := newAEAD(opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: lockTimeout,
+		// Safe: bbolt rebuilds the freelist by scanning on open; etcd runs
+		// this way. It saves a page write per commit.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w (is another remoted running?)", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{
+		db:    db,
+		path:  path,
+		log:   log,
+		aead:  aead,
+		queue: make(chan *pending, queueLen),
+		done:  make(chan struct{}),
+	}
+	if err := db.Update(s.migrate); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	go s.commitLoop()
+	return s, nil
+}
 
-// Append makes evs durable and returns them with Seq and T set.
-func (s *Store) Append(chatID string, evs ...api.Event) ([]api.Event, error) { return nil, nil }
+// migrate runs pending migrations and checks the secrets key, in tx.
+func (s *Store) migrate(tx *bolt.Tx) error {
+	var have uint64
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keySchema); v != nil {
+			if len(v) != 8 {
+				return fmt.Errorf("schema version: %w: %d bytes", ErrCorrupt, len(v))
+			}
+			have = binary.BigEndian.Uint64(v)
+		}
+	}
+	if have > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this binary's %d", have, SchemaVersion)
+	}
+	for v := have; v < SchemaVersion; v++ {
+		if err := migrations[v](tx); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+		}
+		s.log.Info("store schema migrated", "from", v, "to", v+1)
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
+		return err
+	}
+	return s.checkKey(meta)
+}
 
-// AppendAsync queues ev; done runs once it is durable.
-func (s *Store) AppendAsync(chatID string, ev api.Event, done func(api.Event, error)) {}
-
-// Events calls fn for every event with Seq > afterSeq, in order.
-func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error {
+// Close flushes pending appends, then closes the file. Later calls to any
+// method fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.queue)
+	s.mu.Unlock()
+	<-s.done
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
 	return nil
 }
 
-// LastSeq returns the chat's last seq (0 when empty).
-func (s *Store) LastSeq(chatID string) (int64, error) { return 0, nil }
+// Path returns the store file's path.
+func (s *Store) Path() string { return s.path }
 
-// CopyEvents copies all events of fromChat to toChat with the same seqs.
-func (s *Store) CopyEvents(fromChat, toChat string) error { return nil }
-
-// CreateProject stores a new project.
-func (s *Store) CreateProject(p api.Project) error { return nil }
-
-// Project returns one project.
-func (s *Store) Project(name string) (api.Project, error) { return api.Project{}, nil }
-
-// Projects returns all projects sorted by name.
-func (s *Store) Projects() ([]api.Project, error) { return nil, nil }
-
-// UpdateProject atomically modifies a project; if fn fails nothing changes.
-func (s *Store) UpdateProject(name string, fn func(*api.Project) error) (api.Project, error) {
-	return api.Project{}, nil
+// update runs fn in a write transaction unless the store is closed.
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.Update(fn)
 }
 
-// DeleteProject removes a project and its secrets.
-func (s *Store) DeleteProject(name string) error { return nil }
+// view runs fn in a read transaction unless the store is closed.
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.View(fn)
+}
 
-// Secret is one decrypted project secret.
-type Secret struct{ Key, Value string }
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
 
-// String redacts the value.
-func (s Secret) String() string { return s.Key + "=<redacted>" }
+// getJSON decodes the JSON value at key of bucket b into v; what names the
+// record in errors.
+func getJSON(b *bolt.Bucket, key []byte, v any, what string) error {
+	raw := b.Get(key)
+	if raw == nil {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w: %v", what, ErrCorrupt, err)
+	}
+	return nil
+}
 
-// PutSecret stores an encrypted secret.
-func (s *Store) PutSecret(project, key, value string) error { return nil }
-
-// SecretKeys lists a project's secret keys, sorted, never values.
-func (s *Store) SecretKeys(project string) ([]api.SecretInfo, error) { return nil, nil }
-
-// Secrets returns a project's decrypted secrets sorted by key.
-func (s *Store) Secrets(project string) ([]Secret, error) { return nil, nil }
-
-// DeleteSecret removes one secret.
-func (s *Store) DeleteSecret(project, key string) error { return nil }
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"remote/api"
+)
+
+// maxEventBytes bounds one stored event's JSON encoding.
+const maxEventBytes = 8 << 20
+
+// replayBatch is how many events Events reads per read transaction; fn runs
+// outside transactions so a slow consumer never holds one open.
+const replayBatch = 512
+
+// pending is one queued append: the events of one Append call, or one
+// AppendAsync event, already encoded (without seq, which lives in the key).
+type pending struct {
+	chat string
+	evs  []api.Event
+	vals [][]byte
+	done func(evs []api.Event, err error)
+}
+
+// Append makes evs durable (fsync) in chatID's log before it returns them
+// with Seq set (consecutive, continuing the chat's log) and T set to the
+// current Unix milliseconds where it was 0. Concurrent callers share one
+// transaction and fsync. It fails with ErrInvalid for a bad id or event
+// (empty type, the transient "sync", oversized), ErrNotFound for an unknown
+// chat, ErrClosed after Close; on failure none of evs is stored.
+func (s *Store) Append(chatID string, evs ...api.Event) ([]api.Event, error) {
+	p, err := newPending(chatID, evs)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	type result struct {
+		evs []api.Event
+		err error
+	}
+	ch := make(chan result, 1)
+	p.done = func(evs []api.Event, err error) { ch <- result{evs, err} }
+	if err := s.enqueue(p); err != nil {
+		return nil, err
+	}
+	r := <-ch
+	return r.evs, r.err
+}
+
+// AppendAsync queues ev for chatID and returns at once; it blocks only while
+// the bounded queue is full (backpressure). done runs after ev is durable (or
+// failed, with the reasons of Append), with Seq and T set. It runs on the
+// committer goroutine in commit order — per chat, in call order — so it must
+// be quick, e.g. a non-blocking channel send. An event rejected before
+// queueing (invalid, store closed) gets done on the caller's goroutine.
+func (s *Store) AppendAsync(chatID string, ev api.Event, done func(api.Event, error)) {
+	if done == nil {
+		done = func(api.Event, error) {}
+	}
+	p, err := newPending(chatID, []api.Event{ev})
+	if err != nil {
+		done(ev, err)
+		return
+	}
+	p.done = func(evs []api.Event, err error) {
+		if err != nil {
+			done(ev, err)
+			return
+		}
+		done(evs[0], nil)
+	}
+	if err := s.enqueue(p); err != nil {
+		done(ev, err)
+	}
+}
+
+func newPending(chatID string, evs []api.Event) (*pending, error) {
+	if err := checkChatID(chatID); err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	p := &pending{chat: chatID, evs: make([]api.Event, len(evs)), vals: make([][]byte, len(evs))}
+	for i, ev := range evs {
+		if ev.Type == "" {
+			return nil, fmt.Errorf("append to chat %q: event %d: %w: empty type", chatID, i, ErrInvalid)
+		}
+		if ev.Type == api.EventSync {
+			return nil, fmt.Errorf("append to chat %q: event %d: %w: %q events are transient", chatID, i, ErrInvalid, ev.Type)
+		}
+		if ev.T == 0 {
+			ev.T = now
+		}
+		ev.Seq = 0
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("append to chat %q: event %d (%s): %w: %v", chatID, i, clip(ev.Type), ErrInvalid, err)
+		}
+		if len(raw) > maxEventBytes {
+			return nil, fmt.Errorf("append to chat %q: event %d (%s): %w: %d bytes exceeds %d", chatID, i, clip(ev.Type), ErrInvalid, len(raw), maxEventBytes)
+		}
+		p.evs[i], p.vals[i] = ev, raw
+	}
+	return p, nil
+}
+
+func (s *Store) enqueue(p *pending) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("append to chat %q: %w", p.chat, ErrClosed)
+	}
+	s.queue <- p
+	return nil
+}
+
+// commitLoop is the group committer: it takes whatever is queued (bounded by
+// maxBatchEvs), writes it in one transaction, then completes it in order.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for first := range s.queue {
+		batch := []*pending{first}
+		n := len(first.evs)
+	drain:
+		for n < maxBatchEvs {
+			select {
+			case p, ok := <-s.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+				n += len(p.evs)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []*pending) {
+	errs := make([]error, len(batch))
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		chats := tx.Bucket(bucketChats)
+		events := tx.Bucket(bucketEvents)
+		last := map[string]int64{}
+		for i, p := range batch {
+			errs[i] = nil
+			if chats.Get([]byte(p.chat)) == nil {
+				errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrNotFound)
+				continue
+			}
+			b, err := events.CreateBucketIfNotExists([]byte(p.chat))
+			if err != nil {
+				return err
+			}
+			b.FillPercent = 1 // keys only ever grow: pack pages full
+			seq, ok := last[p.chat]
+			if !ok {
+				seq = lastSeq(b)
+			}
+			for j := range p.evs {
+				seq++
+				p.evs[j].Seq = seq
+				if err := b.Put(seqKey(seq), p.vals[j]); err != nil {
+					return err
+				}
+			}
+			last[p.chat] = seq
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("append transaction failed", "events", len(batch), "error", err)
+	}
+	for i, p := range batch {
+		switch {
+		case err != nil:
+			p.done(nil, fmt.Errorf("append to chat %q: %w", p.chat, err))
+		case errs[i] != nil:
+			p.done(nil, errs[i])
+		default:
+			p.done(p.evs, nil)
+		}
+	}
+}
+
+func seqKey(seq int64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, uint64(seq))
+	return k
+}
+
+func lastSeq(b *bolt.Bucket) int64 {
+	k, _ := b.Cursor().Last()
+	if len(k) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(k))
+}
+
+// decodeEvent decodes one stored event; its seq comes from the key.
+func decodeEvent(key, val []byte) (api.Event, error) {
+	var ev api.Event
+	if len(key) != 8 {
+		return ev, fmt.Errorf("event key of %d bytes: %w", len(key), ErrCorrupt)
+	}
+	seq := int64(binary.BigEndian.Uint64(key))
+	if seq <= 0 {
+		return ev, fmt.Errorf("event seq %d: %w", seq, ErrCorrupt)
+	}
+	dec := json.NewDecoder(bytes.NewReader(val))
+	if err := dec.Decode(&ev); err != nil {
+		return api.Event{}, fmt.Errorf("event %d: %w: %v", seq, ErrCorrupt, err)
+	}
+	if ev.Type == "" {
+		return api.Event{}, fmt.Errorf("event %d: %w: empty type", seq, ErrCorrupt)
+	}
+	ev.Seq = seq
+	return ev, nil
+}
+
+// Events calls fn for each stored event of chatID with Seq > afterSeq, in
+// seq order, at most limit events when limit > 0. It seeks straight to
+// afterSeq. fn runs outside any transaction; an error from fn stops the walk
+// and is returned as is. An unknown chat is ErrNotFound.
+func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error {
+	if err := checkChatID(chatID); err != nil {
+		return err
+	}
+	if afterSeq < 0 {
+		afterSeq = 0
+	}
+	first := true
+	sent := 0
+	for {
+		var batch []api.Event
+		err := s.view(func(tx *bolt.Tx) error {
+			if first && tx.Bucket(bucketChats).Get([]byte(chatID)) == nil {
+				return fmt.Errorf("chat %q: %w", chatID, ErrNotFound)
+			}
+			b := tx.Bucket(bucketEvents).Bucket([]byte(chatID))
+			if b == nil {
+				return nil
+			}
+			c := b.Cursor()
+			for k, v := c.Seek(seqKey(afterSeq + 1)); k != nil && len(batch) < replayBatch; k, v = c.Next() {
+				if limit > 0 && sent+len(batch) >= limit {
+					break
+				}
+				ev, err := decodeEvent(k, v)
+				if err != nil {
+					return fmt.Errorf("chat %q: %w", chatID, err)
+				}
+				batch = append(batch, ev)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		first = false
+		for _, ev := range batch {
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		sent += len(batch)
+		if len(batch) < replayBatch || (limit > 0 && sent >= limit) {
+			return nil
+		}
+		afterSeq = batch[len(batch)-1].Seq
+	}
+}
+
+// LastSeq returns the seq of chatID's last stored event, 0 when it has none.
+// An unknown chat is ErrNotFound.
+func (s *Store) LastSeq(chatID string) (int64, error) {
+	if err := checkChatID(chatID); err != nil {
+		return 0, err
+	}
+	var seq int64
+	err := s.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChats).Get([]byte(chatID)) == nil {
+			return fmt.Errorf("chat %q: %w", chatID, ErrNotFound)
+		}
+		if b := tx.Bucket(bucketEvents).Bucket([]byte(chatID)); b != nil {
+			seq = lastSeq(b)
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// CopyEvents copies every event of fromChat into toChat's log with the same
+// seqs, in one transaction (for fork). fromChat must exist (ErrNotFound);
+// toChat's log must be empty (ErrExists otherwise). toChat need not be
+// created yet, but Append to it needs the chat.
+func (s *Store) CopyEvents(fromChat, toChat string) error {
+	if err := checkChatID(fromChat); err != nil {
+		return err
+	}
+	if err := checkChatID(toChat); err != nil {
+		return err
+	}
+	if fromChat == toChat {
+		return fmt.Errorf("copy events of chat %q onto itself: %w", fromChat, ErrInvalid)
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChats).Get([]byte(fromChat)) == nil {
+			return fmt.Errorf("chat %q: %w", fromChat, ErrNotFound)
+		}
+		events := tx.Bucket(bucketEvents)
+		dst, err := events.CreateBucketIfNotExists([]byte(toChat))
+		if err != nil {
+			return err
+		}
+		if k, _ := dst.Cursor().First(); k != nil {
+			return fmt.Errorf("copy events into chat %q: %w: its log is not empty", toChat, ErrExists)
+		}
+		src := events.Bucket([]byte(fromChat))
+		if src == nil {
+			return nil
+		}
+		dst.FillPercent = 1
+		return src.ForEach(func(k, v []byte) error { return dst.Put(k, v) })
+	})
+}
