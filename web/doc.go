@@ -1,4 +1,9 @@
-// Package web owns remote-web: browser authentication, the reverse proxy from
-// browsers to the daemon's Unix socket, and the embedded chat page. It imports
-// config and api, never daemon.
+// Package web owns remote-web: browser authentication (users from config,
+// bcrypt, server-side sessions, rate-limited login), the reverse proxy from
+// browsers to the daemon's Unix socket (only /v1/* and /ws/*, with the
+// caller named in X-Remote-User from the session and same-origin checks on
+// every WebSocket and state-changing request), and the embedded page.
+//
+// It imports api (the wire types) and the standard library; never daemon,
+// and not config either: cmd/remote-web maps the TOML onto Options.
 package web

@@ -1,0 +1,230 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Errors of authentication. They are classes for callers to test with
+// errors.Is; none of them is ever shown to a browser in a way that tells a
+// wrong user name from a wrong password.
+var (
+	// ErrBadCredentials means the user name or the password did not match.
+	ErrBadCredentials = errors.New("invalid username or password")
+	// ErrRateLimited means too many login attempts for a user or an address.
+	ErrRateLimited = errors.New("too many login attempts")
+	// ErrNoSession means the request carries no valid, unexpired session.
+	ErrNoSession = errors.New("no valid session")
+	// ErrTooManySessions means the session table is full of live sessions.
+	ErrTooManySessions = errors.New("too many live sessions")
+	// ErrBadUser means a configured user is unusable (empty name, duplicate,
+	// or a password hash that is not bcrypt).
+	ErrBadUser = errors.New("bad web user")
+)
+
+// maxPasswordBytes is bcrypt's input limit; longer passwords are refused
+// rather than silently truncated.
+const maxPasswordBytes = 72
+
+// users checks passwords against bcrypt hashes from config.
+type users struct {
+	hashes map[string][]byte
+	// dummy is compared against when the user is unknown, so an unknown
+	// name costs about as much time as a wrong password.
+	dummy []byte
+}
+
+func newUsers(list []User) (*users, error) {
+	u := &users{hashes: make(map[string][]byte, len(list))}
+	for i, usr := range list {
+		if usr.Name == "" {
+			return nil, fmt.Errorf("%w: users[%d] has an empty name", ErrBadUser, i)
+		}
+		if _, dup := u.hashes[usr.Name]; dup {
+			return nil, fmt.Errorf("%w: users[%d] %q is listed twice", ErrBadUser, i, usr.Name)
+		}
+		if _, err := bcrypt.Cost([]byte(usr.PasswordHash)); err != nil {
+			return nil, fmt.Errorf("%w: users[%d] %q: password_hash is not a bcrypt hash (make one with remote-web -hash-password): %w", ErrBadUser, i, usr.Name, err)
+		}
+		u.hashes[usr.Name] = []byte(usr.PasswordHash)
+	}
+	cost := bcrypt.DefaultCost
+	for _, h := range u.hashes {
+		if c, err := bcrypt.Cost(h); err == nil {
+			cost = c
+			break
+		}
+	}
+	d, err := bcrypt.GenerateFromPassword(randomBytes(16), cost)
+	if err != nil {
+		return nil, fmt.Errorf("make dummy bcrypt hash with cost %d: %w", cost, err)
+	}
+	u.dummy = d
+	return u, nil
+}
+
+// check reports nil when name and password match a configured user.
+func (u *users) check(name, password string) error {
+	if len(password) > maxPasswordBytes || len(name) > 256 {
+		_ = bcrypt.CompareHashAndPassword(u.dummy, []byte("x"))
+		return ErrBadCredentials
+	}
+	h, ok := u.hashes[name]
+	if !ok {
+		_ = bcrypt.CompareHashAndPassword(u.dummy, []byte(password))
+		return ErrBadCredentials
+	}
+	if bcrypt.CompareHashAndPassword(h, []byte(password)) != nil {
+		return ErrBadCredentials
+	}
+	return nil
+}
+
+// HashPassword returns a bcrypt hash of password for [[web.users]]
+// password_hash. It refuses empty passwords and passwords over 72 bytes.
+func HashPassword(password []byte) (string, error) {
+	if len(password) == 0 {
+		return "", errors.New("hash password: empty password")
+	}
+	if len(password) > maxPasswordBytes {
+		return "", fmt.Errorf("hash password: %d bytes is over bcrypt's limit of %d", len(password), maxPasswordBytes)
+	}
+	h, err := bcrypt.GenerateFromPassword(password, bcrypt.DefaultCost)
+	if err != nil {
+		return "", fmt.Errorf("hash password: %w", err)
+	}
+	return string(h), nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never returns an error on Linux
+	}
+	return b
+}
+
+// session is one logged-in browser.
+type session struct {
+	user    string
+	expires time.Time
+}
+
+// sessions is the server-side session table. Tokens are 32 random bytes;
+// only their SHA-256 is kept, so a dump of memory does not yield cookies.
+type sessions struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	max int
+	m   map[[32]byte]session
+	now func() time.Time
+}
+
+func newSessions(ttl time.Duration, maxLive int, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, max: maxLive, m: make(map[[32]byte]session), now: now}
+}
+
+// create returns a new token for user.
+func (s *sessions) create(user string) (token string, expires time.Time, err error) {
+	raw := randomBytes(32)
+	token = base64.RawURLEncoding.EncodeToString(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if len(s.m) >= s.max {
+		for k, v := range s.m {
+			if !now.Before(v.expires) {
+				delete(s.m, k)
+			}
+		}
+		if len(s.m) >= s.max {
+			return "", time.Time{}, fmt.Errorf("create session for %q: %w (limit %d)", user, ErrTooManySessions, s.max)
+		}
+	}
+	expires = now.Add(s.ttl)
+	s.m[sha256.Sum256([]byte(token))] = session{user: user, expires: expires}
+	return token, expires, nil
+}
+
+// lookup returns the user of a live session.
+func (s *sessions) lookup(token string) (string, error) {
+	if token == "" {
+		return "", ErrNoSession
+	}
+	k := sha256.Sum256([]byte(token))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[k]
+	if !ok {
+		return "", ErrNoSession
+	}
+	if !s.now().Before(v.expires) {
+		delete(s.m, k)
+		return "", ErrNoSession
+	}
+	return v.user, nil
+}
+
+// remove ends a session; unknown tokens are ignored.
+func (s *sessions) remove(token string) {
+	k := sha256.Sum256([]byte(token))
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
+}
+
+// limiter counts login attempts per key in fixed windows. The table is
+// bounded: when full, expired windows are dropped, and if it is still full
+// every new key is refused (failing closed under a flood).
+type limiter struct {
+	mu     sync.Mutex
+	limit  int
+	window time.Duration
+	max    int
+	m      map[string]bucket
+	now    func() time.Time
+}
+
+type bucket struct {
+	start time.Time
+	n     int
+}
+
+func newLimiter(limit int, window time.Duration, maxKeys int, now func() time.Time) *limiter {
+	return &limiter{limit: limit, window: window, max: maxKeys, m: make(map[string]bucket), now: now}
+}
+
+// allow counts one attempt for key and reports whether it is within the
+// limit; when not, it returns how long until the window resets.
+func (l *limiter) allow(key string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b, ok := l.m[key]
+	if !ok || now.Sub(b.start) >= l.window {
+		if !ok && len(l.m) >= l.max {
+			for k, v := range l.m {
+				if now.Sub(v.start) >= l.window {
+					delete(l.m, k)
+				}
+			}
+			if len(l.m) >= l.max {
+				return false, l.window
+			}
+		}
+		b = bucket{start: now}
+	}
+	b.n++
+	l.m[key] = b
+	if b.n > l.limit {
+		return false, b.start.Add(l.window).Sub(now)
+	}
+	return true, 0
+}

@@ -1,0 +1,378 @@
+package web
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "remote_session"
+
+// Defaults used when Options leaves a field zero.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultLoginLimit  = 5
+	DefaultLoginWindow = time.Minute
+	defaultMaxSessions = 10000
+	defaultMaxKeys     = 10000
+	maxLoginBody       = 8 << 10
+)
+
+// ContentSecurityPolicy is sent on every response: no inline or foreign
+// script, no framing, connections only to this origin.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; " +
+	"style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
+	"frame-ancestors 'none'"
+
+// User is one browser user: a name and a bcrypt hash of the password.
+type User struct {
+	Name         string
+	PasswordHash string
+}
+
+// Options configures a Server. Socket and Users are required.
+type Options struct {
+	// Socket is the daemon's Unix socket ([daemon] socket).
+	Socket string
+	// Users may log in ([[web.users]]).
+	Users []User
+	// SessionTTL is how long a session lives after login ([web] session_ttl).
+	SessionTTL time.Duration
+	// Secure marks cookies Secure; set it when serving TLS.
+	Secure bool
+	// LoginLimit attempts per LoginWindow are allowed per user name and per
+	// client address; more answer 429 with Retry-After.
+	LoginLimit  int
+	LoginWindow time.Duration
+	// Logger receives request and login logs; nil discards.
+	Logger hclog.Logger
+	// Now is the clock; nil means time.Now. Tests move it to expire sessions.
+	Now func() time.Time
+}
+
+// Server is remote-web's HTTP handler: login, logout, the page, and the
+// authenticated proxy to the daemon. It is safe for concurrent use.
+type Server struct {
+	opts     Options
+	log      hclog.Logger
+	users    *users
+	sessions *sessions
+	byUser   *limiter
+	byAddr   *limiter
+	proxy    http.Handler
+	static   http.Handler
+	pages    fs.FS
+}
+
+// New checks opts and returns a Server. Users with a hash that is not
+// bcrypt are an error naming the user.
+func New(opts Options) (*Server, error) {
+	if opts.Socket == "" {
+		return nil, errors.New("web: daemon socket path is empty")
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.LoginLimit <= 0 {
+		opts.LoginLimit = DefaultLoginLimit
+	}
+	if opts.LoginWindow <= 0 {
+		opts.LoginWindow = DefaultLoginWindow
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	u, err := newUsers(opts.Users)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, fmt.Errorf("web: embedded page: %w", err)
+	}
+	s := &Server{
+		opts:     opts,
+		log:      log,
+		users:    u,
+		sessions: newSessions(opts.SessionTTL, defaultMaxSessions, opts.Now),
+		byUser:   newLimiter(opts.LoginLimit, opts.LoginWindow, defaultMaxKeys, opts.Now),
+		byAddr:   newLimiter(opts.LoginLimit, opts.LoginWindow, defaultMaxKeys, opts.Now),
+		static:   http.StripPrefix("/static/", http.FileServerFS(sub)),
+		pages:    sub,
+	}
+	s.proxy = newProxy(opts.Socket, log.Named("proxy"))
+	return s, nil
+}
+
+// ServeHTTP routes a request. Only /v1/* and /ws/* reach the daemon, and
+// only with a live session and, where it matters, a same-origin request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header())
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/ws/"):
+		s.serveAPI(w, r)
+	case p == "/login":
+		s.serveLogin(w, r)
+	case p == "/logout":
+		s.serveLogout(w, r)
+	case strings.HasPrefix(p, "/static/"):
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+p)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		s.static.ServeHTTP(w, r)
+	case p == "/" || p == "/index.html":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+p)
+			return
+		}
+		if _, err := s.user(r); err != nil {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		s.servePage(w, "index.html", http.StatusOK)
+	default:
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+p)
+	}
+}
+
+// serveAPI authenticates, checks the origin and forwards to the daemon.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	user, err := s.user(r)
+	if err != nil {
+		s.log.Debug("api request without session", "path", r.URL.Path, "remote", r.RemoteAddr)
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "log in first: no valid session cookie")
+		return
+	}
+	if (isWebSocket(r) || !safeMethod(r.Method)) && !sameOrigin(r) {
+		s.log.Warn("cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "user", user)
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
+		return
+	}
+	r = r.WithContext(withUser(r.Context(), user))
+	s.proxy.ServeHTTP(w, r)
+}
+
+// user returns the session's user name or ErrNoSession.
+func (s *Server) user(r *http.Request) (string, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return "", ErrNoSession
+	}
+	return s.sessions.lookup(c.Value)
+}
+
+func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.servePage(w, "login.html", http.StatusOK)
+		return
+	case http.MethodPost:
+	default:
+		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on /login")
+		return
+	}
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil {
+		s.loginFailed(w, r, http.StatusBadRequest, "the login form could not be read")
+		return
+	}
+	name, password := r.PostForm.Get("username"), r.PostForm.Get("password")
+	addr := clientAddr(r)
+	okAddr, waitAddr := s.byAddr.allow(addr)
+	okUser, waitUser := s.byUser.allow(name)
+	if !okAddr || !okUser {
+		wait := max(waitAddr, waitUser)
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		s.log.Warn("login rate limited", "user", name, "remote", addr)
+		s.loginFailed(w, r, http.StatusTooManyRequests, "too many login attempts; try again later")
+		return
+	}
+	if err := s.users.check(name, password); err != nil {
+		s.log.Info("login failed", "user", name, "remote", addr)
+		s.loginFailed(w, r, http.StatusUnauthorized, "invalid username or password")
+		return
+	}
+	token, expires, err := s.sessions.create(name)
+	if err != nil {
+		s.log.Error("login: cannot create session", "user", name, "error", err)
+		s.loginFailed(w, r, http.StatusServiceUnavailable, "too many sessions; try again later")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     SessionCookie,
+		Value:    token,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   int(s.opts.SessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   s.opts.Secure,
+		SameSite: http.SameSiteStrictMode,
+	})
+	s.log.Info("login", "user", name, "remote", addr)
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"user": name})
+		return
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// loginFailed answers a failed login: JSON for scripts, the form for browsers.
+func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if wantsJSON(r) {
+		code := api.CodeUnauthorized
+		switch status {
+		case http.StatusBadRequest:
+			code = api.CodeBadRequest
+		case http.StatusTooManyRequests:
+			code = "rate_limited"
+		case http.StatusServiceUnavailable:
+			code = api.CodeUnavailable
+		}
+		writeError(w, status, code, msg)
+		return
+	}
+	b, err := fs.ReadFile(s.pages, "login.html")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "login page missing")
+		return
+	}
+	page := strings.Replace(string(b), `<p id="login-error" hidden></p>`,
+		`<p id="login-error" role="alert">`+htmlEscape(msg)+`</p>`, 1)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(page))
+}
+
+func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "log out with POST /logout")
+		return
+	}
+	if !sameOrigin(r) {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
+		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.remove(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode,
+	})
+	if wantsJSON(r) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (s *Server) servePage(w http.ResponseWriter, name string, status int) {
+	b, err := fs.ReadFile(s.pages, name)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "page "+name+" missing")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// sameOrigin reports whether a browser request comes from this origin.
+// Requests without Origin and Sec-Fetch-Site come from non-browser clients,
+// which cannot ride on a victim's cookie, and are let through.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false // includes the opaque "null" origin
+	}
+	if want := requestScheme(r); u.Scheme != want {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+func requestScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
+func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
