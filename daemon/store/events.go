@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -216,8 +215,7 @@ func decodeEvent(key, val []byte) (api.Event, error) {
 	if seq <= 0 {
 		return ev, fmt.Errorf("event seq %d: %w", seq, ErrCorrupt)
 	}
-	dec := json.NewDecoder(bytes.NewReader(val))
-	if err := dec.Decode(&ev); err != nil {
+	if err := json.Unmarshal(val, &ev); err != nil {
 		return api.Event{}, fmt.Errorf("event %d: %w: %v", seq, ErrCorrupt, err)
 	}
 	if ev.Type == "" {
