@@ -1,0 +1,95 @@
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"remote/lxdexec"
+)
+
+// TestImage is the alias of the busybox image scripts/lxd-setup imports.
+const TestImage = "busybox"
+
+var (
+	lxdOnce   sync.Once
+	lxdClient *lxdexec.Client
+	lxdErr    error
+)
+
+// LXD returns a client for the local LXD (socket discovery), shared by the
+// tests of a package. When LXD is not reachable or the test image is
+// missing, the test is skipped locally and fails in CI (see Missing).
+func LXD(t testing.TB) *lxdexec.Client {
+	t.Helper()
+	lxdOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		lxdClient, lxdErr = lxdexec.Connect(ctx, lxdexec.Options{})
+		if lxdErr != nil {
+			return
+		}
+		if _, err := lxdClient.Query(ctx, "GET", "/1.0/images/aliases/"+TestImage, nil, ""); err != nil {
+			lxdClient, lxdErr = nil, errors.Join(errors.New("image alias "+TestImage+" missing"), err)
+		}
+	})
+	if lxdErr != nil {
+		Missing(t, "LXD not usable: %v", lxdErr)
+	}
+	return lxdClient
+}
+
+// NewContainer creates and starts a container from the busybox test image
+// with a short unique name ("t-<prefix>-<6 hex>"), and force-deletes it
+// when the test ends. prefix is trimmed to keep the name within LXD's
+// limits.
+func NewContainer(t testing.TB, client *lxdexec.Client, prefix string) string {
+	t.Helper()
+	name := ContainerName(prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := client.ForceDeleteInstance(ctx, name); err != nil {
+			t.Errorf("cleanup: delete container %s: %v", name, err)
+		}
+	})
+	if err := client.CreateInstance(ctx, lxdexec.InstancesPost{
+		Name:   name,
+		Source: lxdexec.InstanceSource{Alias: TestImage},
+	}); err != nil {
+		t.Fatalf("create container %s: %v", name, err)
+	}
+	if err := client.SetState(ctx, name, lxdexec.StateRequest{Action: "start"}); err != nil {
+		t.Fatalf("start container %s: %v", name, err)
+	}
+	return name
+}
+
+// ContainerName returns a short unique container name "t-<prefix>-<6 hex>".
+// prefix is lowercased, reduced to letters, digits and hyphens, and cut to
+// 20 characters.
+func ContainerName(prefix string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(prefix) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			b.WriteRune(r)
+		}
+		if b.Len() >= 20 {
+			break
+		}
+	}
+	p := strings.Trim(b.String(), "-")
+	if p == "" {
+		p = "x"
+	}
+	var rnd [3]byte
+	_, _ = rand.Read(rnd[:])
+	return "t-" + p + "-" + hex.EncodeToString(rnd[:])
+}

@@ -1,0 +1,86 @@
+package lxdexec
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error classes. Test with errors.Is; the concrete *Error (errors.As) carries
+// the HTTP status and LXD's message.
+var (
+	// ErrNotFound: the instance, operation, file, image alias or project
+	// does not exist (HTTP 404, whatever LXD's wording).
+	ErrNotFound = errors.New("lxd: not found")
+	// ErrConflict: the object already exists (HTTP 409, or LXD 5.0's
+	// 202-then-failed operation saying "already exists").
+	ErrConflict = errors.New("lxd: already exists")
+	// ErrPreconditionFailed: the If-Match ETag no longer matches (HTTP 412);
+	// re-read and retry.
+	ErrPreconditionFailed = errors.New("lxd: etag mismatch")
+	// ErrForbidden: the client is not trusted or not allowed (HTTP 401/403).
+	ErrForbidden = errors.New("lxd: not authorized")
+	// ErrBadRequest: LXD refused the request as invalid (HTTP 400), e.g. an
+	// unknown action, a bad name, or an exec on a stopped instance.
+	ErrBadRequest = errors.New("lxd: bad request")
+	// ErrOperationFailed: a background operation ended in Failure.
+	ErrOperationFailed = errors.New("lxd: operation failed")
+	// ErrOperationCancelled: a background operation ended Cancelled.
+	ErrOperationCancelled = errors.New("lxd: operation cancelled")
+	// ErrAlreadyInState: a start found the instance already running, or a
+	// stop found it already stopped.
+	ErrAlreadyInState = errors.New("lxd: instance already in requested state")
+	// ErrIsDirectory: PullFile was asked for a directory; use ListDir.
+	ErrIsDirectory = errors.New("lxd: path is a directory")
+	// ErrProtocol: LXD answered with something this client cannot decode.
+	ErrProtocol = errors.New("lxd: protocol error")
+	// ErrStreamBroken: an exec output stream ended without its end-of-stream
+	// marker, so output may be incomplete.
+	ErrStreamBroken = errors.New("lxd: exec stream broken")
+)
+
+// Error is an error LXD reported: an error envelope (StatusCode is the HTTP
+// status / error_code) or a failed operation (StatusCode is the operation's
+// err_code when the server sends one, else 0). Message is LXD's own text.
+type Error struct {
+	Method     string // request method, e.g. "POST"
+	Path       string // request path without the query, e.g. "/1.0/instances"
+	StatusCode int
+	Message    string
+	// class is an extra sentinel decided from context (e.g. a failed create
+	// saying "already exists" is ErrConflict).
+	class error
+}
+
+// Error formats the failing request, status and LXD's message.
+func (e *Error) Error() string {
+	where := e.Method + " " + e.Path
+	if e.Method == "" {
+		where = e.Path
+	}
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("lxd %s: %d %s", where, e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("lxd %s: %s", where, e.Message)
+}
+
+// Is maps the HTTP status (and the class decided from context) to the
+// sentinel errors of this package.
+func (e *Error) Is(target error) bool {
+	if e.class != nil && target == e.class {
+		return true
+	}
+	switch target {
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	case ErrPreconditionFailed:
+		return e.StatusCode == http.StatusPreconditionFailed
+	case ErrForbidden:
+		return e.StatusCode == http.StatusForbidden || e.StatusCode == http.StatusUnauthorized
+	case ErrBadRequest:
+		return e.StatusCode == http.StatusBadRequest
+	}
+	return false
+}

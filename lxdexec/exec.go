@@ -1,0 +1,470 @@
+package lxdexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// ExecRequest describes a command to run in an instance.
+type ExecRequest struct {
+	// Command is the argv, run without a shell. Required.
+	Command []string
+	// Env is added to the instance's environment.* config and LXD's
+	// defaults (PATH, LANG, and HOME/USER for uid 0).
+	Env map[string]string
+	// Cwd is the start directory ("" = LXD's default).
+	Cwd string
+	// User and Group are numeric ids (nil = root).
+	User, Group *uint32
+	// Interactive runs the command on a pty; stdout and stderr are merged
+	// on Stdout, and Stderr is empty.
+	Interactive bool
+	// Width and Height set the pty size when both are > 0.
+	Width, Height int
+	// KillGrace is the time between SIGTERM and SIGKILL after the context
+	// is cancelled; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+}
+
+// DefaultKillGrace is ExecRequest.KillGrace's default.
+const DefaultKillGrace = 3 * time.Second
+
+// abortWait bounds how long Wait waits for LXD after SIGKILL before it
+// drops the connections and returns anyway.
+const abortWait = 2 * time.Second
+
+// frameSize is the largest websocket frame written for stdin (LXD itself
+// sends at most 64 KiB per frame).
+const frameSize = 64 << 10
+
+// Exec is a running command. Read Stdout and Stderr until EOF (both, and
+// concurrently: output is streamed with backpressure, so an unread stream
+// stalls the command), then call Wait.
+type Exec struct {
+	interactive bool
+	control     *wsConn
+	fd0         *wsConn
+	conns       []*wsConn
+	stdin       *execStdin
+	stdout      *io.PipeReader
+	stderr      io.Reader
+	pipes       []*io.PipeReader
+	done        chan struct{}
+	exitCode    int
+	err         error
+}
+
+// wsConn is a websocket with serialized writes (gorilla allows one writer).
+type wsConn struct {
+	conn *websocket.Conn
+	wmu  sync.Mutex
+}
+
+func (w *wsConn) write(typ int, data []byte, timeout time.Duration) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	var dl time.Time
+	if timeout > 0 {
+		dl = time.Now().Add(timeout)
+	}
+	_ = w.conn.SetWriteDeadline(dl)
+	return w.conn.WriteMessage(typ, data)
+}
+
+type execPost struct {
+	Command      []string          `json:"command"`
+	Environment  map[string]string `json:"environment,omitempty"`
+	Cwd          string            `json:"cwd,omitempty"`
+	User         *uint32           `json:"user,omitempty"`
+	Group        *uint32           `json:"group,omitempty"`
+	WaitForWS    bool              `json:"wait-for-websocket"`
+	Interactive  bool              `json:"interactive"`
+	RecordOutput bool              `json:"record-output"`
+	Width        int               `json:"width,omitempty"`
+	Height       int               `json:"height,omitempty"`
+}
+
+type execMeta struct {
+	FDs    map[string]string `json:"fds"`
+	Return *int              `json:"return"`
+}
+
+// Exec starts a command in a running instance and connects its streams.
+// Cancelling ctx sends SIGTERM, then SIGKILL after KillGrace; Wait then
+// returns promptly with ctx's error.
+func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*Exec, error) {
+	if err := checkName(instance); err != nil {
+		return nil, err
+	}
+	if len(req.Command) == 0 {
+		return nil, fmt.Errorf("exec in %q: empty command: %w", instance, ErrBadRequest)
+	}
+	body := execPost{
+		Command: req.Command, Environment: req.Env, Cwd: req.Cwd, User: req.User, Group: req.Group,
+		WaitForWS: true, Interactive: req.Interactive,
+	}
+	if req.Width > 0 && req.Height > 0 {
+		body.Width, body.Height = req.Width, req.Height
+	}
+	opURL, op, err := c.startOperation(ctx, http.MethodPost, c.instancePath(instance, "/exec", nil), body)
+	if err != nil {
+		return nil, fmt.Errorf("exec %q in %q: %w", req.Command[0], instance, err)
+	}
+	if op == nil {
+		return nil, fmt.Errorf("exec %q in %q: server answered sync: %w", req.Command[0], instance, ErrProtocol)
+	}
+	var meta execMeta
+	if err := json.Unmarshal(op.Metadata, &meta); err != nil {
+		return nil, fmt.Errorf("exec %q in %q: decode fds: %v: %w", req.Command[0], instance, err, ErrProtocol)
+	}
+	names := []string{"control", "0", "1", "2"}
+	if req.Interactive {
+		names = names[:2]
+	}
+	conns := make([]*wsConn, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		secret, ok := meta.FDs[n]
+		if !ok {
+			errs[i] = fmt.Errorf("no secret for fd %s: %w", n, ErrProtocol)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conns[i], errs[i] = c.dialOp(ctx, opURL, secret)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, w := range conns {
+			if w != nil {
+				w.conn.Close()
+			}
+		}
+		return nil, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
+	}
+
+	e := &Exec{interactive: req.Interactive, control: conns[0], fd0: conns[1], conns: conns, done: make(chan struct{})}
+	e.stdin = &execStdin{conn: e.fd0, interactive: req.Interactive, done: e.done}
+	var delivered sync.WaitGroup
+	outR, outW := io.Pipe()
+	e.stdout = outR
+	e.pipes = append(e.pipes, outR)
+	if req.Interactive {
+		e.stderr = eofReader{}
+		delivered.Add(1)
+		go pump(e.fd0, outW, &delivered, true)
+	} else {
+		errR, errW := io.Pipe()
+		e.stderr = errR
+		e.pipes = append(e.pipes, errR)
+		delivered.Add(2)
+		go pump(conns[2], outW, &delivered, false)
+		go pump(conns[3], errW, &delivered, false)
+		go drain(e.fd0)
+	}
+	go drain(e.control)
+
+	grace := req.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	go e.supervise(ctx, c, opURL, grace, &delivered)
+	return e, nil
+}
+
+// dialOp connects one exec websocket.
+func (c *Client) dialOp(ctx context.Context, opURL, secret string) (*wsConn, error) {
+	u := c.wsBase + opURL + "/websocket?secret=" + url.QueryEscape(secret)
+	conn, resp, err := c.ws.DialContext(ctx, u, nil)
+	if err != nil {
+		return nil, errorFromHandshake(opURL+"/websocket", resp, err)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	return &wsConn{conn: conn}, nil
+}
+
+// supervise waits for the operation and for every output stream to be
+// delivered, handles cancellation, then closes everything and records the
+// result.
+func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace time.Duration, delivered *sync.WaitGroup) {
+	waitCtx, cancelWait := context.WithCancel(context.Background())
+	defer cancelWait()
+	type opResult struct {
+		op  *Operation
+		err error
+	}
+	opCh := make(chan opResult, 1)
+	go func() {
+		op, err := c.WaitOperation(waitCtx, opURL)
+		opCh <- opResult{op, err}
+	}()
+	streams := make(chan struct{})
+	go func() { delivered.Wait(); close(streams) }()
+
+	var (
+		res                opResult
+		gotOp, gotStreams  bool
+		ctxDone            = ctx.Done()
+		killTimer, aborted <-chan time.Time
+		cancelled          bool
+	)
+	for !gotOp || !gotStreams {
+		select {
+		case res = <-opCh:
+			gotOp = true
+		case <-streams:
+			gotStreams, streams = true, nil
+		case <-ctxDone:
+			ctxDone, cancelled = nil, true
+			_ = e.Signal(int(syscall.SIGTERM))
+			killTimer = time.After(grace)
+		case <-killTimer:
+			killTimer = nil
+			_ = e.Signal(int(syscall.SIGKILL))
+			// Closing control makes LXD SIGKILL the command for sure.
+			e.control.conn.Close()
+			aborted = time.After(abortWait)
+		case <-aborted:
+			aborted = nil
+			cancelWait()
+			e.closeAll(fmt.Errorf("exec aborted: %w", ctx.Err()))
+		}
+	}
+	e.closeAll(nil)
+
+	e.exitCode = -1
+	if res.op != nil {
+		var meta execMeta
+		if json.Unmarshal(res.op.Metadata, &meta) == nil && meta.Return != nil {
+			e.exitCode = *meta.Return
+		}
+	}
+	switch {
+	case cancelled:
+		e.err = fmt.Errorf("exec cancelled: %w", ctx.Err())
+	case res.err != nil:
+		e.err = fmt.Errorf("exec: %w", res.err)
+	}
+	close(e.done)
+}
+
+// closeAll drops every websocket; with a non-nil err it also fails the
+// output pipes so blocked deliveries end.
+func (e *Exec) closeAll(err error) {
+	for _, w := range e.conns {
+		w.conn.Close()
+	}
+	if err != nil {
+		for _, p := range e.pipes {
+			p.CloseWithError(err)
+		}
+	}
+}
+
+// pump copies one output websocket into w until the end-of-stream barrier
+// (an empty Text message), a close, or a dropped connection. replyBarrier
+// answers the server's barrier (interactive fd 0: the operation stays
+// running until the client sends its own).
+func pump(ws *wsConn, w *io.PipeWriter, delivered *sync.WaitGroup, replyBarrier bool) {
+	buf := make([]byte, 32<<10)
+	ended := false
+	end := func(err error) {
+		if !ended {
+			ended = true
+			w.CloseWithError(err)
+			delivered.Done()
+		}
+	}
+	discard := false
+	for {
+		typ, r, err := ws.conn.NextReader()
+		if err != nil {
+			if normalEnd(err) {
+				end(nil)
+			} else {
+				end(fmt.Errorf("%w: %v", ErrStreamBroken, err))
+			}
+			return
+		}
+		switch typ {
+		case websocket.BinaryMessage:
+			if ended || discard {
+				_, _ = io.CopyBuffer(io.Discard, r, buf)
+				continue
+			}
+			if _, err := io.CopyBuffer(w, r, buf); err != nil {
+				// The reader went away: keep the socket drained so the
+				// command is not stalled, drop the data.
+				discard = true
+				_, _ = io.CopyBuffer(io.Discard, r, buf)
+			}
+		case websocket.TextMessage:
+			end(nil)
+			if replyBarrier {
+				_ = ws.write(websocket.TextMessage, nil, 5*time.Second)
+			}
+		}
+	}
+}
+
+// drain reads a websocket whose incoming data is ignored, so pings are
+// answered and closes are seen.
+func drain(ws *wsConn) {
+	for {
+		if _, _, err := ws.conn.NextReader(); err != nil {
+			return
+		}
+	}
+}
+
+// normalEnd reports whether err is how LXD ends an exec stream: a close
+// frame, or dropping the connection (1006 / EOF / reset), or our own close.
+func normalEnd(err error) bool {
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// Stdin returns the command's standard input. Close signals end of input:
+// non-interactive, LXD's end-of-stream barrier; interactive, a ^D (0x04)
+// byte, which a program reading the pty in canonical mode sees as EOF at
+// the start of a line.
+func (e *Exec) Stdin() io.WriteCloser { return e.stdin }
+
+// Stdout returns the command's standard output (in interactive mode the
+// pty's output, stderr included). It ends with io.EOF when all output was
+// delivered.
+func (e *Exec) Stdout() io.Reader { return e.stdout }
+
+// Stderr returns the command's standard error; empty in interactive mode.
+func (e *Exec) Stderr() io.Reader { return e.stderr }
+
+type controlMsg struct {
+	Command string            `json:"command"`
+	Signal  int               `json:"signal,omitempty"`
+	Args    map[string]string `json:"args,omitempty"`
+}
+
+// Signal sends a signal (e.g. 15) to the command.
+func (e *Exec) Signal(sig int) error {
+	if sig <= 0 || sig > 64 {
+		return fmt.Errorf("exec signal %d: out of range: %w", sig, ErrBadRequest)
+	}
+	return e.sendControl(controlMsg{Command: "signal", Signal: sig})
+}
+
+// Resize changes the pty's window size (interactive only).
+func (e *Exec) Resize(width, height int) error {
+	if !e.interactive {
+		return fmt.Errorf("exec resize: not interactive: %w", ErrBadRequest)
+	}
+	if width <= 0 || height <= 0 {
+		return fmt.Errorf("exec resize %dx%d: sizes must be positive: %w", width, height, ErrBadRequest)
+	}
+	// LXD decodes width and height as strings; numbers are silently ignored.
+	return e.sendControl(controlMsg{Command: "window-resize",
+		Args: map[string]string{"width": strconv.Itoa(width), "height": strconv.Itoa(height)}})
+}
+
+func (e *Exec) sendControl(m controlMsg) error {
+	select {
+	case <-e.done:
+		return fmt.Errorf("exec control %s: command already ended: %w", m.Command, io.ErrClosedPipe)
+	default:
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := e.control.write(websocket.TextMessage, b, 5*time.Second); err != nil {
+		return fmt.Errorf("exec control %s: %w", m.Command, err)
+	}
+	return nil
+}
+
+// Wait returns the command's exit code once it ended and all of its output
+// was delivered (the caller must keep reading Stdout and Stderr to EOF). A
+// non-zero exit is not an error; signals give 128+N. err is set when the
+// operation failed (e.g. command not found, exit code 127), the instance
+// went away, or ctx was cancelled.
+func (e *Exec) Wait() (exitCode int, err error) {
+	<-e.done
+	return e.exitCode, e.err
+}
+
+// execStdin writes binary frames to fd 0.
+type execStdin struct {
+	conn        *wsConn
+	interactive bool
+	done        chan struct{}
+	mu          sync.Mutex
+	closed      bool
+}
+
+// Write sends p as binary frames of at most 64 KiB; it blocks while LXD
+// does not take the data (backpressure).
+func (s *execStdin) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, fmt.Errorf("exec stdin: %w", io.ErrClosedPipe)
+	}
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), frameSize)]
+		if err := s.conn.write(websocket.BinaryMessage, chunk, 0); err != nil {
+			return n, fmt.Errorf("exec stdin: %w", err)
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// Close ends the input (see Exec.Stdin). Closing after the command ended
+// is not an error.
+func (s *execStdin) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.interactive {
+		err = s.conn.write(websocket.BinaryMessage, []byte{0x04}, 5*time.Second)
+	} else {
+		err = s.conn.write(websocket.TextMessage, nil, 5*time.Second)
+	}
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("exec stdin close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package lxdexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Instance is LXD's instance object (GET /1.0/instances/{name}). Unknown
+// fields are ignored.
+type Instance struct {
+	Name            string                       `json:"name"`
+	Description     string                       `json:"description"`
+	Status          string                       `json:"status"`
+	StatusCode      int                          `json:"status_code"`
+	Type            string                       `json:"type"`
+	Architecture    string                       `json:"architecture"`
+	Config          map[string]string            `json:"config"`
+	Devices         map[string]map[string]string `json:"devices"`
+	ExpandedConfig  map[string]string            `json:"expanded_config"`
+	ExpandedDevices map[string]map[string]string `json:"expanded_devices"`
+	Profiles        []string                     `json:"profiles"`
+	Ephemeral       bool                         `json:"ephemeral"`
+	Stateful        bool                         `json:"stateful"`
+	Location        string                       `json:"location"`
+	Project         string                       `json:"project"`
+	CreatedAt       time.Time                    `json:"created_at"`
+	LastUsedAt      time.Time                    `json:"last_used_at"`
+}
+
+// Running reports whether the instance's status is Running.
+func (i *Instance) Running() bool { return i.StatusCode == StatusRunning }
+
+// InstanceSource names the local image an instance is created from: Alias
+// or Fingerprint. Type defaults to "image".
+type InstanceSource struct {
+	Type        string `json:"type"`
+	Alias       string `json:"alias,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// InstancesPost is the body of an instance creation. Type defaults to
+// "container"; nil Profiles means ["default"]; config values are strings.
+type InstancesPost struct {
+	Name        string                       `json:"name"`
+	Type        string                       `json:"type"`
+	Source      InstanceSource               `json:"source"`
+	Profiles    []string                     `json:"profiles"`
+	Config      map[string]string            `json:"config"`
+	Devices     map[string]map[string]string `json:"devices"`
+	Description string                       `json:"description,omitempty"`
+	Ephemeral   bool                         `json:"ephemeral,omitempty"`
+}
+
+// InstancePatch is a partial update (PATCH): Config keys are merged and a
+// key set to "" is deleted; Devices are merged by device name (and
+// hot-plugged into a running container). Nil fields are left unchanged.
+type InstancePatch struct {
+	Config      map[string]string            `json:"config,omitempty"`
+	Devices     map[string]map[string]string `json:"devices,omitempty"`
+	Description *string                      `json:"description,omitempty"`
+	Profiles    []string                     `json:"profiles,omitempty"`
+}
+
+// StateRequest changes an instance's state. Action is start, stop,
+// restart, freeze or unfreeze. Timeout (seconds) bounds a graceful stop or
+// restart; 0 means DefaultStopTimeout (never "kill at once": use Force for
+// that). A graceful stop that times out is escalated to a forced one.
+type StateRequest struct {
+	Action   string `json:"action"`
+	Timeout  int    `json:"timeout"`
+	Force    bool   `json:"force"`
+	Stateful bool   `json:"stateful"`
+}
+
+// DefaultStopTimeout is the graceful stop timeout used when
+// StateRequest.Timeout is 0.
+const DefaultStopTimeout = 30
+
+// Instance returns the named instance and its ETag (for If-Match).
+func (c *Client) Instance(ctx context.Context, name string) (*Instance, string, error) {
+	if err := checkName(name); err != nil {
+		return nil, "", err
+	}
+	r, err := c.Query(ctx, http.MethodGet, c.instancePath(name, "", nil), nil, "")
+	if err != nil {
+		return nil, "", err
+	}
+	var inst Instance
+	if err := unmarshalMeta(r, &inst); err != nil {
+		return nil, "", fmt.Errorf("lxd get instance %q: %w", name, err)
+	}
+	return &inst, r.ETag, nil
+}
+
+// Instances lists the project's instances with their full objects.
+func (c *Client) Instances(ctx context.Context) ([]Instance, error) {
+	var list []Instance
+	if err := c.syncJSON(ctx, http.MethodGet, c.instancePath("", "", url.Values{"recursion": {"1"}}), nil, &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// CreateInstance creates an instance (stopped) and waits for it. A name in
+// use gives an error matching ErrConflict on every server version (sync
+// 409, or LXD 5.0's failed operation saying "already exists"). A missing
+// image alias gives ErrNotFound.
+func (c *Client) CreateInstance(ctx context.Context, req InstancesPost) error {
+	if err := checkName(req.Name); err != nil {
+		return err
+	}
+	if req.Type == "" {
+		req.Type = "container"
+	}
+	if req.Source.Type == "" {
+		req.Source.Type = "image"
+	}
+	if req.Profiles == nil {
+		req.Profiles = []string{"default"}
+	}
+	if req.Config == nil {
+		req.Config = map[string]string{}
+	}
+	if req.Devices == nil {
+		req.Devices = map[string]map[string]string{}
+	}
+	var q url.Values
+	if c.target != "" && c.server.Clustered {
+		q = url.Values{"target": {c.target}}
+	}
+	_, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), req)
+	var lerr *Error
+	// LXD 5.0 reports a duplicate name only through the failed operation;
+	// its message is the only signal (§9.4 of the REST notes).
+	if errors.As(err, &lerr) && lerr.class == ErrOperationFailed && strings.Contains(lerr.Message, "already exists") {
+		lerr.class = ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("create instance %q: %w", req.Name, err)
+	}
+	return nil
+}
+
+// UpdateInstance applies a partial update (PATCH). etag, when not empty, is
+// sent as If-Match; a mismatch gives ErrPreconditionFailed.
+func (c *Client) UpdateInstance(ctx context.Context, name string, patch InstancePatch, etag string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	r, err := c.Query(ctx, http.MethodPatch, c.instancePath(name, "", nil), patch, etag)
+	if err != nil {
+		return fmt.Errorf("update instance %q: %w", name, err)
+	}
+	if r.Type == "async" {
+		if _, err := c.WaitOperation(ctx, stripQuery(r.Operation)); err != nil {
+			return fmt.Errorf("update instance %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// SetState starts, stops, restarts, freezes or unfreezes an instance and
+// waits for it. Starting a running or stopping a stopped instance gives an
+// error matching ErrAlreadyInState.
+func (c *Client) SetState(ctx context.Context, name string, req StateRequest) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if req.Timeout == 0 {
+		req.Timeout = DefaultStopTimeout
+	}
+	_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req)
+	var lerr *Error
+	if errors.As(err, &lerr) && lerr.class == ErrOperationFailed {
+		// Matched by text: LXD has no code for these (REST notes §9.5).
+		if strings.Contains(lerr.Message, "already running") || strings.Contains(lerr.Message, "already stopped") {
+			lerr.class = ErrAlreadyInState
+		} else if (req.Action == "stop" || req.Action == "restart") && !req.Force {
+			// A graceful stop that failed (timeout, frozen): escalate.
+			req.Force = true
+			if _, ferr := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req); ferr == nil {
+				return nil
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
+	}
+	return nil
+}
+
+// DeleteInstance deletes a stopped instance and waits for it. A running
+// instance gives ErrBadRequest; see ForceDeleteInstance.
+func (c *Client) DeleteInstance(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, http.MethodDelete, c.instancePath(name, "", nil), nil); err != nil {
+		return fmt.Errorf("delete instance %q: %w", name, err)
+	}
+	return nil
+}
+
+// ForceDeleteInstance kills the instance if it runs, then deletes it. A
+// missing instance is not an error.
+func (c *Client) ForceDeleteInstance(ctx context.Context, name string) error {
+	err := c.SetState(ctx, name, StateRequest{Action: "stop", Force: true})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, ErrAlreadyInState) {
+		return err
+	}
+	err = c.DeleteInstance(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// AddProxyDevice adds (or replaces) a proxy device named device that
+// listens inside the instance (bind=instance) on listen, e.g.
+// "tcp:127.0.0.1:8080", and connects to connect on the host, e.g.
+// "tcp:127.0.0.1:39000". It is hot-plugged into a running container.
+func (c *Client) AddProxyDevice(ctx context.Context, instance, device string, listen, connect string) error {
+	if device == "" || listen == "" || connect == "" {
+		return fmt.Errorf("add proxy device to %q: device %q, listen %q and connect %q must all be set", instance, device, listen, connect)
+	}
+	patch := InstancePatch{Devices: map[string]map[string]string{device: {
+		"type": "proxy", "bind": "instance", "listen": listen, "connect": connect,
+	}}}
+	if err := c.UpdateInstance(ctx, instance, patch, ""); err != nil {
+		return fmt.Errorf("add proxy device %q: %w", device, err)
+	}
+	return nil
+}
+
+// checkName rejects names that cannot be instance names before they reach
+// a URL.
+func checkName(name string) error {
+	if name == "" || len(name) > 63 || strings.ContainsAny(name, "/?#% \t\n") {
+		return fmt.Errorf("lxd: invalid instance name %q: %w", name, ErrBadRequest)
+	}
+	return nil
+}
+
+func unmarshalMeta(r *Response, out any) error {
+	if err := json.Unmarshal(r.Metadata, out); err != nil {
+		return fmt.Errorf("decode metadata: %v: %w", err, ErrProtocol)
+	}
+	return nil
+}
