@@ -1,0 +1,122 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"remote/api"
+	"remote/lxdexec"
+	"remote/providers"
+)
+
+// LXD is the part of the LXD REST client the preparer and the reconciler
+// use. *lxdexec.Client satisfies it; tests wrap a real client to inject
+// faults.
+type LXD interface {
+	Instance(ctx context.Context, name string) (*lxdexec.Instance, string, error)
+	CreateInstance(ctx context.Context, req lxdexec.InstancesPost) error
+	UpdateInstance(ctx context.Context, name string, patch lxdexec.InstancePatch, etag string) error
+	SetState(ctx context.Context, name string, req lxdexec.StateRequest) error
+	DeleteInstance(ctx context.Context, name string) error
+	Exec(ctx context.Context, instance string, req lxdexec.ExecRequest) (*lxdexec.Exec, error)
+	PushFile(ctx context.Context, instance, path string, content io.Reader, opts lxdexec.FileOptions) error
+	PullFile(ctx context.Context, instance, path string) (io.ReadCloser, *lxdexec.FileInfo, error)
+	DeleteFile(ctx context.Context, instance, path string) error
+}
+
+var _ LXD = (*lxdexec.Client)(nil)
+
+// EventSource is the optional LXD ability the Reconciler watches.
+type EventSource interface {
+	Events(ctx context.Context, types ...string) (<-chan lxdexec.Event, error)
+}
+
+var _ EventSource = (*lxdexec.Client)(nil)
+
+// ProjectStore looks projects up and updates their stored status. The
+// daemon's store satisfies it. Errors are returned wrapped, so a caller can
+// still test the store's own classes (not found) with errors.Is.
+type ProjectStore interface {
+	Project(name string) (api.Project, error)
+	Projects() ([]api.Project, error)
+	UpdateProject(name string, fn func(*api.Project) error) (api.Project, error)
+}
+
+// SecretSource lists a project's decrypted secrets.
+type SecretSource interface {
+	ProjectSecrets(project string) ([]providers.Secret, error)
+}
+
+// SecretSourceFunc adapts a function to SecretSource.
+type SecretSourceFunc func(project string) ([]providers.Secret, error)
+
+// ProjectSecrets calls f.
+func (f SecretSourceFunc) ProjectSecrets(project string) ([]providers.Secret, error) {
+	return f(project)
+}
+
+// Stored project statuses (api.Project.Status).
+const (
+	StatusRunning = "running"
+	StatusStopped = "stopped"
+	StatusMissing = "missing"
+	StatusUnknown = "unknown"
+)
+
+// Error classes of this package, tested with errors.Is.
+var (
+	// ErrNoContainer means the project names no container (S9).
+	ErrNoContainer = errors.New("project has no container name")
+	// ErrUnavailable means LXD could not be reached; the API answers 503.
+	ErrUnavailable = errors.New("lxd unavailable")
+	// ErrIncompleteDependencies means provisioning dependencies were wired
+	// partially; they must be all set or all nil.
+	ErrIncompleteDependencies = errors.New("provisioning dependencies wired partially")
+	// ErrCLIUnavailable means the provider's CLI check still fails after
+	// installing, or no install method is configured.
+	ErrCLIUnavailable = errors.New("provider cli unavailable in container")
+	// ErrAPIKeyAuth means a Codex host auth record is marked as API-key
+	// authentication, which the subscription flow refuses (S13).
+	ErrAPIKeyAuth = errors.New("codex auth record uses api-key authentication")
+	// ErrBadSkill means a skill name is not a plain name or is unknown.
+	ErrBadSkill = errors.New("invalid skill")
+	// ErrForeignContainer means the container is marked as another
+	// project's; it is never adopted or deleted.
+	ErrForeignContainer = errors.New("container belongs to another project")
+	// ErrUnknownProvider means no provisioning setup exists for a provider.
+	ErrUnknownProvider = errors.New("no provisioning setup for provider")
+)
+
+// IsUnavailable reports whether err means LXD could not be reached (socket
+// missing, connection refused or reset), as opposed to LXD answering with
+// an error.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var lerr *lxdexec.Error
+	if errors.As(err, &lerr) {
+		return false
+	}
+	var nerr *net.OpError
+	if errors.As(err, &nerr) {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// classify wraps err with ErrUnavailable when it means LXD is unreachable.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || !IsUnavailable(err) {
+		return err
+	}
+	return errors.Join(ErrUnavailable, err)
+}

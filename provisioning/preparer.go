@@ -1,0 +1,433 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/lxdexec"
+	"remote/providers"
+)
+
+// MarkerKey is the instance config key the daemon sets on containers it
+// creates; its value is the project name. A container with another value
+// belongs to another project and is refused.
+const MarkerKey = "user.remote.project"
+
+// DefaultCredentialSyncTimeout bounds SyncCredentials when Options leaves
+// it zero (S12).
+const DefaultCredentialSyncTimeout = 30 * time.Second
+
+// Container is the container a preparation works on. UUID is LXD's
+// volatile.uuid: it changes when the container is replaced, which resets
+// every "already published" record of the old one.
+type Container struct {
+	Name string
+	UUID string
+	// Config is the instance config read at the start of the preparation.
+	Config map[string]string
+}
+
+// The provisioning dependencies (S9). They are wired all or none: a
+// Preparer without them only reconciles the container and loads secrets.
+
+// CLIProvisioner ensures a provider's CLI is installed in the container.
+type CLIProvisioner interface {
+	EnsureCLI(ctx context.Context, c Container, p providers.ProviderID) error
+}
+
+// CredentialProvisioner pushes a provider's credentials into the container
+// and syncs them back after a run.
+type CredentialProvisioner interface {
+	PushCredentials(ctx context.Context, c Container, p providers.ProviderID) error
+	SyncCredentials(ctx context.Context, c Container, p providers.ProviderID) error
+}
+
+// WorkspacePublisher publishes shared instructions and skill links.
+type WorkspacePublisher interface {
+	PublishWorkspace(ctx context.Context, c Container, p providers.ProviderID, skills []string) error
+	// PublishScheduleTools publishes the scheduled-tasks skill and helper.
+	PublishScheduleTools(ctx context.Context, c Container, p providers.ProviderID) error
+}
+
+// AssetPublisher publishes a provider profile's non-secret runtime files.
+type AssetPublisher interface {
+	PublishAssets(ctx context.Context, c Container, p providers.ProviderID) error
+}
+
+// BrowserPolicy publishes or removes the browser tool's configuration.
+type BrowserPolicy interface {
+	ApplyBrowser(ctx context.Context, c Container, p providers.ProviderID, enabled bool) error
+}
+
+// Lifecycle sets the container to start with LXD (boot.autostart).
+type Lifecycle interface {
+	EnableAutostart(ctx context.Context, c Container) error
+}
+
+// Dependencies are the provisioning steps. All six set, or all nil.
+type Dependencies struct {
+	CLI         CLIProvisioner
+	Credentials CredentialProvisioner
+	Workspace   WorkspacePublisher
+	Assets      AssetPublisher
+	Browser     BrowserPolicy
+	Lifecycle   Lifecycle
+}
+
+// count reports how many dependencies are set.
+func (d Dependencies) count() int {
+	n := 0
+	for _, set := range []bool{d.CLI != nil, d.Credentials != nil, d.Workspace != nil,
+		d.Assets != nil, d.Browser != nil, d.Lifecycle != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Options configure a Preparer.
+type Options struct {
+	LXD      LXD          // required
+	Projects ProjectStore // required
+	Secrets  SecretSource // nil: runs get no secrets
+	// Image is the image alias new containers are created from when the
+	// project names none; Profiles are their LXD profiles.
+	Image    string
+	Profiles []string
+	// Deps are the provisioning steps, all or none (see NewDependencies).
+	Deps Dependencies
+	// CredentialSyncTimeout bounds SyncCredentials; zero means
+	// DefaultCredentialSyncTimeout.
+	CredentialSyncTimeout time.Duration
+	// StartTimeout bounds waiting for a container to start.
+	StartTimeout time.Duration
+	Logger       hclog.Logger
+}
+
+// Preparer makes a project's container ready for a provider run. It
+// implements providers.ProjectPreparer.
+type Preparer struct {
+	lxd         LXD
+	projects    ProjectStore
+	secrets     SecretSource
+	image       string
+	profiles    []string
+	deps        Dependencies
+	wired       bool
+	syncTimeout time.Duration
+	log         hclog.Logger
+	creating    flight
+}
+
+var _ providers.ProjectPreparer = (*Preparer)(nil)
+
+// New returns a Preparer. It fails when LXD or Projects is missing or when
+// the provisioning dependencies are wired partially.
+func New(opts Options) (*Preparer, error) {
+	if opts.LXD == nil || opts.Projects == nil {
+		return nil, errors.New("provisioning: lxd client and project store are required")
+	}
+	n := opts.Deps.count()
+	if n != 0 && n != 6 {
+		return nil, fmt.Errorf("provisioning: %w: %d of 6 set", ErrIncompleteDependencies, n)
+	}
+	if opts.Image == "" {
+		opts.Image = "busybox"
+	}
+	if len(opts.Profiles) == 0 {
+		opts.Profiles = []string{"default"}
+	}
+	if opts.CredentialSyncTimeout <= 0 {
+		opts.CredentialSyncTimeout = DefaultCredentialSyncTimeout
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	return &Preparer{
+		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
+		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, creating: newFlight(),
+	}, nil
+}
+
+// systemEvent builds a daemon-originated system event.
+func systemEvent(subtype string, data any) providers.Event {
+	raw, _ := json.Marshal(data)
+	return providers.Event{Type: providers.EventSystem, Subtype: subtype, Data: raw}
+}
+
+// Prepare runs S9 in order and returns the run's target. It emits
+// system/container_starting when the stored status was not running, and
+// system/container_preparing when the project has ports (the project's
+// container ports enter provisioning on every preparation; none → no
+// event).
+func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+	if emit == nil {
+		emit = func(providers.Event) {}
+	}
+	// 1. Resolve the project.
+	proj, err := p.projects.Project(req.ProjectID)
+	if err != nil {
+		return providers.Target{}, fmt.Errorf("resolve project %q: %w", req.ProjectID, err)
+	}
+	if proj.Container == "" {
+		return providers.Target{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
+	}
+	// 2. Always reconcile with LXD.
+	if proj.Status != StatusRunning {
+		emit(systemEvent("container_starting", map[string]string{"project": proj.Name, "container": proj.Container}))
+	}
+	c, err := p.Start(ctx, proj)
+	if err != nil {
+		return providers.Target{}, err
+	}
+	// 3–4. Provisioning, when wired.
+	if p.wired {
+		if len(proj.Ports) > 0 {
+			emit(systemEvent("container_preparing", map[string]any{"project": proj.Name, "container": proj.Container, "ports": proj.Ports}))
+		}
+		if err := p.provision(ctx, c, req); err != nil {
+			return providers.Target{}, fmt.Errorf("prepare project %q for %s: %w", proj.Name, req.Provider, classify(err))
+		}
+	}
+	// 5. Secrets, best effort.
+	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: p.loadSecrets(proj.Name)}, nil
+}
+
+func (p *Preparer) provision(ctx context.Context, c Container, req providers.PrepareRequest) error {
+	d := p.deps
+	if err := d.CLI.EnsureCLI(ctx, c, req.Provider); err != nil {
+		return err
+	}
+	if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
+		return err
+	}
+	if err := d.Workspace.PublishWorkspace(ctx, c, req.Provider, req.Skills); err != nil {
+		return err
+	}
+	if err := d.Assets.PublishAssets(ctx, c, req.Provider); err != nil {
+		return err
+	}
+	if err := d.Browser.ApplyBrowser(ctx, c, req.Provider, req.EnableBrowser); err != nil {
+		return err
+	}
+	if req.EnableScheduleTools {
+		if err := d.Workspace.PublishScheduleTools(ctx, c, req.Provider); err != nil {
+			return err
+		}
+	}
+	return d.Lifecycle.EnableAutostart(ctx, c)
+}
+
+func (p *Preparer) loadSecrets(project string) []providers.Secret {
+	if p.secrets == nil {
+		return nil
+	}
+	s, err := p.secrets.ProjectSecrets(project)
+	if err != nil {
+		// The error text comes from the store; it never carries values.
+		p.log.Warn("project secrets unavailable, running without them", "project", project, "error", err)
+		return nil
+	}
+	return s
+}
+
+// SyncCredentials copies the provider's credentials back from the
+// container when its copy is newer (S12). It gives up after the configured
+// timeout even when LXD does not answer; the abandoned transfer finishes or
+// fails in the background.
+func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov providers.ProviderID) error {
+	if !p.wired {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.syncTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.deps.Credentials.SyncCredentials(ctx, Container{Name: t.Container}, prov)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("sync %s credentials from %q: %w", prov, t.Container, ctx.Err())
+	}
+}
+
+// Start reconciles a project's container: it is created from the image
+// when missing, started when not running, and the stored status is set to
+// running. It returns the container's identity.
+func (p *Preparer) Start(ctx context.Context, proj api.Project) (Container, error) {
+	if proj.Container == "" {
+		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
+	}
+	inst, err := p.ensureRunning(ctx, proj)
+	if err != nil {
+		return Container{}, err
+	}
+	if proj.Status != StatusRunning {
+		p.setStatus(proj.Name, StatusRunning)
+	}
+	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, nil
+}
+
+// Stop stops a project's container (clean shutdown, then force) and
+// records the stored status. A missing container is recorded as missing.
+func (p *Preparer) Stop(ctx context.Context, proj api.Project) error {
+	if proj.Container == "" {
+		return fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
+	}
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		p.setStatus(proj.Name, StatusMissing)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop project %q: %w", proj.Name, classify(err))
+	}
+	if inst.Status != "Stopped" {
+		err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "stop", Timeout: 10})
+		if err != nil {
+			err = p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "stop", Force: true})
+		}
+		if err != nil && !p.isState(ctx, proj.Container, "Stopped") {
+			return fmt.Errorf("stop container %q: %w", proj.Container, classify(err))
+		}
+	}
+	p.setStatus(proj.Name, StatusStopped)
+	return nil
+}
+
+// Delete removes a project's container (forced stop first). A missing
+// container is not an error.
+func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
+	if proj.Container == "" {
+		return nil
+	}
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete container %q: %w", proj.Container, classify(err))
+	}
+	if v := inst.Config[MarkerKey]; v != "" && v != proj.Name {
+		return fmt.Errorf("delete container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
+	}
+	if inst.Status != "Stopped" {
+		if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil && !p.isState(ctx, proj.Container, "Stopped") {
+			return fmt.Errorf("stop container %q: %w", proj.Container, classify(err))
+		}
+	}
+	if err := p.lxd.DeleteInstance(ctx, proj.Container); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
+		return fmt.Errorf("delete container %q: %w", proj.Container, classify(err))
+	}
+	return nil
+}
+
+func (p *Preparer) isState(ctx context.Context, name, status string) bool {
+	inst, _, err := p.lxd.Instance(ctx, name)
+	return err == nil && inst.Status == status
+}
+
+func (p *Preparer) setStatus(project, status string) {
+	_, err := p.projects.UpdateProject(project, func(pr *api.Project) error {
+		pr.Status = status
+		return nil
+	})
+	if err != nil {
+		p.log.Warn("record project status", "project", project, "status", status, "error", err)
+	}
+}
+
+// ensureRunning returns the running instance, creating and starting it as
+// needed. Concurrent calls for one container share one creation.
+func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project) (*lxdexec.Instance, error) {
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	switch {
+	case errors.Is(err, lxdexec.ErrNotFound):
+		err = p.creating.do("create/"+proj.Container, func() error { return p.create(ctx, proj) })
+		if err != nil {
+			return nil, err
+		}
+		inst, _, err = p.lxd.Instance(ctx, proj.Container)
+		if err != nil {
+			return nil, fmt.Errorf("read container %q after create: %w", proj.Container, classify(err))
+		}
+	case err != nil:
+		return nil, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+	}
+	if v := inst.Config[MarkerKey]; v != "" && v != proj.Name {
+		return nil, fmt.Errorf("container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
+	}
+	if inst.Config[MarkerKey] == "" {
+		// Replaced outside the daemon by a container we did not create:
+		// adopt it (never destroy user data); its new volatile.uuid resets
+		// every cached publication, so it is provisioned from scratch.
+		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.Name}}, ""); err != nil {
+			return nil, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
+		}
+		p.log.Info("adopted container replaced outside the daemon", "project", proj.Name, "container", proj.Container)
+	}
+	if inst.Status == "Running" {
+		return inst, nil
+	}
+	action := "start"
+	if inst.Status == "Frozen" {
+		action = "unfreeze"
+	}
+	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: action, Timeout: int(time.Minute / time.Second)}); err != nil && !p.isState(ctx, proj.Container, "Running") {
+		return nil, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+	}
+	inst, _, err = p.lxd.Instance(ctx, proj.Container)
+	if err != nil {
+		return nil, fmt.Errorf("read container %q after start: %w", proj.Container, classify(err))
+	}
+	return inst, nil
+}
+
+// create makes the container from the image and starts it; a container
+// that cannot be started is deleted again (no half-created container).
+func (p *Preparer) create(ctx context.Context, proj api.Project) error {
+	image := proj.Image
+	if image == "" {
+		image = p.image
+	}
+	p.log.Info("creating container", "project", proj.Name, "container", proj.Container, "image", image)
+	err := p.lxd.CreateInstance(ctx, lxdexec.InstancesPost{
+		Name:     proj.Container,
+		Type:     "container",
+		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
+		Profiles: p.profiles,
+		Config:   map[string]string{MarkerKey: proj.Name, "boot.autostart": "true"},
+	})
+	if err != nil {
+		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, classify(err))
+	}
+	var rev reverter
+	defer rev.fail()
+	rev.add(func() {
+		// The caller's context may be the reason for the failure.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = p.lxd.SetState(dctx, proj.Container, lxdexec.StateRequest{Action: "stop", Force: true})
+		if err := p.lxd.DeleteInstance(dctx, proj.Container); err != nil {
+			p.log.Error("undo container create", "container", proj.Container, "error", err)
+		}
+	})
+	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "start", Timeout: 60}); err != nil {
+		return fmt.Errorf("start new container %q: %w", proj.Container, classify(err))
+	}
+	rev.success()
+	return nil
+}

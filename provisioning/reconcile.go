@@ -1,0 +1,295 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/lxdexec"
+)
+
+// InstanceLister lists every instance with its status (one LXD request).
+type InstanceLister interface {
+	Instances(ctx context.Context) ([]lxdexec.Instance, error)
+}
+
+var _ InstanceLister = (*lxdexec.Client)(nil)
+
+// ReconcilerOptions configure a Reconciler.
+type ReconcilerOptions struct {
+	Preparer *Preparer      // starts autostart projects (required)
+	Projects ProjectStore   // required
+	Lister   InstanceLister // required: status resync
+	Events   EventSource    // nil: status is kept true by resync only
+	// Parallel bounds concurrent container starts at start-up (default 4).
+	Parallel int
+	// Resync is how often stored status is compared with LXD's (default
+	// 30 s); it also covers lifecycle events lost while LXD was away.
+	Resync time.Duration
+	Logger hclog.Logger
+}
+
+// Reconciler keeps stored project status true to LXD: at daemon start it
+// starts every autostart project (bounded parallelism) and corrects the
+// status of the others; while the daemon runs it follows LXD lifecycle
+// events and resyncs periodically, retrying with backoff while LXD is
+// unreachable.
+type Reconciler struct {
+	o   ReconcilerOptions
+	log hclog.Logger
+
+	mu          sync.Mutex
+	unavailable error // last LXD reachability failure, nil when reachable
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(o ReconcilerOptions) (*Reconciler, error) {
+	if o.Preparer == nil || o.Projects == nil || o.Lister == nil {
+		return nil, errors.New("reconciler: preparer, project store and instance lister are required")
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.Resync <= 0 {
+		o.Resync = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Reconciler{o: o, log: o.Logger}, nil
+}
+
+// Available returns nil while LXD answered the last request of the
+// reconciler, and an error matching ErrUnavailable otherwise.
+func (r *Reconciler) Available() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unavailable
+}
+
+func (r *Reconciler) setAvailable(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.unavailable = nil
+		return
+	}
+	r.unavailable = fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// StartAll starts every autostart project's container (at most Parallel at
+// once) and corrects every project's stored status. It returns the
+// failures joined; an unreachable LXD gives an error matching
+// ErrUnavailable.
+func (r *Reconciler) StartAll(ctx context.Context) error {
+	projects, err := r.o.Projects.Projects()
+	if err != nil {
+		return fmt.Errorf("list projects: %w", err)
+	}
+	insts, err := r.o.Lister.Instances(ctx)
+	if err != nil {
+		err = classify(err)
+		r.setAvailable(err)
+		return fmt.Errorf("list containers: %w", err)
+	}
+	r.setAvailable(nil)
+	byName := make(map[string]lxdexec.Instance, len(insts))
+	for _, in := range insts {
+		byName[in.Name] = in
+	}
+	sem := make(chan struct{}, r.o.Parallel)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, p := range projects {
+		if p.Container == "" {
+			continue
+		}
+		in, exists := byName[p.Container]
+		if !p.Autostart || (exists && in.Status == "Running") {
+			r.record(p, statusOf(in, exists))
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := r.o.Preparer.Start(ctx, p); err != nil {
+				r.log.Error("autostart project", "project", p.Name, "container", p.Container, "error", err)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			r.log.Info("autostarted project", "project", p.Name, "container", p.Container)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Resync compares every project's stored status with LXD's and corrects
+// it, without starting anything.
+func (r *Reconciler) Resync(ctx context.Context) error {
+	insts, err := r.o.Lister.Instances(ctx)
+	if err != nil {
+		err = classify(err)
+		r.setAvailable(err)
+		return fmt.Errorf("list containers: %w", err)
+	}
+	r.setAvailable(nil)
+	byName := make(map[string]lxdexec.Instance, len(insts))
+	for _, in := range insts {
+		byName[in.Name] = in
+	}
+	projects, err := r.o.Projects.Projects()
+	if err != nil {
+		return fmt.Errorf("list projects: %w", err)
+	}
+	for _, p := range projects {
+		if p.Container == "" {
+			continue
+		}
+		in, ok := byName[p.Container]
+		r.record(p, statusOf(in, ok))
+	}
+	return nil
+}
+
+func statusOf(in lxdexec.Instance, exists bool) string {
+	switch {
+	case !exists:
+		return StatusMissing
+	case in.Status == "Running":
+		return StatusRunning
+	default:
+		return StatusStopped
+	}
+}
+
+// record stores status when it differs from p's.
+func (r *Reconciler) record(p api.Project, status string) {
+	if p.Status == status {
+		return
+	}
+	_, err := r.o.Projects.UpdateProject(p.Name, func(pr *api.Project) error {
+		pr.Status = status
+		return nil
+	})
+	if err != nil {
+		r.log.Warn("record project status", "project", p.Name, "status", status, "error", err)
+		return
+	}
+	r.log.Debug("project status changed", "project", p.Name, "from", p.Status, "to", status)
+}
+
+// lifecycleStatus maps an LXD lifecycle action to a stored status; ok is
+// false for actions that do not change it.
+func lifecycleStatus(action string) (string, bool) {
+	switch action {
+	case "instance-started", "instance-restarted", "instance-resumed":
+		return StatusRunning, true
+	// "Stopped" is either event (lxd-rest-api.md §6).
+	case "instance-stopped", "instance-shutdown", "instance-paused":
+		return StatusStopped, true
+	case "instance-deleted":
+		return StatusMissing, true
+	}
+	return "", false
+}
+
+// HandleEvent applies one LXD lifecycle event to the stored status of the
+// project owning the instance.
+func (r *Reconciler) HandleEvent(ev lxdexec.Event) {
+	if ev.Type != "lifecycle" || ev.Instance == "" {
+		return
+	}
+	status, ok := lifecycleStatus(ev.Action)
+	if !ok {
+		return
+	}
+	projects, err := r.o.Projects.Projects()
+	if err != nil {
+		r.log.Warn("list projects for lifecycle event", "error", err)
+		return
+	}
+	for _, p := range projects {
+		if p.Container == ev.Instance {
+			r.record(p, status)
+		}
+	}
+}
+
+// Run starts the autostart projects, then keeps status true until ctx is
+// done: it follows lifecycle events and resyncs every Resync interval.
+// While LXD is unreachable it retries with exponential backoff (1 s to
+// 30 s). It returns nil when ctx is done.
+func (r *Reconciler) Run(ctx context.Context) error {
+	backoff := time.Second
+	for {
+		err := r.StartAll(ctx)
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			break
+		}
+		r.log.Warn("lxd unreachable at start-up, retrying", "in", backoff, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+	var events <-chan lxdexec.Event
+	if r.o.Events != nil {
+		ch, err := r.o.Events.Events(ctx, "lifecycle")
+		if err != nil {
+			r.log.Warn("lxd lifecycle events unavailable, resync only", "error", err)
+		} else {
+			events = ch
+		}
+	}
+	tick := time.NewTicker(r.o.Resync)
+	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	backoff = time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			r.HandleEvent(ev)
+		case <-tick.C:
+			r.resyncWithBackoff(ctx, retry, &backoff)
+		case <-retry.C:
+			r.resyncWithBackoff(ctx, retry, &backoff)
+		}
+	}
+}
+
+func (r *Reconciler) resyncWithBackoff(ctx context.Context, retry *time.Timer, backoff *time.Duration) {
+	err := r.Resync(ctx)
+	if err == nil {
+		*backoff = time.Second
+		return
+	}
+	if errors.Is(err, ErrUnavailable) {
+		r.log.Warn("lxd unreachable, retrying", "in", *backoff, "error", err)
+		retry.Reset(*backoff)
+		*backoff = min(*backoff*2, 30*time.Second)
+		return
+	}
+	r.log.Warn("resync project status", "error", err)
+}

@@ -1,0 +1,184 @@
+package provisioning
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"remote/lxdexec"
+	"remote/providers"
+)
+
+// skillNameRE is a plain skill name: no path separators, no leading dot.
+var skillNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidSkillName reports whether name is a plain skill name.
+func ValidSkillName(name string) bool {
+	return skillNameRE.MatchString(name) && !strings.Contains(name, "..")
+}
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// PublishWorkspace publishes the shared instructions to the provider's
+// user-level instruction path (never into /workspace) and every skill of
+// the skills directory under /workspace/.agents/skills/<name>/ with a link
+// where the provider looks for skills. A selected skill that is not a
+// plain name, or that does not exist, is refused.
+func (s *Steps) PublishWorkspace(ctx context.Context, c Container, p providers.ProviderID, selected []string) error {
+	st, err := s.setup(p)
+	if err != nil {
+		return err
+	}
+	for _, name := range selected {
+		if !ValidSkillName(name) {
+			return fmt.Errorf("%w: %q is not a plain name", ErrBadSkill, name)
+		}
+	}
+	if s.opts.InstructionsDir != "" && st.InstructionsPath != "" {
+		doc, err := s.instructions()
+		if err != nil {
+			return err
+		}
+		if len(doc) > 0 {
+			if err := s.publish(ctx, c, st.InstructionsPath, doc, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	available := map[string]bool{}
+	if s.opts.SkillsDir != "" {
+		entries, err := os.ReadDir(s.opts.SkillsDir)
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("read skills directory %q: %w", s.opts.SkillsDir, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() || !ValidSkillName(e.Name()) {
+				continue
+			}
+			if err := s.publishSkill(ctx, c, st, e.Name(), filepath.Join(s.opts.SkillsDir, e.Name())); err != nil {
+				return err
+			}
+			available[e.Name()] = true
+		}
+	}
+	for _, name := range selected {
+		if !available[name] && name != ScheduleSkill {
+			return fmt.Errorf("%w: %q is not in the skills directory", ErrBadSkill, name)
+		}
+	}
+	return nil
+}
+
+// PublishScheduleTools publishes the scheduled-tasks skill and its helper.
+func (s *Steps) PublishScheduleTools(ctx context.Context, c Container, p providers.ProviderID) error {
+	st, err := s.setup(p)
+	if err != nil {
+		return err
+	}
+	if s.opts.ScheduleDir != "" {
+		return s.publishSkill(ctx, c, st, ScheduleSkill, s.opts.ScheduleDir)
+	}
+	dir := containerJoin(SkillsRoot, ScheduleSkill)
+	if err := s.publish(ctx, c, containerJoin(dir, "SKILL.md"), scheduleSkillDoc, 0o644); err != nil {
+		return err
+	}
+	return s.link(ctx, c, st, ScheduleSkill)
+}
+
+// instructions concatenates the *.md files of the instructions directory.
+func (s *Steps) instructions() ([]byte, error) {
+	matches, err := filepath.Glob(filepath.Join(s.opts.InstructionsDir, "*.md"))
+	if err != nil {
+		return nil, fmt.Errorf("list instructions in %q: %w", s.opts.InstructionsDir, err)
+	}
+	sort.Strings(matches)
+	var out []byte
+	for _, m := range matches {
+		b, err := readBounded(m, maxAssetBytes)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			out = append(out, '\n')
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// publishSkill pushes a skill folder (regular files only, modes kept) and
+// links it for the provider. The whole tree is skipped when its hash
+// matches what this container already has.
+func (s *Steps) publishSkill(ctx context.Context, c Container, st ProviderSetup, name, hostDir string) error {
+	type entry struct {
+		rel     string
+		content []byte
+		mode    os.FileMode
+	}
+	var files []entry
+	tree := sha256.New()
+	err := filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := readBounded(p, maxAssetBytes)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(hostDir, p)
+		rel = filepath.ToSlash(rel)
+		fmt.Fprintf(tree, "%s\x00%o\x00%s\n", rel, info.Mode().Perm(), hashOf(b))
+		files = append(files, entry{rel: rel, content: b, mode: info.Mode().Perm()})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read skill %q: %w", name, err)
+	}
+	key := "skill/" + name
+	h := hex.EncodeToString(tree.Sum(nil))
+	if !s.cached(c, key, h) {
+		for _, f := range files {
+			if err := s.publish(ctx, c, containerJoin(SkillsRoot, name, f.rel), f.content, f.mode); err != nil {
+				return err
+			}
+		}
+		s.remember(c, key, h)
+	}
+	return s.link(ctx, c, st, name)
+}
+
+// link makes <SkillLinkDir>/<name> point at the published skill.
+func (s *Steps) link(ctx context.Context, c Container, st ProviderSetup, name string) error {
+	if st.SkillLinkDir == "" {
+		return nil
+	}
+	target := containerJoin(SkillsRoot, name)
+	linkPath := containerJoin(st.SkillLinkDir, name)
+	if s.cached(c, linkPath, "link:"+target) {
+		return nil
+	}
+	err := s.opts.LXD.PushFile(ctx, c.Name, linkPath, strings.NewReader(target),
+		lxdexec.FileOptions{Type: "symlink", UID: s.opts.UID, GID: s.opts.GID, MkdirParents: true})
+	if err != nil {
+		return fmt.Errorf("link skill %q at %q in %q: %w", name, linkPath, c.Name, classify(err))
+	}
+	s.remember(c, linkPath, "link:"+target)
+	return nil
+}
