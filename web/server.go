@@ -327,8 +327,8 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(o)
-	if err != nil || u.Host == "" {
-		return false // includes the opaque "null" origin
+	if err != nil || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return false // a serialized origin is scheme://host[:port]; "null" is opaque
 	}
 	if want := requestScheme(r); u.Scheme != want {
 		return false

@@ -1,0 +1,43 @@
+package web
+
+import (
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// FuzzSameOrigin feeds arbitrary Origin and Sec-Fetch-Site headers to the
+// origin check: it must never panic, and whenever it admits a browser
+// Origin, that origin's host must be exactly the request's host.
+func FuzzSameOrigin(f *testing.F) {
+	for _, s := range [][2]string{
+		{"http://127.0.0.1:8080", ""}, {"https://evil.example", ""}, {"null", ""},
+		{"http://127.0.0.1:8080", "cross-site"}, {"", "same-origin"}, {"", "none"},
+		{"http://127.0.0.1:8080.evil", ""}, {"http://user@127.0.0.1:8080", ""}, {"HTTP://127.0.0.1:8080", ""},
+		{"http://[::1]:8080", ""}, {"%zz", ""}, {"http://127.0.0.1:8080/path?q", "same-site"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, origin, site string) {
+		r := httptest.NewRequest("POST", "http://127.0.0.1:8080/v1/chats", nil)
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if site != "" {
+			r.Header.Set("Sec-Fetch-Site", site)
+		}
+		if !sameOrigin(r) {
+			return
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+			t.Fatalf("admitted Sec-Fetch-Site %q", site)
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || !strings.EqualFold(u.Host, "127.0.0.1:8080") || u.Scheme != "http" {
+				t.Fatalf("admitted Origin %q", o)
+			}
+		}
+	})
+}
