@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"remote/api"
+)
+
+// Peer is the kernel's account of who is on the other end of a connection
+// (SO_PEERCRED), read once when the connection is accepted.
+type Peer struct {
+	UID, GID uint32
+	PID      int32
+	// Allowed is the access decision taken from the credentials.
+	Allowed bool
+	// Err says why the credentials could not be read, if they could not.
+	Err error
+}
+
+type peerKey struct{}
+
+// PeerFrom returns the connection's peer, or nil when the request did not
+// arrive through the daemon's listener.
+func PeerFrom(ctx context.Context) *Peer {
+	p, _ := ctx.Value(peerKey{}).(*Peer)
+	return p
+}
+
+// Access decides which peers may use the socket: root, the daemon's own
+// uid, the listed uids, and members (primary or supplementary) of the
+// listed gids.
+type Access struct {
+	UIDs []int
+	GIDs []int
+	// groupsOf returns the group ids of uid (supplementary included); tests
+	// replace it.
+	groupsOf func(uid uint32) []int
+}
+
+// Allows reports whether a peer with uid and primary gid may connect.
+func (a Access) Allows(uid, gid uint32) bool {
+	if uid == 0 || int(uid) == os.Getuid() || slices.Contains(a.UIDs, int(uid)) {
+		return true
+	}
+	if len(a.GIDs) == 0 {
+		return false
+	}
+	if slices.Contains(a.GIDs, int(gid)) {
+		return true
+	}
+	groups := a.groupsOf
+	if groups == nil {
+		groups = userGroups
+	}
+	for _, g := range groups(uid) {
+		if slices.Contains(a.GIDs, g) {
+			return true
+		}
+	}
+	return false
+}
+
+func userGroups(uid uint32) []int {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// connContext reads SO_PEERCRED once per connection and keeps the peer
+// under a typed key (style practice 2).
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	p := &Peer{}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		p.Err = fmt.Errorf("connection from %s is not a Unix socket", c.RemoteAddr())
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		p.Err = fmt.Errorf("read peer credentials: %w", err)
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		credErr = err
+	}
+	if credErr != nil {
+		p.Err = fmt.Errorf("read peer credentials: %w", credErr)
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	p.UID, p.GID, p.PID = cred.Uid, cred.Gid, cred.Pid
+	p.Allowed = s.access.Allows(cred.Uid, cred.Gid)
+	if !p.Allowed {
+		s.log.Warn("refusing peer", "uid", cred.Uid, "gid", cred.Gid, "pid", cred.Pid)
+	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+var errForbiddenPeer = &Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "this user may not use the remoted socket"}
+
+var errBrowserOrigin = &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
+	Message: "requests carrying a browser Origin header must come through remote-web (" + api.HeaderFrontend + ")"}
+
+// gate runs before any route: refused peers and bare browser requests get
+// 403 and no handler sees them.
+func (s *Server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := PeerFrom(r.Context())
+		if p == nil || !p.Allowed {
+			s.writeError(w, r, errForbiddenPeer)
+			return
+		}
+		if r.Header.Get("Origin") != "" && r.Header.Get(api.HeaderFrontend) == "" {
+			s.writeError(w, r, errBrowserOrigin)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// userName is what X-Remote-User may hold.
+var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
+
+var errNoUser = &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: api.HeaderUser + " header is required"}
+
+// callerName returns the X-Remote-User of r, validated.
+func callerName(r *http.Request) (string, error) {
+	name := r.Header.Get(api.HeaderUser)
+	if name == "" {
+		return "", errNoUser
+	}
+	if !userName.MatchString(name) {
+		return "", BadRequest("%s: invalid user name %q", api.HeaderUser, name)
+	}
+	return name, nil
+}
+
+type userKey struct{}
+
+// UserFrom returns the validated X-Remote-User of a request that passed a
+// route with AccessUser.
+func UserFrom(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}

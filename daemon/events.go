@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"remote/api"
+)
+
+// streamWriteTimeout bounds one write to a follower.
+const streamWriteTimeout = 15 * time.Second
+
+// handleEvents serves GET /v1/chats/{id}/events: a JSON array replay by
+// default, NDJSON replay-then-live with follow=true, and SSE (id: SEQ,
+// honouring Last-Event-ID) when the client accepts text/event-stream.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	since, err := parseSince("since", q.Get("since"))
+	if err != nil {
+		return err
+	}
+	follow := false
+	switch q.Get("follow") {
+	case "", "false", "0":
+	case "true", "1":
+		follow = true
+	default:
+		return BadRequest("follow: want true or false, got %q", q.Get("follow"))
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if last := r.Header.Get("Last-Event-ID"); last != "" {
+			if since, err = parseSince("Last-Event-ID", last); err != nil {
+				return err
+			}
+		}
+		return s.streamEvents(w, r, c.ID, since, "text/event-stream", writeSSE)
+	}
+	if follow {
+		return s.streamEvents(w, r, c.ID, since, "application/x-ndjson", writeNDJSON)
+	}
+	return s.replayArray(w, c.ID, since)
+}
+
+// replayArray writes the stored events after since as one JSON array,
+// page by page so memory stays bounded. A store failure after the array
+// has started truncates it (logged); the client sees invalid JSON, never a
+// silently short but valid answer.
+func (s *Server) replayArray(w http.ResponseWriter, chatID string, since int64) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("["))
+	var page []api.Event
+	last, n := since, 0
+	for {
+		page = page[:0]
+		if err := s.store.Events(chatID, last, replayPage, func(ev api.Event) error {
+			page = append(page, ev)
+			return nil
+		}); err != nil {
+			s.log.Error("replay chat", "chat", chatID, "after", last, "error", err)
+			return nil
+		}
+		for _, ev := range page {
+			b, _ := json.Marshal(ev)
+			if n > 0 {
+				_, _ = w.Write([]byte(","))
+			}
+			n++
+			if _, err := w.Write(b); err != nil {
+				return nil
+			}
+			last = ev.Seq
+		}
+		if len(page) < replayPage {
+			break
+		}
+	}
+	_, _ = w.Write([]byte("]\n"))
+	return nil
+}
+
+func writeNDJSON(buf *bytes.Buffer, ev api.Event) {
+	b, _ := json.Marshal(ev)
+	buf.Write(b)
+	buf.WriteByte('\n')
+}
+
+func writeSSE(buf *bytes.Buffer, ev api.Event) {
+	b, _ := json.Marshal(ev)
+	if ev.Seq > 0 {
+		buf.WriteString("id: " + strconv.FormatInt(ev.Seq, 10) + "\n")
+	}
+	buf.WriteString("data: ")
+	buf.Write(b)
+	buf.WriteString("\n\n")
+}
+
+// streamEvents follows the chat, writing each event with format and
+// flushing it, until the client goes away or the server stops.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID string, since int64, contentType string, format func(*bytes.Buffer, api.Event)) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return fmt.Errorf("flush stream start: %w", err)
+	}
+	ctx, cancel := s.streamContext(r.Context())
+	defer cancel()
+	var buf bytes.Buffer
+	err := s.hub.Follow(ctx, chatID, since, func(ev api.Event) error {
+		buf.Reset()
+		format(&buf, ev)
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if errors.Is(err, ErrSlowSubscriber) {
+		s.log.Info("follower dropped", "chat", chatID, "error", err)
+	}
+	return err
+}

@@ -1,0 +1,295 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// routes is the daemon's own route table (api.md, all non-project routes).
+func (s *Server) routes() []Route {
+	return []Route{
+		{http.MethodGet, "/v1/info", AccessPeer, s.handleInfo},
+		{http.MethodGet, "/v1/providers", AccessPeer, s.handleProviders},
+		{http.MethodGet, "/metrics", AccessPeer, s.handleMetrics},
+		{http.MethodPost, "/v1/chats", AccessUser, s.handleCreateChat},
+		{http.MethodGet, "/v1/chats", AccessUser, s.handleListChats},
+		{http.MethodGet, "/v1/chats/{id}", AccessUser, s.handleGetChat},
+		{http.MethodDelete, "/v1/chats/{id}", AccessUser, s.handleDeleteChat},
+		{http.MethodPost, "/v1/chats/{id}/fork", AccessUser, s.handleFork},
+		{http.MethodGet, "/v1/chats/{id}/events", AccessUser, s.handleEvents},
+		{http.MethodPost, "/v1/chats/{id}/prompt", AccessUser, s.handlePrompt},
+		{http.MethodPost, "/v1/chats/{id}/cancel", AccessUser, s.handleCancel},
+		{http.MethodPost, "/v1/chats/{id}/interactions", AccessUser, s.handleInteraction},
+		{http.MethodGet, "/ws/chat/{id}", AccessUser, s.handleChatSocket},
+	}
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) error {
+	info := api.Info{
+		Version:       s.version,
+		UptimeSeconds: time.Since(s.started).Seconds(),
+		LXD:           api.LXDInfo{Error: "LXD is not configured"},
+		Providers:     s.providerInfos(r),
+	}
+	if s.lxd != nil {
+		info.LXD = s.lxd.Status(r.Context())
+	}
+	return writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, s.providerInfos(r))
+}
+
+func (s *Server) providerInfos(r *http.Request) []api.ProviderInfo {
+	out := []api.ProviderInfo{}
+	for _, e := range s.reg.List() {
+		pi := api.ProviderInfo{ID: string(e.ID), Label: string(e.ID), Enabled: e.Enabled, Capabilities: json.RawMessage(`{}`)}
+		if e.Provider != nil {
+			caps, err := e.Provider.Capabilities(r.Context(), providers.CapabilityRequest{})
+			if err != nil {
+				s.log.Warn("provider capabilities", "provider", e.ID, "error", err)
+			} else {
+				pi.Label = caps.Label
+				if b, err := json.Marshal(caps); err == nil {
+					pi.Capabilities = b
+				}
+			}
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) error {
+	s.metrics.Handler().ServeHTTP(w, r)
+	return nil
+}
+
+// ownedChat loads the chat named in the path for the caller; another
+// user's chat is reported exactly like a missing one.
+func (s *Server) ownedChat(r *http.Request) (api.Chat, error) {
+	id, err := chatID(r)
+	if err != nil {
+		return api.Chat{}, err
+	}
+	c, err := s.store.Chat(id)
+	if err != nil || c.Owner != UserFrom(r.Context()) {
+		if err != nil && !isStoreNotFound(err) {
+			return api.Chat{}, fmt.Errorf("load chat %s: %w", id, err)
+		}
+		return api.Chat{}, fmt.Errorf("chat %s: %w", id, ErrNotFound)
+	}
+	c.Running = s.hub.Running(c.ID)
+	return c, nil
+}
+
+const (
+	maxTitle = 200
+	maxModel = 128
+)
+
+func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateChatRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	owner := UserFrom(r.Context())
+	if req.Provider == "" {
+		return BadRequest("provider: required")
+	}
+	if _, err := s.reg.Get(req.Provider); err != nil {
+		return err
+	}
+	if len(req.Model) > maxModel || strings.ContainsAny(req.Model, "\x00\n\r") {
+		return BadRequest("model: invalid model name %q", req.Model)
+	}
+	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
+		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+	}
+	c := api.Chat{Title: req.Title, Owner: owner, Provider: req.Provider, Model: req.Model, Mode: string(providers.ModeDefault), CreatedAt: time.Now().UTC()}
+	if req.Project != "" {
+		if s.projects == nil {
+			return BadRequest("project: projects are not available on this daemon")
+		}
+		if req.Cwd != "" {
+			return BadRequest("cwd: a project chat runs in its container's /workspace; cwd must be empty")
+		}
+		if err := s.projects.CheckChatProject(r.Context(), owner, req.Project); err != nil {
+			return err
+		}
+		c.Project = req.Project
+	} else {
+		cwd := req.Cwd
+		if cwd == "" {
+			cwd = s.defaultCwd
+		}
+		real, err := s.svc.Roots().Check(cwd)
+		if err != nil {
+			return err
+		}
+		c.Cwd = real
+	}
+	var err error
+	for range 3 {
+		c.ID = newID(6)
+		if err = s.store.CreateChat(c); !isStoreExists(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create chat: %w", err)
+	}
+	s.log.Debug("chat created", "chat", c.ID, "owner", owner, "provider", c.Provider)
+	return writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) handleListChats(w http.ResponseWriter, r *http.Request) error {
+	all, err := s.store.Chats()
+	if err != nil {
+		return fmt.Errorf("list chats: %w", err)
+	}
+	owner := UserFrom(r.Context())
+	out := []api.Chat{}
+	for _, c := range all {
+		if c.Owner == owner {
+			c.Running = s.hub.Running(c.ID)
+			out = append(out, c)
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetChat(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) handleDeleteChat(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	if c.Running {
+		return fmt.Errorf("chat %s has a running prompt; cancel it first: %w", c.ID, ErrConflict)
+	}
+	if err := s.store.DeleteChat(c.ID); err != nil {
+		return fmt.Errorf("delete chat %s: %w", c.ID, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// forkRequest is the optional body of POST /v1/chats/{id}/fork.
+type forkRequest struct {
+	Title string `json:"title,omitempty"`
+}
+
+// handleFork copies a chat and its events (S27): the provider session is
+// kept and marked ForkPending only when the provider declares native fork
+// (and resume); otherwise the copy starts fresh from visible history.
+func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
+	src, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	var req forkRequest
+	data, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		if err := decodeStrict(data, &req); err != nil {
+			return err
+		}
+	}
+	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
+		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+	}
+	var caps providers.Capabilities
+	if p, err := s.reg.Get(src.Provider); err == nil {
+		caps, _ = p.Capabilities(r.Context(), providers.CapabilityRequest{ProjectID: src.Project})
+	}
+	fork := src
+	fork.ID = newID(6)
+	fork.Running = false
+	fork.CreatedAt = time.Now().UTC()
+	fork.LastMessageAt = time.Time{}
+	fork.Title = req.Title
+	if fork.Title == "" && src.Title != "" {
+		fork.Title = src.Title + " (fork)"
+	}
+	session := sessionID(src, src.Provider)
+	fork.Sessions, fork.ClaudeSessionID, fork.CodexSessionID, fork.KimiSessionID, fork.AntigravitySessionID = nil, "", "", "", ""
+	fork.ForkPending = false
+	if session != "" && caps.Resume && caps.Fork {
+		setSession(&fork, src.Provider, session)
+		fork.ForkPending = true
+	}
+	if err := s.store.CreateChat(fork); err != nil {
+		return fmt.Errorf("create fork of chat %s: %w", src.ID, err)
+	}
+	if err := s.store.CopyEvents(src.ID, fork.ID); err != nil {
+		if derr := s.store.DeleteChat(fork.ID); derr != nil {
+			s.log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
+		}
+		return fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err)
+	}
+	return writeJSON(w, http.StatusCreated, fork)
+}
+
+func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	var req api.PromptRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, api.PromptResponse{RunID: runID})
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Cancel(c.ID); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, struct{}{})
+}
+
+func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	var req api.InteractionRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	err = s.svc.Respond(c.ID, providers.InteractionResponse{ID: req.InteractionID, Result: req.Result, Error: req.Error})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, struct{}{})
+}
+
+var errStreamStopped = errors.New("stream stopped")

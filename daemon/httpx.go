@@ -1,0 +1,166 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"remote/api"
+)
+
+// MaxBodyBytes bounds every request body (and every chat socket frame).
+const MaxBodyBytes = 1 << 20
+
+// readBody reads at most MaxBodyBytes of r's body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest, Message: fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes)}
+	}
+	if err != nil {
+		return nil, BadRequest("read request body: %v", err)
+	}
+	return data, nil
+}
+
+// decodeBody strictly decodes r's JSON body into v (a pointer to a struct):
+// at most 1 MiB, exactly one JSON object, every field known (names match
+// exactly), values of the right type. Errors are bad_request naming the
+// field or the byte offset.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	data, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(data, v)
+}
+
+// decodeStrict is decodeBody's decoder for bytes already read.
+func decodeStrict(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return BadRequest("request body is empty; want a JSON object")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return decodeError(err)
+	}
+	if fields == nil {
+		return BadRequest("request body is null; want a JSON object")
+	}
+	known := jsonFields(reflect.TypeOf(v))
+	for name := range fields {
+		if !known[name] {
+			return BadRequest("unknown field %q", name)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return BadRequest("malformed JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return BadRequest("field %q: got JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+	case errors.As(err, &typ):
+		return BadRequest("request body: got JSON %s, want a JSON object", typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return BadRequest("malformed JSON: unexpected end of input")
+	default:
+		return BadRequest("malformed JSON: %v", err)
+	}
+}
+
+// jsonFields lists the exact JSON names of a struct's fields.
+func jsonFields(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	out := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return out
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		out[name] = true
+	}
+	return out
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+// writeError is the single mapping from errors to the JSON envelope: 4xx
+// are logged at debug, 5xx at error.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, body := errorFor(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+	} else {
+		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+	}
+	_ = writeJSON(w, status, api.ErrorResponse{Error: body})
+}
+
+// chatID validates a chat id path value: 4–32 lowercase hex.
+func chatID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !validChatID(id) {
+		return "", BadRequest("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
+	}
+	return id, nil
+}
+
+func validChatID(id string) bool {
+	if len(id) < 4 || len(id) > 32 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSince reads a non-negative seq from a query value ("" = 0).
+func parseSince(name, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, BadRequest("%s: want a non-negative integer, got %q", name, v)
+	}
+	return n, nil
+}
+
+func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }

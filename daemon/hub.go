@@ -1,0 +1,329 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// DefaultSubscriberQueue is how many live events a subscriber may lag
+// behind before it is dropped.
+const DefaultSubscriberQueue = 4096
+
+// replayPage bounds how many events one store read holds, so a slow reader
+// never keeps a store transaction open while it writes to the network.
+const replayPage = 512
+
+// interactionQueue bounds the interaction responses waiting for a run.
+const interactionQueue = 16
+
+// Hub is the run hub: it owns the in-memory, one-run-per-chat locks with
+// their cancel handles (S2, S5), appends chat events to the store and only
+// then broadcasts them (S4), and serves subscribers a replay followed by
+// live events with no gap and no duplicate. Nothing in it survives a
+// restart.
+type Hub struct {
+	store    Store
+	log      hclog.Logger
+	metrics  *Metrics
+	queueLen int
+
+	mu    sync.Mutex
+	rooms map[string]*room
+}
+
+type room struct {
+	subs map[*subscriber]struct{}
+	run  *Run
+}
+
+// Run is one active run's in-memory handle.
+type Run struct {
+	ID     string
+	ChatID string
+	cancel context.CancelCauseFunc
+	// interactions carries explicit client answers to the provider (S21).
+	interactions chan providers.InteractionResponse
+}
+
+type subscriber struct {
+	ch      chan api.Event
+	dropped chan struct{}
+	once    sync.Once
+}
+
+func (s *subscriber) drop() { s.once.Do(func() { close(s.dropped) }) }
+
+// NewHub returns a hub over st. queueLen <= 0 selects
+// DefaultSubscriberQueue; metrics may be nil.
+func NewHub(st Store, log hclog.Logger, metrics *Metrics, queueLen int) *Hub {
+	if queueLen <= 0 {
+		queueLen = DefaultSubscriberQueue
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Hub{store: st, log: log, metrics: metrics, queueLen: queueLen, rooms: map[string]*room{}}
+}
+
+func (h *Hub) roomLocked(chatID string) *room {
+	r := h.rooms[chatID]
+	if r == nil {
+		r = &room{subs: map[*subscriber]struct{}{}}
+		h.rooms[chatID] = r
+	}
+	return r
+}
+
+func (h *Hub) gcLocked(chatID string) {
+	if r := h.rooms[chatID]; r != nil && r.run == nil && len(r.subs) == 0 {
+		delete(h.rooms, chatID)
+	}
+}
+
+// StartRun takes the chat's run lock. A second start while a run is active
+// fails with ErrPromptAlreadyRunning. On success every subscriber receives
+// the transient {"type":"sync","running":true}.
+func (h *Hub) StartRun(chatID string, cancel context.CancelCauseFunc) (*Run, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.roomLocked(chatID)
+	if r.run != nil {
+		return nil, fmt.Errorf("chat %s: %w", chatID, ErrPromptAlreadyRunning)
+	}
+	r.run = &Run{ID: newID(8), ChatID: chatID, cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
+	h.broadcastLocked(r, api.Event{Type: api.EventSync, Running: true, T: time.Now().UnixMilli()})
+	h.metrics.runStarted()
+	return r.run, nil
+}
+
+// FinishRun releases the run lock and broadcasts the closing sync. Callers
+// must have waited for the run's appends, so the sync follows them.
+func (h *Hub) FinishRun(run *Run) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.rooms[run.ChatID]
+	if r == nil || r.run != run {
+		return
+	}
+	r.run = nil
+	h.broadcastLocked(r, api.Event{Type: api.EventSync, T: time.Now().UnixMilli()})
+	h.gcLocked(run.ChatID)
+	h.metrics.runFinished()
+}
+
+// Running reports whether chatID has an active run.
+func (h *Hub) Running(chatID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.rooms[chatID]
+	return r != nil && r.run != nil
+}
+
+// Cancel cancels the chat's active run with cause, or returns
+// ErrNoActiveRun.
+func (h *Hub) Cancel(chatID string, cause error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.rooms[chatID]
+	if r == nil || r.run == nil {
+		return fmt.Errorf("chat %s: %w", chatID, ErrNoActiveRun)
+	}
+	r.run.cancel(cause)
+	return nil
+}
+
+// CancelAll cancels every active run with cause (daemon shutdown).
+func (h *Hub) CancelAll(cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.rooms {
+		if r.run != nil {
+			r.run.cancel(cause)
+		}
+	}
+}
+
+// Respond routes an interaction response to the chat's active run (S21).
+// It fails with ErrNoActiveRun when nothing runs and with ErrConflict when
+// the run has too many unanswered responses queued.
+func (h *Hub) Respond(chatID string, resp providers.InteractionResponse) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.rooms[chatID]
+	if r == nil || r.run == nil {
+		return fmt.Errorf("chat %s: %w", chatID, ErrNoActiveRun)
+	}
+	select {
+	case r.run.interactions <- resp:
+		return nil
+	default:
+		return fmt.Errorf("chat %s: too many pending interaction responses: %w", chatID, ErrConflict)
+	}
+}
+
+// AppendAsync appends ev to the chat's log (group-committed by the store)
+// and, once it is durable, broadcasts the stored event to the chat's
+// subscribers and then calls done (which may be nil). Per chat, done and
+// the broadcasts follow call order.
+func (h *Hub) AppendAsync(chatID string, ev api.Event, done func(api.Event, error)) {
+	h.store.AppendAsync(chatID, ev, func(stored api.Event, err error) {
+		if err != nil {
+			h.log.Error("append failed", "chat", chatID, "type", ev.Type, "error", err)
+			h.metrics.appendFailed()
+		} else {
+			h.metrics.eventAppended()
+			h.Broadcast(chatID, stored)
+		}
+		if done != nil {
+			done(stored, err)
+		}
+	})
+}
+
+// Append appends ev, waits until it is durable and broadcast, and returns
+// the stored event.
+func (h *Hub) Append(chatID string, ev api.Event) (api.Event, error) {
+	type result struct {
+		ev  api.Event
+		err error
+	}
+	ch := make(chan result, 1)
+	h.AppendAsync(chatID, ev, func(e api.Event, err error) { ch <- result{e, err} })
+	res := <-ch
+	if res.err != nil {
+		return api.Event{}, fmt.Errorf("append %s event to chat %s: %w", ev.Type, chatID, res.err)
+	}
+	return res.ev, nil
+}
+
+// Broadcast sends ev to every subscriber of chatID without storing it.
+// Transient events (sync, acks) use it directly; a subscriber whose queue is
+// full is dropped instead of slowing the sender.
+func (h *Hub) Broadcast(chatID string, ev api.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.rooms[chatID]; r != nil {
+		h.broadcastLocked(r, ev)
+	}
+}
+
+func (h *Hub) broadcastLocked(r *room, ev api.Event) {
+	for s := range r.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			delete(r.subs, s)
+			s.drop()
+			h.metrics.subscriberDropped()
+		}
+	}
+}
+
+// Subscribers reports how many followers chatID has (for tests and info).
+func (h *Hub) Subscribers(chatID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.rooms[chatID]; r != nil {
+		return len(r.subs)
+	}
+	return 0
+}
+
+// Follow replays every stored event of chatID with seq > since, sends
+// {"type":"sync","running":..}, then live events until ctx ends (nil) or
+// send fails (its error). The subscription is registered before the replay
+// is read and live events are de-duplicated by seq, so nothing is missed or
+// repeated even while a run streams. A follower that falls more than the
+// queue length behind gets an error wrapping ErrSlowSubscriber and can
+// resume with since = the last seq it received.
+func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(api.Event) error) error {
+	sub := &subscriber{ch: make(chan api.Event, h.queueLen), dropped: make(chan struct{})}
+	h.mu.Lock()
+	r := h.roomLocked(chatID)
+	r.subs[sub] = struct{}{}
+	running := r.run != nil
+	h.mu.Unlock()
+	h.metrics.subscriberAdded()
+	defer func() {
+		h.mu.Lock()
+		if r := h.rooms[chatID]; r != nil {
+			delete(r.subs, sub)
+		}
+		h.gcLocked(chatID)
+		h.mu.Unlock()
+		h.metrics.subscriberRemoved()
+	}()
+
+	last := since
+	for {
+		var page []api.Event
+		err := h.store.Events(chatID, last, replayPage, func(ev api.Event) error {
+			page = append(page, ev)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("replay chat %s after seq %d: %w", chatID, last, err)
+		}
+		for _, ev := range page {
+			if err := send(ev); err != nil {
+				return err
+			}
+			last = ev.Seq
+		}
+		if len(page) < replayPage {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	if err := send(api.Event{Type: api.EventSync, Running: running, T: time.Now().UnixMilli()}); err != nil {
+		return err
+	}
+	deliver := func(ev api.Event) error {
+		if ev.Seq > 0 {
+			if ev.Seq <= last {
+				return nil
+			}
+			last = ev.Seq
+		}
+		return send(ev)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-sub.ch:
+			if err := deliver(ev); err != nil {
+				return err
+			}
+		case <-sub.dropped:
+			for {
+				select {
+				case ev := <-sub.ch:
+					if err := deliver(ev); err != nil {
+						return err
+					}
+				default:
+					return fmt.Errorf("chat %s: %w; resume with since=%d", chatID, ErrSlowSubscriber, last)
+				}
+			}
+		}
+	}
+}
+
+// newID returns n random bytes as lowercase hex.
+func newID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the daemon's Prometheus series, on a registry of their own
+// (no global default registry). A nil *Metrics records nothing.
+type Metrics struct {
+	reg               *prometheus.Registry
+	runs              prometheus.Counter
+	runsActive        prometheus.Gauge
+	runErrors         prometheus.Counter
+	events            prometheus.Counter
+	appendErrors      prometheus.Counter
+	subscribers       prometheus.Gauge
+	droppedSubscriber prometheus.Counter
+	lxdErrors         prometheus.Counter
+}
+
+// NewMetrics registers the daemon's series (and Go runtime and process
+// collectors) on a new registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg:               prometheus.NewRegistry(),
+		runs:              prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_runs_total", Help: "Runs started."}),
+		runsActive:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_runs_active", Help: "Runs in flight."}),
+		runErrors:         prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_run_errors_total", Help: "Runs that ended with a persisted error."}),
+		events:            prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_events_total", Help: "Chat events appended durably."}),
+		appendErrors:      prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_append_errors_total", Help: "Chat events the store failed to append."}),
+		subscribers:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_subscribers", Help: "Connected chat followers (WebSocket, NDJSON, SSE)."}),
+		droppedSubscriber: prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_subscribers_dropped_total", Help: "Followers dropped for falling too far behind."}),
+		lxdErrors:         prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_lxd_errors_total", Help: "Failed LXD requests seen by the daemon."}),
+	}
+	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is the registry the series live on, so other components (the
+// projects routes, lxdexec wiring) can register theirs beside them.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// LXDError counts one failed LXD request.
+func (m *Metrics) LXDError() {
+	if m != nil {
+		m.lxdErrors.Inc()
+	}
+}
+
+func (m *Metrics) runStarted() {
+	if m != nil {
+		m.runs.Inc()
+		m.runsActive.Inc()
+	}
+}
+
+func (m *Metrics) runFinished() {
+	if m != nil {
+		m.runsActive.Dec()
+	}
+}
+
+func (m *Metrics) runFailed() {
+	if m != nil {
+		m.runErrors.Inc()
+	}
+}
+
+func (m *Metrics) eventAppended() {
+	if m != nil {
+		m.events.Inc()
+	}
+}
+
+func (m *Metrics) appendFailed() {
+	if m != nil {
+		m.appendErrors.Inc()
+	}
+}
+
+func (m *Metrics) subscriberAdded() {
+	if m != nil {
+		m.subscribers.Inc()
+	}
+}
+
+func (m *Metrics) subscriberRemoved() {
+	if m != nil {
+		m.subscribers.Dec()
+	}
+}
+
+func (m *Metrics) subscriberDropped() {
+	if m != nil {
+		m.droppedSubscriber.Inc()
+	}
+}

@@ -1,0 +1,346 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/daemon/store"
+	"remote/lxdexec"
+	"remote/provisioning"
+)
+
+// ProjectStore is what the project routes need of the store; *store.Store
+// implements it.
+type ProjectStore interface {
+	CreateProject(p api.Project) error
+	Project(name string) (api.Project, error)
+	Projects() ([]api.Project, error)
+	UpdateProject(name string, fn func(*api.Project) error) (api.Project, error)
+	DeleteProject(name string) error
+	PutSecret(project, key, value string) error
+	SecretKeys(project string) ([]api.SecretInfo, error)
+	Secrets(project string) ([]store.Secret, error)
+	DeleteSecret(project, key string) error
+}
+
+var _ ProjectStore = (*store.Store)(nil)
+
+// ProjectExecer starts processes in containers; *lxdexec.Client
+// implements it.
+type ProjectExecer interface {
+	Exec(ctx context.Context, instance string, req lxdexec.ExecRequest) (*lxdexec.Exec, error)
+}
+
+// ProjectsOptions configure the project routes.
+type ProjectsOptions struct {
+	Store    ProjectStore
+	Preparer *provisioning.Preparer
+	Exec     ProjectExecer
+	// Reconciler, when set, answers 503 fast while LXD is known to be down.
+	Reconciler *provisioning.Reconciler
+	Logger     hclog.Logger
+}
+
+// Projects serves the project routes of docs/api.md.
+type Projects struct {
+	o   ProjectsOptions
+	log hclog.Logger
+}
+
+// NewProjects returns the project routes; Store, Preparer and Exec are
+// required.
+func NewProjects(o ProjectsOptions) (*Projects, error) {
+	if o.Store == nil || o.Preparer == nil || o.Exec == nil {
+		return nil, errors.New("projects: store, preparer and exec are required")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Projects{o: o, log: o.Logger}, nil
+}
+
+// Routes lists the project routes for the daemon's route table; every one
+// needs a named user (X-Remote-User) and maps provisioning errors onto the
+// API's error classes.
+func (p *Projects) Routes() []Route {
+	route := func(method, pattern string, h HandlerFunc) Route {
+		return Route{Method: method, Pattern: pattern, Access: AccessUser, Handler: func(w http.ResponseWriter, r *http.Request) error {
+			return projectError(h(w, r))
+		}}
+	}
+	return []Route{
+		route(http.MethodPost, "/v1/projects", p.create),
+		route(http.MethodGet, "/v1/projects", p.list),
+		route(http.MethodGet, "/v1/projects/{name}", p.show),
+		route(http.MethodDelete, "/v1/projects/{name}", p.remove),
+		route(http.MethodPost, "/v1/projects/{name}/start", p.start),
+		route(http.MethodPost, "/v1/projects/{name}/stop", p.stop),
+		route(http.MethodPut, "/v1/projects/{name}/secrets/{key}", p.putSecret),
+		route(http.MethodGet, "/v1/projects/{name}/secrets", p.listSecrets),
+		route(http.MethodDelete, "/v1/projects/{name}/secrets/{key}", p.deleteSecret),
+		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
+		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
+	}
+}
+
+var _ RouteProvider = (*Projects)(nil)
+
+// projectError classifies provisioning and LXD errors for the envelope.
+func projectError(err error) error {
+	switch {
+	case provisioning.IsUnavailable(err):
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "lxd is unreachable: " + err.Error(), Err: err}
+	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, lxdexec.ErrConflict):
+		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
+	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill):
+		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
+	}
+	return err
+}
+
+var (
+	projectNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?$`)
+	secretKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	imageRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$`)
+)
+
+// ContainerPrefix prefixes a project's name to form its container name, so
+// a project never adopts an unrelated container of the same name.
+const ContainerPrefix = "remote-"
+
+// maxSecretValue bounds one secret value.
+const maxSecretValue = 64 << 10
+
+// lookup returns the caller's project or a 404 (another user's project
+// is not found, exactly like a missing one).
+func (p *Projects) lookup(r *http.Request) (api.Project, error) {
+	name := r.PathValue("name")
+	if !projectNameRE.MatchString(name) {
+		return api.Project{}, BadRequest("invalid project name %q: lowercase letters, digits and hyphens, at most 56", name)
+	}
+	proj, err := p.o.Store.Project(name)
+	if err != nil {
+		return api.Project{}, fmt.Errorf("project %q: %w", name, err)
+	}
+	if !p.visible(r, proj) {
+		return api.Project{}, fmt.Errorf("project %q: %w", name, ErrNotFound)
+	}
+	return proj, nil
+}
+
+func (p *Projects) visible(r *http.Request, proj api.Project) bool {
+	return proj.Owner == "" || proj.Owner == UserFrom(r.Context())
+}
+
+// lxdReady answers 503 at once while the reconciler knows LXD is down.
+func (p *Projects) lxdReady() error {
+	if p.o.Reconciler == nil {
+		return nil
+	}
+	return p.o.Reconciler.Available()
+}
+
+func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateProjectRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if !projectNameRE.MatchString(req.Name) {
+		return BadRequest("invalid name %q: lowercase letters, digits and hyphens, at most 56", req.Name)
+	}
+	if req.Image != "" && !imageRE.MatchString(req.Image) {
+		return BadRequest("invalid image %q", req.Image)
+	}
+	if req.Provider != "" && !knownProvider(req.Provider) {
+		return BadRequest("unknown provider %q", req.Provider)
+	}
+	seen := map[int]bool{}
+	for _, port := range req.Ports {
+		if port < 1 || port > 65535 || seen[port] {
+			return BadRequest("invalid or repeated port %d in ports", port)
+		}
+		seen[port] = true
+	}
+	autostart := true
+	if req.Autostart != nil {
+		autostart = *req.Autostart
+	}
+	now := time.Now().UTC()
+	proj := api.Project{
+		Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerPrefix + req.Name,
+		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
+		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := p.o.Store.CreateProject(proj); err != nil {
+		return fmt.Errorf("create project %q: %w", req.Name, err)
+	}
+	p.log.Info("project created", "project", proj.Name, "owner", proj.Owner)
+	_ = writeJSON(w, http.StatusCreated, proj)
+	return nil
+}
+
+func knownProvider(id string) bool {
+	switch id {
+	case "claude", "codex", "minimax", "kimi", "antigravity":
+		return true
+	}
+	return false
+}
+
+func (p *Projects) list(w http.ResponseWriter, r *http.Request) error {
+	all, err := p.o.Store.Projects()
+	if err != nil {
+		return fmt.Errorf("list projects: %w", err)
+	}
+	out := make([]api.Project, 0, len(all))
+	for _, proj := range all {
+		if p.visible(r, proj) {
+			out = append(out, proj)
+		}
+	}
+	_ = writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (p *Projects) show(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	_ = writeJSON(w, http.StatusOK, proj)
+	return nil
+}
+
+func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	purge := r.URL.Query().Get("purge")
+	if purge != "" && purge != "true" && purge != "false" {
+		return BadRequest("invalid purge %q: true or false", purge)
+	}
+	if purge == "true" {
+		if err := p.lxdReady(); err != nil {
+			return err
+		}
+		if err := p.o.Preparer.Delete(r.Context(), proj); err != nil {
+			return err
+		}
+	}
+	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
+		return fmt.Errorf("delete project %q: %w", proj.Name, err)
+	}
+	p.log.Info("project deleted", "project", proj.Name, "purge", purge == "true")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (p *Projects) start(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	if err := p.lxdReady(); err != nil {
+		return err
+	}
+	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
+		return err
+	}
+	return p.writeProject(w, proj.Name)
+}
+
+func (p *Projects) stop(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	if err := p.lxdReady(); err != nil {
+		return err
+	}
+	if err := p.o.Preparer.Stop(r.Context(), proj); err != nil {
+		return err
+	}
+	return p.writeProject(w, proj.Name)
+}
+
+func (p *Projects) writeProject(w http.ResponseWriter, name string) error {
+	proj, err := p.o.Store.Project(name)
+	if err != nil {
+		return fmt.Errorf("project %q: %w", name, err)
+	}
+	_ = writeJSON(w, http.StatusOK, proj)
+	return nil
+}
+
+func (p *Projects) secretKey(r *http.Request) (string, error) {
+	key := r.PathValue("key")
+	if !secretKeyRE.MatchString(key) {
+		return "", BadRequest("invalid secret key %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", key)
+	}
+	return key, nil
+}
+
+func (p *Projects) putSecret(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	key, err := p.secretKey(r)
+	if err != nil {
+		return err
+	}
+	var req api.PutSecretRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return BadRequest("invalid secret body: expected {\"value\": string}")
+	}
+	if len(req.Value) > maxSecretValue {
+		return BadRequest("secret %s value: longer than %d bytes", key, maxSecretValue)
+	}
+	if err := p.o.Store.PutSecret(proj.Name, key, req.Value); err != nil {
+		return fmt.Errorf("store secret %s of project %q: %w", key, proj.Name, err)
+	}
+	p.log.Info("project secret set", "project", proj.Name, "key", key)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (p *Projects) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	keys, err := p.o.Store.SecretKeys(proj.Name)
+	if err != nil {
+		return fmt.Errorf("list secrets of project %q: %w", proj.Name, err)
+	}
+	if keys == nil {
+		keys = []api.SecretInfo{}
+	}
+	_ = writeJSON(w, http.StatusOK, keys)
+	return nil
+}
+
+func (p *Projects) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	key, err := p.secretKey(r)
+	if err != nil {
+		return err
+	}
+	if err := p.o.Store.DeleteSecret(proj.Name, key); err != nil {
+		return fmt.Errorf("delete secret %s of project %q: %w", key, proj.Name, err)
+	}
+	p.log.Info("project secret deleted", "project", proj.Name, "key", key)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"remote/api"
+	"remote/lxdexec"
+)
+
+// execChunk is the largest output piece one NDJSON frame carries.
+const execChunk = 32 << 10
+
+// exec runs a command in the project's container and streams its output
+// as NDJSON frames, then the exit code. Frames of one stream keep their
+// order and nothing is dropped: readers block (backpressure) while the
+// client is slow. A client disconnect cancels the process.
+func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	var req api.ExecRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Command) == 0 || req.Command[0] == "" {
+		return BadRequest("command: must name a program")
+	}
+	for k := range req.Env {
+		if !secretKeyRE.MatchString(k) {
+			return BadRequest("env: invalid key %q", k)
+		}
+	}
+	if req.Cwd != "" && !path.IsAbs(req.Cwd) {
+		return BadRequest("cwd %q: must be absolute", req.Cwd)
+	}
+	if err := p.lxdReady(); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if _, err := p.o.Preparer.Start(ctx, proj); err != nil {
+		return err
+	}
+	ex, err := p.o.Exec.Exec(ctx, proj.Container, lxdexec.ExecRequest{Command: req.Command, Env: req.Env, Cwd: req.Cwd})
+	if err != nil {
+		return fmt.Errorf("exec in project %q: %w", proj.Name, err)
+	}
+	go func() {
+		stdin := ex.Stdin()
+		if req.Stdin != "" {
+			_, _ = io.WriteString(stdin, req.Stdin)
+		}
+		_ = stdin.Close()
+	}()
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	fw := &frameWriter{enc: json.NewEncoder(w), rc: http.NewResponseController(w)}
+	_ = fw.rc.Flush()
+
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		name string
+		r    io.Reader
+	}{{"stdout", ex.Stdout()}, {"stderr", ex.Stderr()}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, execChunk)
+			for {
+				n, rerr := s.r.Read(buf)
+				if n > 0 {
+					if werr := fw.write(api.ExecFrame{Stream: s.name, Data: buf[:n]}); werr != nil {
+						// The client is gone: keep draining so Wait returns;
+						// ctx cancellation stops the process.
+						_, _ = io.Copy(io.Discard, s.r)
+						return
+					}
+				}
+				if rerr != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	code, werr := ex.Wait()
+	if werr != nil {
+		if ctx.Err() == nil {
+			_ = fw.write(api.ExecFrame{Error: "exec failed: " + werr.Error()})
+		}
+		p.log.Debug("exec ended with error", "project", proj.Name, "error", werr)
+		return nil
+	}
+	_ = fw.write(api.ExecFrame{ExitCode: &code})
+	return nil
+}
+
+// frameWriter serializes NDJSON frames from several goroutines and flushes
+// after each (a frame is at most execChunk bytes of data).
+type frameWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	rc  *http.ResponseController
+	err error
+}
+
+func (f *frameWriter) write(fr api.ExecFrame) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if err := f.enc.Encode(fr); err != nil {
+		f.err = err
+		return err
+	}
+	if err := f.rc.Flush(); err != nil {
+		f.err = err
+	}
+	return f.err
+}
+
+var terminalUpgrader = websocket.Upgrader{
+	ReadBufferSize:  32 << 10,
+	WriteBufferSize: 32 << 10,
+	// The socket's peer-credential check and the frontend's proxy decide
+	// who may connect; browsers never reach the socket directly.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// terminalReadLimit bounds one client frame.
+const terminalReadLimit = 1 << 20
+
+// terminal serves an interactive shell in the project's container over a
+// WebSocket: binary frames carry bytes both ways, a text frame
+// {"type":"resize","cols":C,"rows":R} resizes the pty. Query parameters
+// cols and rows give the initial size. The socket closes when the shell
+// exits; closing the socket ends the shell.
+func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	cols, rows := 80, 24
+	for name, dst := range map[string]*int{"cols": &cols, "rows": &rows} {
+		if v := r.URL.Query().Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				return BadRequest("invalid %s %q: 1 to 1000", name, v)
+			}
+			*dst = n
+		}
+	}
+	if err := p.lxdReady(); err != nil {
+		return err
+	}
+	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
+		return err
+	}
+	conn, err := terminalUpgrader.Upgrade(hijackable(w), r, nil)
+	if err != nil {
+		return nil // the upgrader already answered
+	}
+	defer conn.Close()
+	conn.SetReadLimit(terminalReadLimit)
+	// The hijacked connection outlives r.Context's cancellation semantics:
+	// end the shell when the socket goes away.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	ex, err := p.o.Exec.Exec(ctx, proj.Container, lxdexec.ExecRequest{
+		Command: []string{"/bin/sh", "-l"}, Interactive: true, Width: cols, Height: rows,
+		Env: map[string]string{"TERM": "xterm-256color"}, Cwd: "/workspace",
+	})
+	if err != nil {
+		p.log.Warn("terminal exec", "project", proj.Name, "error", err)
+		msg := websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "exec failed")
+		_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+		return nil
+	}
+	var wmu sync.Mutex
+	go func() {
+		defer cancel()
+		for {
+			typ, data, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			switch typ {
+			case websocket.BinaryMessage:
+				if _, err := ex.Stdin().Write(data); err != nil {
+					return
+				}
+			case websocket.TextMessage:
+				var ctl api.TerminalControl
+				if json.Unmarshal(data, &ctl) != nil || ctl.Type != "resize" || ctl.Cols < 1 || ctl.Rows < 1 || ctl.Cols > 1000 || ctl.Rows > 1000 {
+					continue
+				}
+				_ = ex.Resize(ctl.Cols, ctl.Rows)
+			}
+		}
+	}()
+	out := bufio.NewReaderSize(ex.Stdout(), 32<<10)
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := out.Read(buf)
+		if n > 0 {
+			wmu.Lock()
+			werr := conn.WriteMessage(websocket.BinaryMessage, buf[:n])
+			wmu.Unlock()
+			if werr != nil {
+				cancel()
+				_, _ = io.Copy(io.Discard, out)
+				break
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	code, werr := ex.Wait()
+	reason := "exit " + strconv.Itoa(code)
+	if werr != nil && !errors.Is(werr, context.Canceled) {
+		reason = strings.TrimSpace("exec: " + werr.Error())
+		if len(reason) > 120 {
+			reason = reason[:120]
+		}
+	}
+	wmu.Lock()
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason), time.Now().Add(time.Second))
+	wmu.Unlock()
+	return nil
+}
+
+// hijackable unwraps response writer wrappers (the route table's tracking
+// writer) down to one that can be hijacked for the WebSocket upgrade.
+func hijackable(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		if _, ok := w.(http.Hijacker); ok {
+			return w
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}

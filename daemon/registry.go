@@ -1,0 +1,161 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"remote/providers"
+)
+
+// Constructor builds one adapter from its config; each adapter package's
+// New fits (e.g. func(c providers.AdapterConfig) providers.Provider {
+// return claude.New(c) }).
+type Constructor func(providers.AdapterConfig) providers.Provider
+
+// ProviderSetting is one [providers.<id>] section as the registry needs it.
+type ProviderSetting struct {
+	Enabled bool
+	Binary  string
+	Args    []string
+	Env     map[string]string
+}
+
+// Registry maps provider ids to the adapters built from config. It can be
+// rebuilt in place (SIGHUP); runs that already hold a provider keep it.
+type Registry struct {
+	mu        sync.RWMutex
+	providers map[providers.ProviderID]providers.Provider
+	disabled  map[providers.ProviderID]bool
+	order     []providers.ProviderID
+}
+
+// NewRegistry returns an empty registry; Configure fills it.
+func NewRegistry() *Registry {
+	return &Registry{providers: map[providers.ProviderID]providers.Provider{}, disabled: map[providers.ProviderID]bool{}}
+}
+
+// Configure replaces the registry's contents: every constructor whose
+// setting is enabled (a missing setting counts as enabled) is built with
+// the setting's binary, args and env over ports (Host, Containers,
+// Preparer, Logger). Disabled providers are listed but never run.
+func (r *Registry) Configure(ctors map[providers.ProviderID]Constructor, settings map[providers.ProviderID]ProviderSetting, ports providers.AdapterConfig) {
+	built := map[providers.ProviderID]providers.Provider{}
+	disabled := map[providers.ProviderID]bool{}
+	var order []providers.ProviderID
+	for id, ctor := range ctors {
+		order = append(order, id)
+		set, ok := settings[id]
+		if ok && !set.Enabled {
+			disabled[id] = true
+			continue
+		}
+		cfg := ports
+		cfg.Binary, cfg.Args, cfg.Env = set.Binary, slices.Clone(set.Args), set.Env
+		if ports.Logger != nil {
+			cfg.Logger = ports.Logger.Named(string(id))
+		}
+		built[id] = ctor(cfg)
+	}
+	slices.Sort(order)
+	r.Set(built, disabled, order)
+}
+
+// Set installs already-built providers (tests use it with fakes).
+func (r *Registry) Set(ps map[providers.ProviderID]providers.Provider, disabled map[providers.ProviderID]bool, order []providers.ProviderID) {
+	if order == nil {
+		for id := range ps {
+			order = append(order, id)
+		}
+		slices.Sort(order)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.providers, r.disabled, r.order = ps, disabled, order
+}
+
+// Get returns the enabled provider id, or an error naming it when it is
+// unknown or disabled.
+func (r *Registry) Get(id string) (providers.Provider, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if p, ok := r.providers[providers.ProviderID(id)]; ok {
+		return p, nil
+	}
+	if r.disabled[providers.ProviderID(id)] {
+		return nil, fmt.Errorf("provider %q is disabled in config: %w", id, ErrUnavailable)
+	}
+	return nil, BadRequest("provider: unknown provider %q", id)
+}
+
+// Entry is one provider as listed by the API.
+type Entry struct {
+	ID       providers.ProviderID
+	Enabled  bool
+	Provider providers.Provider // nil when disabled
+}
+
+// List returns every configured provider in id order.
+func (r *Registry) List() []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Entry, 0, len(r.order))
+	for _, id := range r.order {
+		p := r.providers[id]
+		out = append(out, Entry{ID: id, Enabled: p != nil, Provider: p})
+	}
+	return out
+}
+
+// HostUser is who loose-chat agents run as on the host (S8).
+type HostUser struct {
+	Name     string
+	UID, GID uint32
+	Home     string
+}
+
+// hostUserLauncher runs every host command as one user: it sets the
+// child's credentials and its HOME/USER/LOGNAME, leaving the rest of the
+// (already filtered) environment alone.
+type hostUserLauncher struct {
+	inner providers.Launcher
+	user  HostUser
+}
+
+// HostUserLauncher wraps inner so commands run as u. When u is the daemon's
+// own user the credentials are left unset (no setuid needed).
+func HostUserLauncher(inner providers.Launcher, u HostUser) providers.Launcher {
+	return &hostUserLauncher{inner: inner, user: u}
+}
+
+var _ providers.Launcher = (*hostUserLauncher)(nil)
+
+func (l *hostUserLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	if cmd.UID == nil && int(l.user.UID) != os.Getuid() {
+		uid, gid := l.user.UID, l.user.GID
+		cmd.UID, cmd.GID = &uid, &gid
+	}
+	if l.user.Name != "" {
+		cmd.Env = setEnv(cmd.Env, "HOME", l.user.Home)
+		cmd.Env = setEnv(cmd.Env, "USER", l.user.Name)
+		cmd.Env = setEnv(cmd.Env, "LOGNAME", l.user.Name)
+	}
+	return l.inner.Start(ctx, cmd)
+}
+
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// uidString formats an id for messages.
+func uidString(id uint32) string { return strconv.FormatUint(uint64(id), 10) }

@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Access is the check a route demands beyond the socket's peer check
+// (which every route passes first).
+type RouteAccess int
+
+// Route access levels.
+const (
+	// AccessPeer: any allowed peer (info, providers, metrics).
+	AccessPeer RouteAccess = iota + 1
+	// AccessUser: an allowed peer that names the acting user in
+	// X-Remote-User (401 without it); the handler finds it with UserFrom.
+	AccessUser
+)
+
+// HandlerFunc serves one route. A returned error goes through the single
+// error mapping to the JSON envelope, unless the handler already wrote a
+// response (then it is only logged).
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Route is one entry of the route table: routes are data, validated at
+// start-up.
+type Route struct {
+	Method  string // GET, POST, PUT, DELETE, PATCH
+	Pattern string // a net/http pattern path, e.g. /v1/chats/{id}
+	Access  RouteAccess
+	Handler HandlerFunc
+}
+
+// RouteProvider contributes routes to the table. This is the seam for the
+// project routes (daemon/project*.go): a type there implements Routes and
+// is passed in Options.RouteProviders; its handlers use the same helpers
+// (decodeBody, writeJSON, UserFrom, BadRequest and the error classes) and
+// get the same peer check, access check and error mapping.
+type RouteProvider interface {
+	Routes() []Route
+}
+
+var validMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
+
+// validateRoutes checks the table: known methods and access levels,
+// absolute patterns, handlers present, no (method, pattern) twice.
+func validateRoutes(routes []Route) error {
+	seen := map[string]bool{}
+	for i, rt := range routes {
+		if !slices.Contains(validMethods, rt.Method) {
+			return fmt.Errorf("route %d (%s %s): unknown method", i, rt.Method, rt.Pattern)
+		}
+		if !strings.HasPrefix(rt.Pattern, "/") || strings.ContainsAny(rt.Pattern, " \t") {
+			return fmt.Errorf("route %d (%s %s): pattern must be an absolute path", i, rt.Method, rt.Pattern)
+		}
+		if rt.Handler == nil {
+			return fmt.Errorf("route %d (%s %s): no handler", i, rt.Method, rt.Pattern)
+		}
+		if rt.Access != AccessPeer && rt.Access != AccessUser {
+			return fmt.Errorf("route %d (%s %s): no access level", i, rt.Method, rt.Pattern)
+		}
+		key := rt.Method + " " + rt.Pattern
+		if seen[key] {
+			return fmt.Errorf("route %s registered twice", key)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+// buildMux registers the table on a ServeMux: one mux entry per pattern,
+// dispatching on method itself so every miss (404, 405) also answers with
+// the JSON envelope.
+func (s *Server) buildMux(routes []Route) (mux *http.ServeMux, err error) {
+	if err := validateRoutes(routes); err != nil {
+		return nil, err
+	}
+	byPattern := map[string]map[string]Route{}
+	var order []string
+	for _, rt := range routes {
+		if byPattern[rt.Pattern] == nil {
+			byPattern[rt.Pattern] = map[string]Route{}
+			order = append(order, rt.Pattern)
+		}
+		byPattern[rt.Pattern][rt.Method] = rt
+	}
+	mux = http.NewServeMux()
+	defer func() { // ServeMux panics on conflicting patterns
+		if p := recover(); p != nil {
+			mux, err = nil, fmt.Errorf("route table: %v", p)
+		}
+	}()
+	for _, pattern := range order {
+		methods := byPattern[pattern]
+		mux.Handle(pattern, s.dispatch(methods))
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+	}))
+	return mux, nil
+}
+
+func (s *Server) dispatch(methods map[string]Route) http.Handler {
+	var allow []string
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	slices.Sort(allow)
+	allowHeader := strings.Join(allow, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, ok := methods[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			rt, ok = methods[http.MethodGet]
+		}
+		if !ok {
+			w.Header().Set("Allow", allowHeader)
+			s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowHeader)})
+			return
+		}
+		if rt.Access == AccessUser {
+			name, err := callerName(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), userKey{}, name))
+		}
+		rw := &trackingWriter{ResponseWriter: w}
+		if err := rt.Handler(rw, r); err != nil {
+			if rw.wrote {
+				s.log.Debug("request ended with an error after the response started", "method", r.Method, "path", r.URL.Path, "error", err)
+				return
+			}
+			s.writeError(rw, r, err)
+		}
+	})
+}
+
+// trackingWriter remembers whether a response was started, and passes
+// Flush and Hijack through (http.ResponseController uses Unwrap).
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+)
+
+// LXDStatus reports LXD reachability for GET /v1/info.
+type LXDStatus interface {
+	Status(ctx context.Context) api.LXDInfo
+}
+
+// ProjectChats lets chats be bound to projects. The projects work supplies
+// it; without it a chat naming a project is refused with bad_request.
+type ProjectChats interface {
+	// CheckChatProject returns nil when owner may create a chat in the
+	// named project, an error wrapping ErrNotFound when it does not exist
+	// for owner, or another classified error.
+	CheckChatProject(ctx context.Context, owner, project string) error
+}
+
+// Options configures a Server. Store and Registry are required.
+type Options struct {
+	Store    Store
+	Registry *Registry
+	Logger   hclog.Logger
+	Metrics  *Metrics // nil: a new registry
+	Version  string
+	// Access lists the peers (besides root and the daemon's uid) that may
+	// use the socket.
+	Access Access
+	// TranscriptBytes, SkillsDir and Roots configure the prompt service.
+	TranscriptBytes int
+	SkillsDir       string
+	Roots           Roots
+	// DefaultCwd is a loose chat's cwd when the request names none (the
+	// host user's home).
+	DefaultCwd string
+	LXD        LXDStatus    // may be nil: info reports LXD as not configured
+	Projects   ProjectChats // may be nil: project chats refused
+	// RouteProviders add routes to the table (the projects seam).
+	RouteProviders  []RouteProvider
+	SubscriberQueue int // 0: DefaultSubscriberQueue
+}
+
+// Server is remoted's API: the route table behind the peer-credential
+// gate, the prompt service and the run hub.
+type Server struct {
+	store      Store
+	reg        *Registry
+	log        hclog.Logger
+	metrics    *Metrics
+	version    string
+	access     Access
+	defaultCwd string
+	lxd        LXDStatus
+	projects   ProjectChats
+	hub        *Hub
+	svc        *Service
+	handler    http.Handler
+	started    time.Time
+
+	mu          sync.Mutex
+	httpSrv     *http.Server
+	stopStreams chan struct{}
+	stopOnce    sync.Once
+}
+
+// New builds the server and validates its route table.
+func New(o Options) (*Server, error) {
+	if o.Store == nil || o.Registry == nil {
+		return nil, errors.New("daemon: Options.Store and Options.Registry are required")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, metrics: o.Metrics, version: o.Version,
+		access: o.Access, defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
+		started: time.Now(), stopStreams: make(chan struct{})}
+	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
+		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
+	routes := s.routes()
+	for _, rp := range o.RouteProviders {
+		routes = append(routes, rp.Routes()...)
+	}
+	mux, err := s.buildMux(routes)
+	if err != nil {
+		return nil, err
+	}
+	s.handler = s.gate(mux)
+	return s, nil
+}
+
+// Hub is the server's run hub.
+func (s *Server) Hub() *Hub { return s.hub }
+
+// Service is the server's prompt service.
+func (s *Server) Service() *Service { return s.svc }
+
+// Metrics are the server's Prometheus series.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Handler is the gated route table (every request needs a Peer in its
+// context, which Serve's ConnContext provides).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve answers requests on ln until Shutdown; every request's context
+// derives from ctx (the daemon's context). It returns nil after Shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       s.connContext,
+		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.mu.Lock()
+	if s.httpSrv != nil {
+		s.mu.Unlock()
+		return errors.New("daemon: Serve called twice")
+	}
+	s.httpSrv = srv
+	s.mu.Unlock()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, cancels every run and waits for
+// their terminal events to be persisted, ends follow streams and chat
+// sockets, and waits (until ctx ends) for requests to finish. The caller
+// closes the store afterwards.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.httpSrv
+	s.mu.Unlock()
+	errc := make(chan error, 1)
+	if srv != nil {
+		go func() { errc <- srv.Shutdown(ctx) }()
+	} else {
+		errc <- nil
+	}
+	runErr := s.svc.Shutdown(ctx)
+	s.stopOnce.Do(func() { close(s.stopStreams) })
+	return errors.Join(runErr, <-errc)
+}
+
+// streamContext ends when ctx ends or the server shuts its streams down.
+func (s *Server) streamContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.stopStreams:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,447 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// Causes a run's context is cancelled with.
+var (
+	errCancelledByUser = errors.New("cancelled by the user")
+	errDaemonStopping  = errors.New("the daemon is shutting down")
+)
+
+// Terminal messages the daemon itself persists.
+const (
+	msgInterruptedByRestart  = "the run was interrupted by a daemon restart"
+	msgInterruptedByShutdown = "the run was interrupted because the daemon shut down"
+)
+
+// ServiceOptions configures the prompt service.
+type ServiceOptions struct {
+	Store    Store
+	Hub      *Hub
+	Registry *Registry
+	Logger   hclog.Logger
+	Metrics  *Metrics
+	// TranscriptBytes bounds visible history (S6); 0 = DefaultTranscriptBytes.
+	TranscriptBytes int
+	// SkillsDir holds <name>/SKILL.md for every selectable skill (S7).
+	SkillsDir string
+	// Roots are the directories loose chats may run in (S8).
+	Roots Roots
+}
+
+// Service is the prompt service (S3): it resolves chat state, builds the
+// provider-neutral RunRequest, runs the provider under the hub's lock and
+// turns its events into persisted chat events.
+type Service struct {
+	store           Store
+	hub             *Hub
+	reg             *Registry
+	log             hclog.Logger
+	metrics         *Metrics
+	transcriptBytes int
+	skillsDir       string
+	roots           atomic.Pointer[Roots]
+
+	wg       sync.WaitGroup
+	stopping atomic.Bool
+}
+
+// NewService returns a prompt service.
+func NewService(o ServiceOptions) *Service {
+	if o.TranscriptBytes <= 0 {
+		o.TranscriptBytes = DefaultTranscriptBytes
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	s := &Service{store: o.Store, hub: o.Hub, reg: o.Registry, log: o.Logger, metrics: o.Metrics,
+		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir}
+	s.roots.Store(&o.Roots)
+	return s
+}
+
+// SetRoots replaces the allowed roots (config reload).
+func (s *Service) SetRoots(r Roots) { s.roots.Store(&r) }
+
+// Roots returns the allowed roots in force.
+func (s *Service) Roots() Roots { return *s.roots.Load() }
+
+// PromptInput is one prompt as the API and the chat socket accept it.
+type PromptInput struct {
+	Text   string
+	Mode   string
+	Skills []string
+}
+
+// maxPromptBytes bounds one prompt's text.
+const maxPromptBytes = 512 << 10
+
+func (in PromptInput) validate() error {
+	if strings.TrimSpace(in.Text) == "" {
+		return BadRequest("text: must not be empty")
+	}
+	if len(in.Text) > maxPromptBytes {
+		return BadRequest("text: longer than %d bytes", maxPromptBytes)
+	}
+	if !utf8.ValidString(in.Text) {
+		return BadRequest("text: not valid UTF-8")
+	}
+	switch providers.RunMode(in.Mode) {
+	case "", providers.ModeDefault, providers.ModePlan:
+	default:
+		return BadRequest("mode: unknown mode %q (want \"default\" or \"plan\")", in.Mode)
+	}
+	return nil
+}
+
+// Start validates the prompt, takes the chat's run lock, persists the user
+// event and starts the run in the background. It returns the run id, or
+// ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
+// depend on ctx's cancellation, only on Cancel and Shutdown.
+func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (string, error) {
+	if err := in.validate(); err != nil {
+		return "", err
+	}
+	if s.stopping.Load() {
+		return "", fmt.Errorf("start prompt in chat %s: %w", chatID, errDaemonStopping)
+	}
+	chat, err := s.store.Chat(chatID)
+	if err != nil {
+		return "", fmt.Errorf("load chat %s: %w", chatID, err)
+	}
+	p, err := s.reg.Get(chat.Provider)
+	if err != nil {
+		return "", err
+	}
+	caps, err := p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project})
+	if err != nil {
+		return "", fmt.Errorf("%s capabilities: %w: %w", chat.Provider, ErrUnavailable, err)
+	}
+	if err := validateSkills(in.Skills, s.skillsDir); err != nil {
+		return "", err
+	}
+	if chat.Project == "" {
+		if _, err := s.Roots().Check(chat.Cwd); err != nil {
+			return "", err
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	run, err := s.hub.StartRun(chatID, cancel)
+	if err != nil {
+		cancel(nil)
+		return "", err
+	}
+	now := time.Now()
+	chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error {
+		c.Running = true
+		c.LastMessageAt = now
+		if c.Title == "" {
+			c.Title = titleFromPrompt(in.Text)
+		}
+		if in.Mode != "" {
+			c.Mode = in.Mode
+		}
+		c.SelectedSkills = slices.Clone(in.Skills)
+		return nil
+	})
+	if err == nil {
+		var user api.Event
+		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, T: now.UnixMilli()})
+		if err == nil {
+			s.wg.Add(1)
+			go s.run(runCtx, run, chat, p, caps, in, user.Seq)
+			return run.ID, nil
+		}
+		s.clearRunning(chatID)
+	}
+	s.hub.FinishRun(run)
+	cancel(nil)
+	return "", fmt.Errorf("start prompt in chat %s: %w", chatID, err)
+}
+
+// Cancel cancels the chat's run (S29); ErrNoActiveRun when none.
+func (s *Service) Cancel(chatID string) error { return s.hub.Cancel(chatID, errCancelledByUser) }
+
+// Respond routes an explicit interaction response to the chat's run (S21).
+func (s *Service) Respond(chatID string, resp providers.InteractionResponse) error {
+	if resp.ID == "" || !json.Valid([]byte(resp.ID)) {
+		return BadRequest("interactionId: must be the JSON text of the request id, got %q", resp.ID)
+	}
+	if (len(resp.Result) == 0) == (len(resp.Error) == 0) {
+		return BadRequest("exactly one of result or error must be set")
+	}
+	return s.hub.Respond(chatID, resp)
+}
+
+// Shutdown refuses new prompts, cancels every run and waits (until ctx
+// ends) for the runs to persist their terminal events.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
+	s.hub.CancelAll(errDaemonStopping)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for runs to stop: %w", ctx.Err())
+	}
+}
+
+// RecoverInterrupted gives every chat still marked running (a run that was
+// in flight when the daemon stopped) a persisted system/daemon_restarted
+// and a terminal error event, and clears its running mark (S5). Call it
+// before serving.
+func (s *Service) RecoverInterrupted() error {
+	chats, err := s.store.Chats()
+	if err != nil {
+		return fmt.Errorf("list chats for restart recovery: %w", err)
+	}
+	for _, c := range chats {
+		if !c.Running {
+			continue
+		}
+		data, _ := json.Marshal(map[string]string{"provider": c.Provider})
+		now := time.Now().UnixMilli()
+		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data, T: now}); err != nil {
+			return err
+		}
+		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventError, Message: msgInterruptedByRestart, T: now}); err != nil {
+			return err
+		}
+		if err := s.clearRunning(c.ID); err != nil {
+			return err
+		}
+		s.log.Warn("run interrupted by restart", "chat", c.ID, "provider", c.Provider)
+	}
+	return nil
+}
+
+func (s *Service) clearRunning(chatID string) error {
+	_, err := s.store.UpdateChat(chatID, func(c *api.Chat) error {
+		c.Running = false
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clear running mark of chat %s: %w", chatID, err)
+	}
+	return nil
+}
+
+// emitter turns a run's agent events into appended chat events, in emit
+// order, and lets the run wait until all of them are durable.
+type emitter struct {
+	s        *Service
+	chatID   string
+	provider providers.ProviderID
+	mu       sync.Mutex
+	pending  sync.WaitGroup
+	closed   bool
+}
+
+func (e *emitter) emit(ev providers.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		e.s.log.Warn("event emitted after the run returned; dropped", "chat", e.chatID, "type", ev.Type)
+		return
+	}
+	if ev.Type == providers.EventSessionUpdated && ev.SessionID != "" {
+		provider := e.provider
+		if ev.Provider != "" {
+			provider = ev.Provider
+		}
+		_, err := e.s.store.UpdateChat(e.chatID, func(c *api.Chat) error {
+			setSession(c, string(provider), ev.SessionID)
+			c.ForkPending = false
+			if c.Model == "" {
+				c.Model = ev.Model
+			}
+			return nil
+		})
+		if err != nil {
+			e.s.log.Error("save session", "chat", e.chatID, "provider", provider, "error", err)
+		}
+	}
+	ce, ok := projectEvent(ev, e.provider, time.Now())
+	if !ok {
+		return
+	}
+	e.appendLocked(ce)
+}
+
+func (e *emitter) appendLocked(ev api.Event) {
+	e.pending.Add(1)
+	e.s.hub.AppendAsync(e.chatID, ev, func(api.Event, error) { e.pending.Done() })
+}
+
+// daemonEvent appends an event of the daemon's own.
+func (e *emitter) daemonEvent(ev api.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.T == 0 {
+		ev.T = time.Now().UnixMilli()
+	}
+	e.appendLocked(ev)
+}
+
+// close stops accepting provider events and waits until every appended
+// event is durable and broadcast.
+func (e *emitter) close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.pending.Wait()
+}
+
+func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
+	defer s.wg.Done()
+	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID()}
+	started := time.Now()
+	defer func() {
+		em.close()
+		if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
+			c.Running = false
+			c.LastMessageAt = time.Now()
+			return nil
+		}); err != nil {
+			log.Error("clear running mark", "error", err)
+		}
+		s.hub.FinishRun(run)
+		run.cancel(nil)
+		log.Debug("run finished", "duration", time.Since(started))
+	}()
+
+	req, err := s.request(chat, caps, in, run, userSeq, true)
+	if err == nil {
+		err = p.Run(ctx, req, em.emit)
+		if errors.Is(err, providers.ErrSessionNotFound) && req.ResumeID != "" && ctx.Err() == nil {
+			err = s.recoverSession(ctx, log, em, chat, caps, in, run, userSeq, req.ResumeID, p)
+		}
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errDaemonStopping):
+		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
+		log.Info("run interrupted by shutdown")
+	case ctx.Err() != nil:
+		log.Info("run cancelled")
+	case err == nil:
+	case errors.Is(err, providers.ErrRunFailed):
+		s.metrics.runFailed()
+		log.Info("run failed", "error", err)
+	default:
+		s.metrics.runFailed()
+		em.daemonEvent(api.Event{Type: api.EventError, Message: fmt.Sprintf("%s exit: %v", p.ID(), err)})
+		log.Warn("provider exited with an error", "error", err)
+	}
+}
+
+// recoverSession implements S28: clear only this provider's session and the
+// pending fork, persist system/session_recovered, rebuild the visible
+// transcript and retry exactly once without the resume id.
+func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emitter, chat api.Chat, caps providers.Capabilities, in PromptInput, run *Run, userSeq int64, lost string, p providers.Provider) error {
+	log.Info("saved session not found; retrying from visible history", "session", lost)
+	updated, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
+		setSession(c, chat.Provider, "")
+		c.ForkPending = false
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clear lost session: %w", err)
+	}
+	data, _ := json.Marshal(map[string]string{"provider": chat.Provider, "sessionId": lost})
+	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
+	req, err := s.request(updated, caps, in, run, userSeq, false)
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx, req, em.emit)
+}
+
+// request builds the RunRequest (S6, S7, S27). With resume false the saved
+// session is ignored.
+func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptInput, run *Run, userSeq int64, resume bool) (providers.RunRequest, error) {
+	req := providers.RunRequest{
+		Provider:             providers.ProviderID(chat.Provider),
+		ConversationID:       chat.ID,
+		RunID:                run.ID,
+		Cwd:                  chat.Cwd,
+		Model:                chat.Model,
+		Mode:                 providers.ModeDefault,
+		ProjectID:            chat.Project,
+		Skills:               slices.Clone(in.Skills),
+		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
+		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),
+		InteractionResponses: run.interactions,
+	}
+	if in.Mode != "" {
+		req.Mode = providers.RunMode(in.Mode)
+	}
+	if resume && caps.Resume {
+		req.ResumeID = sessionID(chat, chat.Provider)
+		req.Fork = req.ResumeID != "" && chat.ForkPending && caps.Fork
+	}
+	prompt := promptWithSkills(caps.Skills, in.Skills, s.skillsDir, in.Text)
+	if req.ResumeID == "" {
+		history, err := s.history(chat.ID, userSeq)
+		if err != nil {
+			return req, err
+		}
+		prompt = promptWithHistory(history, prompt, s.transcriptBytes)
+	}
+	req.Prompt = prompt
+	return req, nil
+}
+
+// history returns the user and assistant_text events before seq.
+func (s *Service) history(chatID string, before int64) ([]api.Event, error) {
+	var out []api.Event
+	err := s.store.Events(chatID, 0, 0, func(ev api.Event) error {
+		if ev.Seq >= before {
+			return errStopWalk
+		}
+		if ev.Type == api.EventUser || ev.Type == api.EventAssistantText {
+			out = append(out, api.Event{Type: ev.Type, Text: ev.Text})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopWalk) {
+		return nil, fmt.Errorf("read history of chat %s: %w", chatID, err)
+	}
+	return out, nil
+}
+
+var errStopWalk = errors.New("stop walk")
+
+// titleFromPrompt is a chat's default title: the prompt's first line, at
+// most 60 characters.
+func titleFromPrompt(text string) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = strings.TrimSpace(text[:i])
+	}
+	if utf8.RuneCountInString(text) > 60 {
+		r := []rune(text)
+		return string(r[:60]) + "..."
+	}
+	return text
+}

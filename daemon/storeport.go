@@ -1,0 +1,29 @@
+package daemon
+
+import (
+	"errors"
+
+	"remote/api"
+	"remote/daemon/store"
+)
+
+// Store is what the daemon needs of its durable state; *store.Store
+// implements it. It is defined here, by its consumer, so tests and the
+// projects routes can see exactly which operations the API relies on.
+type Store interface {
+	CreateChat(c api.Chat) error
+	Chat(id string) (api.Chat, error)
+	Chats() ([]api.Chat, error)
+	UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error)
+	DeleteChat(id string) error
+	AppendAsync(chatID string, ev api.Event, done func(api.Event, error))
+	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+	LastSeq(chatID string) (int64, error)
+	CopyEvents(fromChat, toChat string) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+func isStoreNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+func isStoreExists(err error) bool { return errors.Is(err, store.ErrExists) }

@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// Chat socket timings (api.md).
+const (
+	wsPingEvery    = 25 * time.Second
+	wsPongWait     = 60 * time.Second
+	wsWriteTimeout = 15 * time.Second
+)
+
+// The chat socket's message types, client to server.
+const (
+	msgPrompt              = "prompt"
+	msgCancel              = "cancel"
+	msgInteractionResponse = "interaction_response"
+)
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  4096,
+	WriteBufferSize: 4096,
+	// The gate already refused any request carrying a browser Origin that
+	// did not come through remote-web, which checks Origin itself.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// wsConn serialises writes to one chat socket.
+type wsConn struct {
+	c  *websocket.Conn
+	mu sync.Mutex
+}
+
+func (w *wsConn) send(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.c.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	return w.c.WriteJSON(v)
+}
+
+func (w *wsConn) control(kind int, data []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c.WriteControl(kind, data, time.Now().Add(wsWriteTimeout))
+}
+
+// transientError is a per-connection error event; never persisted.
+func transientError(msg string) api.Event {
+	return api.Event{T: time.Now().UnixMilli(), Type: api.EventError, Message: msg}
+}
+
+// handleChatSocket serves GET /ws/chat/{id}?since=SEQ (S1): replay, sync,
+// live events; prompt, cancel and interaction_response messages in.
+func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	since, err := parseSince("since", r.URL.Query().Get("since"))
+	if err != nil {
+		return err
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// Upgrade already answered the client.
+		s.log.Debug("chat socket upgrade failed", "chat", c.ID, "error", err)
+		return nil
+	}
+	defer conn.Close()
+	ws := &wsConn{c: conn}
+	conn.SetReadLimit(MaxBodyBytes)
+	_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+
+	ctx, cancel := s.streamContext(r.Context())
+	defer cancel()
+	log := s.log.With("chat", c.ID, "user", UserFrom(r.Context()))
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // replay, sync, live
+		defer wg.Done()
+		defer cancel()
+		err := s.hub.Follow(ctx, c.ID, since, func(ev api.Event) error { return ws.send(ev) })
+		switch {
+		case errors.Is(err, ErrSlowSubscriber):
+			log.Info("chat socket dropped: too slow", "error", err)
+			_ = ws.control(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow to keep up; reconnect with since=your last seq"))
+		case err != nil:
+			log.Debug("chat socket write failed", "error", err)
+		case ctx.Err() != nil && r.Context().Err() == nil:
+			_ = ws.control(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "daemon shutting down"))
+		}
+		_ = conn.SetReadDeadline(time.Now()) // unblock the reader
+	}()
+	go func() { // pings
+		defer wg.Done()
+		t := time.NewTicker(wsPingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := ws.control(websocket.PingMessage, nil); err != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+
+	for ctx.Err() == nil {
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			break
+		}
+		if kind != websocket.TextMessage {
+			_ = ws.send(transientError("binary frames are not accepted; send one JSON object per text frame"))
+			continue
+		}
+		s.handleClientFrame(ctx, ws, c.ID, data)
+	}
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+// handleClientFrame acts on one client frame. Every problem is answered to
+// this connection only, as a transient error; the connection stays open.
+func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID string, data []byte) {
+	msg, err := decodeClientMessage(data)
+	if err != nil {
+		_ = ws.send(transientError("invalid message: " + err.Error()))
+		return
+	}
+	switch msg.Type {
+	case msgPrompt:
+		_, err := s.svc.Start(ctx, chatID, PromptInput{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills})
+		if msg.ClientID == "" {
+			if err != nil {
+				_ = ws.send(transientError(s.publicMessage(err)))
+			}
+			return
+		}
+		ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
+		ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID})
+		if err != nil {
+			ack.Subtype = api.SubtypePromptRejected
+			ack.Message = s.publicMessage(err)
+		}
+		_ = ws.send(ack)
+	case msgCancel:
+		if err := s.svc.Cancel(chatID); err != nil {
+			_ = ws.send(transientError(s.publicMessage(err)))
+		}
+	case msgInteractionResponse:
+		err := s.svc.Respond(chatID, providers.InteractionResponse{ID: msg.InteractionID, Result: msg.Result, Error: msg.Error})
+		if err != nil {
+			_ = ws.send(transientError(s.publicMessage(err)))
+		}
+	default:
+		_ = ws.send(transientError(fmt.Sprintf("unknown message type %q (want prompt, cancel or interaction_response)", msg.Type)))
+	}
+}
+
+// publicMessage is the envelope message of err (internal errors hidden).
+func (s *Server) publicMessage(err error) string {
+	status, body := errorFor(err)
+	if status >= 500 {
+		s.log.Error("chat socket request failed", "error", err)
+	}
+	return body.Message
+}
+
+// decodeClientMessage strictly decodes one chat socket frame.
+func decodeClientMessage(data []byte) (api.ClientMessage, error) {
+	var msg api.ClientMessage
+	if err := decodeStrict(data, &msg); err != nil {
+		return msg, err
+	}
+	if msg.Type == "" {
+		return msg, BadRequest("type: required")
+	}
+	return msg, nil
+}
