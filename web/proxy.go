@@ -15,16 +15,17 @@ import (
 )
 
 // HeaderUser names the caller to the daemon (docs/api.md, Callers).
-const HeaderUser = "X-Remote-User"
+const HeaderUser = api.HeaderUser
 
 // ErrDaemonUnreachable classes failures to reach the daemon's socket.
 var ErrDaemonUnreachable = errors.New("daemon not reachable")
 
 // strippedHeaders never reach the daemon: browser credentials stay here,
 // the caller's name comes only from the session, and the daemon refuses
-// requests that carry a browser Origin (the check was done here).
+// requests that carry a browser Origin unless marked as relayed by the
+// frontend (api.HeaderFrontend); the Origin check was done here.
 var strippedHeaders = []string{
-	HeaderUser, "Cookie", "Authorization", "Origin", "Referer",
+	HeaderUser, api.HeaderFrontend, "Cookie", "Authorization", "Origin", "Referer",
 	"Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User",
 	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
 }
@@ -63,6 +64,7 @@ func newProxy(socket string, log hclog.Logger) http.Handler {
 			if u, ok := userFrom(pr.In.Context()); ok {
 				pr.Out.Header.Set(HeaderUser, u)
 			}
+			pr.Out.Header.Set(api.HeaderFrontend, api.FrontendRemoteWeb)
 		},
 		Transport:     tr,
 		FlushInterval: -1,

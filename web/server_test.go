@@ -31,8 +31,8 @@ const (
 
 // seen is what the fake daemon recorded of one request.
 type seen struct {
-	User, Origin, Cookie, Auth string
-	Path                       string
+	User, Origin, Cookie, Auth, Frontend string
+	Path                                 string
 }
 
 // fakeDaemon is an HTTP server on a Unix socket standing in for remoted.
@@ -48,7 +48,7 @@ func (d *fakeDaemon) record(r *http.Request) {
 	defer d.mu.Unlock()
 	d.reqs = append(d.reqs, seen{
 		User: r.Header.Get(HeaderUser), Origin: r.Header.Get("Origin"),
-		Cookie: r.Header.Get("Cookie"), Auth: r.Header.Get("Authorization"), Path: r.URL.Path,
+		Cookie: r.Header.Get("Cookie"), Auth: r.Header.Get("Authorization"), Frontend: r.Header.Get(api.HeaderFrontend), Path: r.URL.Path,
 	})
 }
 
@@ -372,15 +372,16 @@ func TestHeaderStripping(t *testing.T) {
 	h := newHarness(t, false)
 	c := h.loggedIn(t)
 	resp, b := get(t, c, h.srv.URL+"/v1/echo", map[string]string{
-		HeaderUser:      "root",
-		"Authorization": "Bearer stolen",
-		"Origin":        h.srv.URL,
+		HeaderUser:         "root",
+		"Authorization":    "Bearer stolen",
+		"Origin":           h.srv.URL,
+		api.HeaderFrontend: "forged",
 	})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d %s", resp.StatusCode, b)
 	}
 	got := h.daemon.last(t)
-	want := seen{User: testUser, Path: "/v1/echo"}
+	want := seen{User: testUser, Frontend: api.FrontendRemoteWeb, Path: "/v1/echo"}
 	if got != want {
 		t.Errorf("daemon saw %+v, want %+v", got, want)
 	}
