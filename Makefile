@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test vet fmt clean vendor-web
+.PHONY: all build test vet fmt clean vendor-web run
 
 all: build
 
@@ -41,3 +41,11 @@ vendor-web:
 	  cp "$$m/$$p/$$l" "$$v/LICENSE.$$(basename $$p)"; \
 	done; \
 	echo "$(WEB_NPM)" > $$v/VERSIONS
+
+# Builds and starts remoted in the foreground on its embedded default config,
+# with its state under ./var and its socket at ./var/remoted.sock.
+run: build
+	mkdir -p var
+	@echo "remoted: talk to it with: build/bin/remotectl -socket ./var/remoted.sock info"
+	@echo "          or: curl --unix-socket ./var/remoted.sock -H 'X-Remote-User: $$USER' http://remoted/v1/info"
+	build/bin/remoted -state-dir ./var -socket ./var/remoted.sock

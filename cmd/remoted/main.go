@@ -1,0 +1,293 @@
+// Command remoted is Remote's daemon: it serves the JSON API on a Unix
+// socket, runs agent CLIs for loose chats on the host and project chats in
+// LXD containers, and keeps every chat's events durable and replayable.
+// main only parses flags and wires the packages together.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/config"
+	"remote/daemon"
+	"remote/daemon/store"
+	"remote/providers"
+	"remote/providers/runner"
+	"remote/systemd"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// defaultConfigPath is read when -config is not given.
+const defaultConfigPath = "/etc/remote/remoted.toml"
+
+//go:embed default.toml
+var embeddedConfig []byte
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "remoted:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	config, socket, stateDir, logLevel, logFormat string
+	checkConfig                                   bool
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fset := flag.NewFlagSet("remoted", flag.ContinueOnError)
+	fset.StringVar(&f.config, "config", "", "TOML config `path` (default "+defaultConfigPath+"; built-in defaults when that is absent)")
+	fset.BoolVar(&f.checkConfig, "check-config", false, "load and validate the config, print the result and exit")
+	fset.StringVar(&f.socket, "socket", "", "API socket `path`, overriding [daemon] socket")
+	fset.StringVar(&f.stateDir, "state-dir", "", "state `directory`, overriding [daemon] state_dir")
+	fset.StringVar(&f.logLevel, "log-level", "", "log `level` (trace, debug, info, warn, error), overriding [daemon] log_level")
+	fset.StringVar(&f.logFormat, "log-format", "", "log `format` (text or json), overriding [daemon] log_format")
+	return f, fset.Parse(args)
+}
+
+// loadConfig reads the config file (or the embedded defaults) and applies
+// the flag overrides; the result is validated.
+func loadConfig(f flags) (config.Config, string, error) {
+	var cfg config.Config
+	var err error
+	source := f.config
+	switch {
+	case f.config != "":
+		cfg, err = config.Load(f.config)
+	default:
+		if _, statErr := os.Stat(defaultConfigPath); errors.Is(statErr, fs.ErrNotExist) {
+			source = "embedded defaults"
+			cfg, err = config.Parse("embedded default.toml", embeddedConfig)
+		} else {
+			source = defaultConfigPath
+			cfg, err = config.Load(defaultConfigPath)
+		}
+	}
+	if err != nil {
+		return cfg, source, err
+	}
+	abs := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		return filepath.Abs(p)
+	}
+	if f.stateDir != "" {
+		if cfg.Daemon.StateDir, err = abs(f.stateDir); err != nil {
+			return cfg, source, fmt.Errorf("-state-dir %q: %w", f.stateDir, err)
+		}
+	}
+	if f.socket != "" {
+		if cfg.Daemon.Socket, err = abs(f.socket); err != nil {
+			return cfg, source, fmt.Errorf("-socket %q: %w", f.socket, err)
+		}
+	}
+	if f.logLevel != "" {
+		cfg.Daemon.LogLevel = f.logLevel
+	}
+	if f.logFormat != "" {
+		cfg.Daemon.LogFormat = f.logFormat
+	}
+	return cfg, source, cfg.Validate()
+}
+
+func newLogger(cfg config.Daemon) hclog.InterceptLogger {
+	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
+		Name:        "remoted",
+		Level:       hclog.LevelFromString(cfg.LogLevel),
+		JSONFormat:  cfg.LogFormat == "json",
+		DisableTime: systemd.UnderJournal(),
+		Output:      os.Stderr,
+	})
+}
+
+func providerSettings(cfg config.Config) map[providers.ProviderID]daemon.ProviderSetting {
+	out := map[providers.ProviderID]daemon.ProviderSetting{}
+	for id, p := range cfg.Providers {
+		out[providers.ProviderID(id)] = daemon.ProviderSetting{Enabled: p.IsEnabled(), Binary: p.Binary, Args: p.Args, Env: p.Env}
+	}
+	return out
+}
+
+func run(args []string) error {
+	f, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	cfg, source, err := loadConfig(f)
+	if f.checkConfig {
+		if err != nil {
+			return err
+		}
+		fmt.Printf("config OK (%s)\n", source)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Daemon)
+	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	notify := systemd.NewNotifier(log.Named("systemd"))
+
+	// Store.
+	notify.Status("opening the store")
+	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o700); err != nil {
+		return fmt.Errorf("create state directory %s: %w", cfg.Daemon.StateDir, err)
+	}
+	key, err := store.LoadOrCreateKey(cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")))
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	st, err := store.Open(filepath.Join(cfg.Daemon.StateDir, "remoted.db"), store.Options{Key: key, Logger: log.Named("store")})
+	clear(key)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+
+	// LXD: reachable, or degraded mode (loose chats only) with retries.
+	notify.Status("connecting to LXD")
+	metrics := daemon.NewMetrics()
+	lxd := &lxdLink{opts: lxdOptions(cfg.LXD), log: log.Named("lxd"), metrics: metrics}
+	lxdClient := lxd.connect(ctx, 10*time.Second)
+	if lxdClient == nil {
+		log.Named("lxd").Warn("LXD unreachable; serving loose chats only (degraded)", "error", lxd.Status(ctx).Error)
+		go lxd.retry(ctx, 30*time.Second)
+	}
+
+	// Providers.
+	hostUser, err := daemon.LookupHostUser(cfg.Agent.HostUser)
+	if err != nil {
+		return err
+	}
+	if hostUser.UID == 0 {
+		log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
+	}
+	projects, err := wireProjects(cfg, st, lxdClient, log.Named("projects"), metrics)
+	if err != nil {
+		return fmt.Errorf("wire projects: %w", err)
+	}
+	ports := providers.AdapterConfig{
+		Host:       daemon.HostUserLauncher(&runner.HostLauncher{}, hostUser),
+		Containers: projects.Containers,
+		Preparer:   projects.Preparer,
+		Logger:     log.Named("providers"),
+	}
+	reg := daemon.NewRegistry()
+	reg.Configure(adapters(), providerSettings(cfg), ports)
+
+	srv, err := daemon.New(daemon.Options{
+		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version,
+		Access:          daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs},
+		TranscriptBytes: cfg.Agent.TranscriptBytes,
+		SkillsDir:       cfg.Projects.SkillsDir,
+		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+		DefaultCwd:      hostUser.Home,
+		LXD:             lxd,
+		Projects:        projects.Chats,
+		RouteProviders:  projects.Routes,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Service().RecoverInterrupted(); err != nil {
+		return err
+	}
+
+	// Socket: systemd's, or our own.
+	ln, err := systemd.ActivatedListener()
+	if err != nil {
+		return fmt.Errorf("socket activation: %w", err)
+	}
+	if ln == nil {
+		if ln, err = daemon.Listen(cfg.Daemon.Socket, cfg.Daemon.SocketGroup); err != nil {
+			return err
+		}
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ctx, ln) }()
+	log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdClient != nil)
+	status := "serving on " + addrString(ln.Addr())
+	if lxdClient == nil {
+		status += " (LXD unreachable: loose chats only)"
+	}
+	notify.Ready(status)
+
+	return mainLoop(ctx, f, log, notify, srv, reg, ports, serveErr, status, stop)
+}
+
+func addrString(a net.Addr) string { return a.String() }
+
+// mainLoop handles signals and the watchdog until the daemon stops.
+func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *systemd.Notifier, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig, serveErr <-chan error, status string, stop context.CancelFunc) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var watchdog <-chan time.Time
+	if iv := notify.WatchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	for {
+		select {
+		case <-watchdog:
+			notify.Watchdog()
+		case err := <-serveErr:
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				notify.Reloading()
+				reload(f, log, srv, reg, ports)
+				notify.Ready(status)
+				continue
+			}
+			log.Info("stopping", "signal", sig.String())
+			notify.Stopping()
+			shutdownCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := srv.Shutdown(shutdownCtx)
+			cancel()
+			stop()
+			if err != nil {
+				log.Error("shutdown incomplete", "error", err)
+			}
+			log.Info("stopped")
+			return nil
+		}
+	}
+}
+
+// reload re-reads the config: log level, provider settings and allowed
+// roots change in place; everything else needs a restart.
+func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
+	cfg, source, err := loadConfig(f)
+	if err != nil {
+		log.Error("reload failed; keeping the running config", "config", source, "error", err)
+		return
+	}
+	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+	reg.Configure(adapters(), providerSettings(cfg), ports)
+	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
+		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
+	}
+	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
+}
