@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -230,6 +231,47 @@ func decodeEvent(key, val []byte) (api.Event, error) {
 // afterSeq. fn runs outside any transaction; an error from fn stops the walk
 // and is returned as is. An unknown chat is ErrNotFound.
 func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error {
+	return walk(s, chatID, afterSeq, limit, decodeEvent, fn)
+}
+
+// EventsRaw is Events without decoding: fn gets each event's seq and its
+// wire JSON (with "seq" set), ready to send to a client. raw is fn's own.
+func (s *Store) EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error {
+	type rawEvent struct {
+		seq int64
+		raw []byte
+	}
+	return walk(s, chatID, afterSeq, limit, func(k, v []byte) (rawEvent, error) {
+		seq, raw, err := wireEvent(k, v)
+		return rawEvent{seq, raw}, err
+	}, func(r rawEvent) error { return fn(r.seq, r.raw) })
+}
+
+// wireEvent turns a stored event into its wire JSON by splicing the seq from
+// the key in front of the stored object's fields (stored values never hold
+// a seq). It checks only the framing, not the JSON inside.
+func wireEvent(key, val []byte) (int64, []byte, error) {
+	if len(key) != 8 {
+		return 0, nil, fmt.Errorf("event key of %d bytes: %w", len(key), ErrCorrupt)
+	}
+	seq := int64(binary.BigEndian.Uint64(key))
+	if seq <= 0 || len(val) < 2 || val[0] != '{' || val[len(val)-1] != '}' {
+		return 0, nil, fmt.Errorf("event %d: %w: not a JSON object", seq, ErrCorrupt)
+	}
+	raw := make([]byte, 0, len(val)+24)
+	raw = append(raw, `{"seq":`...)
+	raw = strconv.AppendInt(raw, seq, 10)
+	if len(val) > 2 {
+		raw = append(raw, ',')
+	}
+	raw = append(raw, val[1:]...)
+	return seq, raw, nil
+}
+
+// walk reads chatID's events after afterSeq in batches of replayBatch, one
+// read transaction each, converting them with conv inside the transaction
+// and handing them to fn outside it.
+func walk[T any](s *Store, chatID string, afterSeq int64, limit int, conv func(k, v []byte) (T, error), fn func(T) error) error {
 	if err := checkChatID(chatID); err != nil {
 		return err
 	}
@@ -238,8 +280,10 @@ func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Eve
 	}
 	first := true
 	sent := 0
+	batch := make([]T, 0, replayBatch)
 	for {
-		var batch []api.Event
+		batch = batch[:0]
+		var lastKey int64
 		err := s.view(func(tx *bolt.Tx) error {
 			if first && tx.Bucket(bucketChats).Get([]byte(chatID)) == nil {
 				return fmt.Errorf("chat %q: %w", chatID, ErrNotFound)
@@ -253,11 +297,12 @@ func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Eve
 				if limit > 0 && sent+len(batch) >= limit {
 					break
 				}
-				ev, err := decodeEvent(k, v)
+				item, err := conv(k, v)
 				if err != nil {
 					return fmt.Errorf("chat %q: %w", chatID, err)
 				}
-				batch = append(batch, ev)
+				batch = append(batch, item)
+				lastKey = int64(binary.BigEndian.Uint64(k))
 			}
 			return nil
 		})
@@ -265,8 +310,8 @@ func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Eve
 			return err
 		}
 		first = false
-		for _, ev := range batch {
-			if err := fn(ev); err != nil {
+		for _, item := range batch {
+			if err := fn(item); err != nil {
 				return err
 			}
 		}
@@ -274,7 +319,7 @@ func (s *Store) Events(chatID string, afterSeq int64, limit int, fn func(api.Eve
 		if len(batch) < replayBatch || (limit > 0 && sent >= limit) {
 			return nil
 		}
-		afterSeq = batch[len(batch)-1].Seq
+		afterSeq = lastKey
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -17,7 +18,22 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add(seqKey(3), []byte(`{"type":`))
 	f.Add(seqKey(1<<62), []byte(`{"type":"x","data":null,"usage":"s"}`))
 	f.Fuzz(func(t *testing.T, key, val []byte) {
+		if _, _, err := wireEvent(key, val); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("wireEvent error is not ErrCorrupt: %v", err)
+		}
 		ev, err := decodeEvent(key, val)
+		if err == nil {
+			// What the store writes for this event (no seq: it lives in
+			// the key) must splice into wire JSON equal to its encoding.
+			stored := ev
+			stored.Seq = 0
+			val, _ := json.Marshal(stored)
+			want, _ := json.Marshal(ev)
+			seq, raw, err := wireEvent(key, val)
+			if err != nil || seq != ev.Seq || !bytes.Equal(raw, want) {
+				t.Fatalf("wireEvent(%s) = %d %s, %v; want %s", val, seq, raw, err, want)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error is not ErrCorrupt: %v", err)
@@ -27,11 +43,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		if ev.Seq <= 0 || ev.Type == "" {
 			t.Fatalf("accepted event without seq or type: %+v", ev)
 		}
-		raw, err := json.Marshal(ev)
+		enc, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatalf("decoded event does not re-encode: %v", err)
 		}
-		again, err := decodeEvent(key, raw)
+		again, err := decodeEvent(key, enc)
 		if err != nil || again.Seq != ev.Seq || again.Type != ev.Type || again.Text != ev.Text {
 			t.Fatalf("round trip: %+v -> %+v, %v", ev, again, err)
 		}

@@ -459,6 +459,20 @@ func TestAppendAndReplay(t *testing.T) {
 			}
 		})
 	}
+	t.Run("raw equals encoded", func(t *testing.T) {
+		i := 0
+		err := s.EventsRaw("0a0a", 0, 0, func(seq int64, raw []byte) error {
+			want, _ := json.Marshal(stored[i])
+			if seq != stored[i].Seq || !bytes.Equal(raw, want) {
+				t.Fatalf("EventsRaw %d: %d %s, want %s", i, seq, raw, want)
+			}
+			i++
+			return nil
+		})
+		if err != nil || i != len(stored) {
+			t.Fatalf("EventsRaw: %d events, %v", i, err)
+		}
+	})
 	stop := errors.New("stop")
 	n := 0
 	if err := s.Events("0a0a", 0, 0, func(api.Event) error {
