@@ -1,0 +1,220 @@
+// Package codex is the OpenAI Codex adapter: it runs one fresh
+// `codex app-server` per turn through the shared codexharness, on the host
+// for loose chats and inside the project's container for project chats
+// (S13, S19–S23). It imports providers, providers/runner and
+// providers/codexharness only — nothing of the daemon, store or transport.
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/providers"
+	"remote/providers/codexharness"
+	"remote/providers/runner"
+)
+
+// ContainerCodexHome is CODEX_HOME inside a project container.
+const ContainerCodexHome = "/root/.codex"
+
+// DefaultSyncTimeout bounds the credential sync after a project run (S12).
+const DefaultSyncTimeout = 30 * time.Second
+
+// ErrAPIKeyAuth means the host's Codex auth record is an API-key login;
+// Remote only runs Codex on a ChatGPT subscription login (S13).
+var ErrAPIKeyAuth = errors.New("codex auth record uses API-key authentication")
+
+// ErrNotWired means a run needs a port the adapter was built without: a
+// host Launcher, or a ProjectPreparer and ContainerLaunchers for projects.
+var ErrNotWired = errors.New("launcher not configured")
+
+// Models is the model catalog Capabilities declares (slugs bundled with
+// Codex 0.169); an empty RunRequest.Model lets Codex choose.
+var Models = []string{"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"}
+
+// Efforts are the reasoning efforts Codex accepts.
+var Efforts = []string{"minimal", "low", "medium", "high", "xhigh"}
+
+// Provider runs Codex. It is safe for concurrent runs.
+type Provider struct {
+	cfg providers.AdapterConfig
+	log hclog.Logger
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns the Codex adapter. cfg.Binary defaults to "codex"; cfg.Args
+// are appended after `app-server` (e.g. `-c key=value` overrides); cfg.Env
+// adds environment (CODEX_HOME there selects the host's Codex home, else
+// $HOME/.codex). OPENAI_API_KEY is always removed (S13).
+func New(cfg providers.AdapterConfig) *Provider {
+	if cfg.Binary == "" {
+		cfg.Binary = "codex"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Provider{cfg: cfg, log: log.Named("codex")}
+}
+
+// ID returns providers.Codex.
+func (p *Provider) ID() providers.ProviderID { return providers.Codex }
+
+// Capabilities declares resume, native fork, plan mode, `$skill` mentions
+// and credential sync.
+func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
+	return providers.Capabilities{
+		Label: "Codex", Models: append([]string(nil), Models...), Efforts: append([]string(nil), Efforts...),
+		Resume: true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention, CredentialSync: true,
+	}, nil
+}
+
+// HostCodexHome returns the Codex home a host run uses: cfg.Env's
+// CODEX_HOME, else $HOME/.codex of the daemon.
+func (p *Provider) HostCodexHome() (string, error) {
+	if h := p.cfg.Env["CODEX_HOME"]; h != "" {
+		return h, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("codex: resolve home directory for CODEX_HOME: %w", err)
+	}
+	return filepath.Join(home, ".codex"), nil
+}
+
+// Run executes one turn on the host (req.ProjectID empty) or in the
+// project's container; see codexharness.Run for the event and error
+// contract.
+func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+	home, err := p.HostCodexHome()
+	if err != nil {
+		return err
+	}
+	if err := CheckAuthRecord(filepath.Join(home, "auth.json")); err != nil {
+		return err
+	}
+	inContainer := req.ProjectID != ""
+	approval, sandbox, err := codexharness.ResolvePolicies(req.Preferences, inContainer)
+	if err != nil {
+		return fmt.Errorf("codex: %w", err)
+	}
+	settings := codexharness.Settings{
+		Model: req.Model, ApprovalPolicy: approval, Sandbox: sandbox,
+		ServiceTier: req.Preferences.ServiceTier, Effort: req.Preferences.ReasoningEffort,
+		Plan: req.Mode == providers.ModePlan,
+	}
+	args := append([]string{"app-server"}, p.cfg.Args...)
+	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log}
+
+	if !inContainer {
+		if p.cfg.Host == nil {
+			return fmt.Errorf("codex: host run: %w", ErrNotWired)
+		}
+		extra := map[string]string{}
+		for k, v := range p.cfg.Env {
+			extra[k] = v
+		}
+		for k, v := range req.RuntimeEnv {
+			extra[k] = v
+		}
+		extra["CODEX_HOME"] = home
+		delete(extra, "OPENAI_API_KEY")
+		env := dropKey(runner.HostEnv(extra), "OPENAI_API_KEY")
+		settings.Cwd = req.Cwd
+		hcfg.Settings = settings
+		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
+		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
+	}
+
+	if p.cfg.Preparer == nil || p.cfg.Containers == nil {
+		return fmt.Errorf("codex: project %q: %w", req.ProjectID, ErrNotWired)
+	}
+	target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
+		Provider: providers.Codex, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
+		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
+	}, emit)
+	if err != nil {
+		return fmt.Errorf("codex: prepare project %q: %w", req.ProjectID, err)
+	}
+	runtimeEnv := map[string]string{}
+	for k, v := range req.RuntimeEnv {
+		if k != "OPENAI_API_KEY" {
+			runtimeEnv[k] = v
+		}
+	}
+	cmd := runner.ContainerCommand(runner.ContainerSpec{
+		Binary:          p.cfg.Binary,
+		Args:            args,
+		Fixed:           p.cfg.Env,
+		Secrets:         target.Secrets,
+		Forced:          map[string]string{"HOME": "/root", "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
+		Runtime:         runtimeEnv,
+		ExcludedSecrets: []string{"OPENAI_API_KEY", "CODEX_HOME", "HOME"},
+	})
+	cmd.Env = dropKey(cmd.Env, "OPENAI_API_KEY")
+	settings.Cwd = cmd.Dir
+	hcfg.Settings = settings
+	err = codexharness.Run(ctx, p.cfg.Containers.Container(target.Container), cmd, req, hcfg, emit)
+	if err == nil && ctx.Err() == nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultSyncTimeout)
+		if serr := p.cfg.Preparer.SyncCredentials(sctx, target, providers.Codex); serr != nil {
+			p.log.Warn("credential sync after run failed", "project", req.ProjectID, "error", serr)
+		}
+		cancel()
+	}
+	return err
+}
+
+// dropKey removes every KEY=... entry of key from env.
+func dropKey(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// CheckAuthRecord refuses a Codex auth record (auth.json) that is API-key
+// authentication (S13): `"auth_mode": "apikey"` (what `codex login
+// --with-api-key` writes, checked with 0.169), or a record without
+// auth_mode that holds a non-empty OPENAI_API_KEY and no ChatGPT tokens
+// (older Codex versions, which then use the key). A missing record is
+// fine (the user has not logged in yet, Codex will say so); an unreadable
+// or malformed one is left for Codex to report.
+func CheckAuthRecord(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var rec struct {
+		AuthMode *string         `json:"auth_mode"`
+		APIKey   *string         `json:"OPENAI_API_KEY"`
+		Tokens   json.RawMessage `json:"tokens"`
+	}
+	if json.Unmarshal(b, &rec) != nil {
+		return nil
+	}
+	if rec.AuthMode != nil {
+		mode := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(*rec.AuthMode))
+		if mode == "apikey" {
+			return fmt.Errorf("codex: %s: %w; log in with a ChatGPT subscription (codex login)", path, ErrAPIKeyAuth)
+		}
+		return nil
+	}
+	noTokens := len(rec.Tokens) == 0 || string(rec.Tokens) == "null"
+	if rec.APIKey != nil && *rec.APIKey != "" && noTokens {
+		return fmt.Errorf("codex: %s: %w; log in with a ChatGPT subscription (codex login)", path, ErrAPIKeyAuth)
+	}
+	return nil
+}
