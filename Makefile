@@ -49,3 +49,49 @@ run: build
 	@echo "remoted: talk to it with: build/bin/remotectl -socket ./var/remoted.sock info"
 	@echo "          or: curl --unix-socket ./var/remoted.sock -H 'X-Remote-User: $$USER' http://remoted/v1/info"
 	build/bin/remoted -state-dir ./var -socket ./var/remoted.sock
+
+# ---- install / uninstall (systemd service) ---------------------------------
+# `make install` puts the binaries, the systemd units, the sysusers/tmpfiles
+# snippets, remotectl's bash completion and (only when absent) the example
+# /etc/remote/remoted.toml in place. DESTDIR stages the tree for packaging;
+# PREFIX (default /usr/local) holds the binaries and the completion. See
+# docs/install.md for the steps after it.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+UNITDIR     ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
+SYSCONFDIR  ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR      ?= $(PREFIX)/share/doc/remote
+BINARIES    := remoted remotectl remote-web
+
+.PHONY: install uninstall
+
+install: build
+	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(addprefix build/bin/,$(BINARIES)) $(DESTDIR)$(BINDIR)/
+	sed 's|/usr/local/bin/|$(BINDIR)/|g' systemd/remoted.service > build/remoted.service
+	install -m 0644 build/remoted.service systemd/remoted.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/remote.sysusers $(DESTDIR)$(SYSUSERSDIR)/remote.conf
+	install -m 0644 systemd/remote.tmpfiles $(DESTDIR)$(TMPFILESDIR)/remote.conf
+	install -m 0644 systemd/remotectl.bash $(DESTDIR)$(BASHCOMPDIR)/remotectl
+	install -m 0644 config/remoted.example.toml $(DESTDIR)$(DOCDIR)/remoted.example.toml
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/remote
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/remote/remoted.toml ]; then \
+		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/remote/remoted.toml"; \
+	else \
+		echo "install -m 0640 config/remoted.example.toml $(DESTDIR)$(SYSCONFDIR)/remote/remoted.toml"; \
+		install -m 0640 config/remoted.example.toml $(DESTDIR)$(SYSCONFDIR)/remote/remoted.toml; \
+	fi
+
+# Removes what install put in place except /etc/remote (configuration and
+# secrets key) and /var/lib/remote (the store): those are the operator's.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES))
+	rm -f $(DESTDIR)$(UNITDIR)/remoted.service $(DESTDIR)$(UNITDIR)/remoted.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/remote.conf $(DESTDIR)$(TMPFILESDIR)/remote.conf
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/remotectl
+	rm -f $(DESTDIR)$(DOCDIR)/remoted.example.toml
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
