@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -183,11 +184,18 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if proj.Container == "" {
 		return providers.Target{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
-	// 2. Always reconcile with LXD.
-	if proj.Status != StatusRunning {
+	// 2. Always reconcile with LXD. container_starting is emitted once:
+	// up front when the stored status is not running, or just before the
+	// container is created or started when the stored status was stale
+	// (LXD's lifecycle event not yet applied).
+	starting := func() {
 		emit(systemEvent("container_starting", map[string]string{"project": proj.Name, "container": proj.Container}))
 	}
-	c, err := p.Start(ctx, proj)
+	if proj.Status != StatusRunning {
+		starting()
+		starting = func() {}
+	}
+	c, err := p.start(ctx, proj, starting)
 	if err != nil {
 		return providers.Target{}, err
 	}
@@ -254,7 +262,11 @@ func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- p.deps.Credentials.SyncCredentials(ctx, Container{Name: t.Container}, prov)
+		c := Container{Name: t.Container}
+		if inst, _, err := p.lxd.Instance(ctx, t.Container); err == nil {
+			c.UUID, c.Config = inst.Config["volatile.uuid"], inst.Config
+		}
+		done <- p.deps.Credentials.SyncCredentials(ctx, c, prov)
 	}()
 	select {
 	case err := <-done:
@@ -268,14 +280,18 @@ func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov
 // when missing, started when not running, and the stored status is set to
 // running. It returns the container's identity.
 func (p *Preparer) Start(ctx context.Context, proj api.Project) (Container, error) {
+	return p.start(ctx, proj, func() {})
+}
+
+func (p *Preparer) start(ctx context.Context, proj api.Project, starting func()) (Container, error) {
 	if proj.Container == "" {
 		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
-	inst, err := p.ensureRunning(ctx, proj)
+	inst, changed, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting))
 	if err != nil {
 		return Container{}, err
 	}
-	if proj.Status != StatusRunning {
+	if proj.Status != StatusRunning || changed {
 		p.setStatus(proj.Name, StatusRunning)
 	}
 	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, nil
@@ -352,48 +368,50 @@ func (p *Preparer) setStatus(project, status string) {
 
 // ensureRunning returns the running instance, creating and starting it as
 // needed. Concurrent calls for one container share one creation.
-func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project) (*lxdexec.Instance, error) {
+func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (*lxdexec.Instance, bool, error) {
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	switch {
 	case errors.Is(err, lxdexec.ErrNotFound):
+		starting()
 		err = p.creating.do("create/"+proj.Container, func() error { return p.create(ctx, proj) })
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		inst, _, err = p.lxd.Instance(ctx, proj.Container)
 		if err != nil {
-			return nil, fmt.Errorf("read container %q after create: %w", proj.Container, classify(err))
+			return nil, false, fmt.Errorf("read container %q after create: %w", proj.Container, classify(err))
 		}
 	case err != nil:
-		return nil, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+		return nil, false, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
 	if v := inst.Config[MarkerKey]; v != "" && v != proj.Name {
-		return nil, fmt.Errorf("container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
+		return nil, false, fmt.Errorf("container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
 	}
 	if inst.Config[MarkerKey] == "" {
 		// Replaced outside the daemon by a container we did not create:
 		// adopt it (never destroy user data); its new volatile.uuid resets
 		// every cached publication, so it is provisioned from scratch.
 		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.Name}}, ""); err != nil {
-			return nil, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
+			return nil, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
 		}
 		p.log.Info("adopted container replaced outside the daemon", "project", proj.Name, "container", proj.Container)
 	}
 	if inst.Status == "Running" {
-		return inst, nil
+		return inst, false, nil
 	}
+	starting()
 	action := "start"
 	if inst.Status == "Frozen" {
 		action = "unfreeze"
 	}
 	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: action, Timeout: int(time.Minute / time.Second)}); err != nil && !p.isState(ctx, proj.Container, "Running") {
-		return nil, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+		return nil, false, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
 	inst, _, err = p.lxd.Instance(ctx, proj.Container)
 	if err != nil {
-		return nil, fmt.Errorf("read container %q after start: %w", proj.Container, classify(err))
+		return nil, false, fmt.Errorf("read container %q after start: %w", proj.Container, classify(err))
 	}
-	return inst, nil
+	return inst, true, nil
 }
 
 // create makes the container from the image and starts it; a container

@@ -221,7 +221,9 @@ func (s *Steps) run(ctx context.Context, container string, argv []string) (int, 
 	}
 	wg.Wait()
 	code, err := ex.Wait()
-	if err != nil {
+	if err != nil && !(errors.Is(err, lxdexec.ErrOperationFailed) && code > 0) {
+		// A failed operation with an exit code (127: command not found)
+		// is an ordinary non-zero exit.
 		return 0, "", fmt.Errorf("exec %q in %q: %w", argv[0], container, classify(err))
 	}
 	return code, strings.TrimSpace(out.String()), nil
