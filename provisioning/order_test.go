@@ -1,0 +1,117 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"remote/api"
+	"remote/lxdexec"
+	"remote/providers"
+)
+
+func providersReq(project string) providers.PrepareRequest {
+	return providers.PrepareRequest{Provider: providers.Claude, ProjectID: project}
+}
+
+// fakeLXD answers Instance with a running, marked container and records
+// state changes; other methods are not used by these tests.
+type fakeLXD struct {
+	LXD
+	status string
+	calls  *[]string
+}
+
+func (f *fakeLXD) Instance(context.Context, string) (*lxdexec.Instance, string, error) {
+	return &lxdexec.Instance{Name: "c", Status: f.status, Config: map[string]string{MarkerKey: "p", "volatile.uuid": "u1"}}, "", nil
+}
+
+func (f *fakeLXD) SetState(_ context.Context, _ string, req lxdexec.StateRequest) error {
+	*f.calls = append(*f.calls, "lxd:"+req.Action)
+	f.status = "Running"
+	return nil
+}
+
+// recDeps records the order of provisioning steps.
+type recDeps struct {
+	calls *[]string
+	fail  string
+}
+
+func (r recDeps) step(name string) error {
+	*r.calls = append(*r.calls, name)
+	if name == r.fail {
+		return errors.New(name + " failed")
+	}
+	return nil
+}
+func (r recDeps) EnsureCLI(context.Context, Container, providers.ProviderID) error { return r.step("cli") }
+func (r recDeps) PushCredentials(context.Context, Container, providers.ProviderID) error {
+	return r.step("credentials")
+}
+func (r recDeps) SyncCredentials(context.Context, Container, providers.ProviderID) error {
+	return r.step("sync")
+}
+func (r recDeps) PublishWorkspace(context.Context, Container, providers.ProviderID, []string) error {
+	return r.step("workspace")
+}
+func (r recDeps) PublishScheduleTools(context.Context, Container, providers.ProviderID) error {
+	return r.step("schedule")
+}
+func (r recDeps) PublishAssets(context.Context, Container, providers.ProviderID) error {
+	return r.step("assets")
+}
+func (r recDeps) ApplyBrowser(context.Context, Container, providers.ProviderID, bool) error {
+	return r.step("browser")
+}
+func (r recDeps) EnableAutostart(context.Context, Container) error { return r.step("autostart") }
+
+func TestPrepareOrder(t *testing.T) {
+	tests := []struct {
+		name     string
+		stored   string
+		lxd      string
+		ports    []int
+		schedule bool
+		fail     string
+		want     []string
+		wantErr  bool
+	}{
+		{name: "stopped, ports, schedule", stored: StatusStopped, lxd: "Stopped", ports: []int{80}, schedule: true,
+			want: []string{"ev:container_starting", "lxd:start", "ev:container_preparing", "cli", "credentials", "workspace", "assets", "browser", "schedule", "autostart", "secrets"}},
+		{name: "running, no ports", stored: StatusRunning, lxd: "Running",
+			want: []string{"cli", "credentials", "workspace", "assets", "browser", "autostart", "secrets"}},
+		{name: "stale stored status", stored: StatusRunning, lxd: "Stopped",
+			want: []string{"ev:container_starting", "lxd:start", "cli", "credentials", "workspace", "assets", "browser", "autostart", "secrets"}},
+		{name: "failed step stops the preparation", stored: StatusRunning, lxd: "Running", fail: "workspace",
+			want: []string{"cli", "credentials", "workspace"}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			d := recDeps{calls: &calls, fail: tc.fail}
+			store := newMemStore(api.Project{Name: "p", Container: "c", Status: tc.stored, Ports: tc.ports})
+			prep, err := New(Options{
+				LXD: &fakeLXD{status: tc.lxd, calls: &calls}, Projects: store,
+				Secrets: SecretSourceFunc(func(string) ([]providers.Secret, error) {
+					calls = append(calls, "secrets")
+					return nil, nil
+				}),
+				Deps: Dependencies{CLI: d, Credentials: d, Workspace: d, Assets: d, Browser: d, Lifecycle: d},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := providersReq("p")
+			req.EnableScheduleTools = tc.schedule
+			_, err = prep.Prepare(context.Background(), req, func(ev providers.Event) { calls = append(calls, "ev:"+ev.Subtype) })
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, wantErr %v", err, tc.wantErr)
+			}
+			if !slices.Equal(calls, tc.want) {
+				t.Fatalf("order\n got %v\nwant %v", calls, tc.want)
+			}
+		})
+	}
+}

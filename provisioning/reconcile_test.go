@@ -1,0 +1,101 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"remote/api"
+	"remote/internal/testkit"
+	"remote/lxdexec"
+)
+
+func TestReconcilerRealLXD(t *testing.T) {
+	cl := testkit.LXD(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := newMemStore()
+	var names []string
+	for i := range 4 {
+		name := testkit.NewContainer(t, cl, "rec")
+		if err := cl.SetState(ctx, name, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		// Projects 0–2 autostart; 3 does not. Stored status claims running.
+		store.projects[fmt.Sprint("p", i)] = api.Project{Name: fmt.Sprint("p", i), Container: name, Autostart: i < 3, Status: StatusRunning}
+	}
+	prep, err := New(Options{LXD: cl, Projects: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: cl, Events: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("start-up starts autostart projects and corrects the rest", func(t *testing.T) {
+		if err := rec.StartAll(ctx); err != nil {
+			t.Fatalf("StartAll: %v", err)
+		}
+		for i, name := range names {
+			inst, _, err := cl.Instance(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLXD, wantStored := "Running", StatusRunning
+			if i == 3 {
+				wantLXD, wantStored = "Stopped", StatusStopped
+			}
+			if inst.Status != wantLXD || store.status(fmt.Sprint("p", i)) != wantStored {
+				t.Errorf("project %d: lxd %s stored %s, want %s/%s", i, inst.Status, store.status(fmt.Sprint("p", i)), wantLXD, wantStored)
+			}
+		}
+	})
+
+	t.Run("lifecycle events keep status true", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { done <- rec.Run(ctx) }()
+		// Let Run's start-up pass subscribe before acting.
+		waitFor(t, "reconciler available", func() bool { return rec.Available() == nil })
+		if err := cl.SetState(ctx, names[0], lxdexec.StateRequest{Action: "stop", Timeout: 5}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "p0 stopped", func() bool { return store.status("p0") == StatusStopped })
+		if err := cl.ForceDeleteInstance(ctx, names[1]); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "p1 missing", func() bool { return store.status("p1") == StatusMissing })
+		if err := cl.SetState(ctx, names[3], lxdexec.StateRequest{Action: "start"}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "p3 running", func() bool { return store.status("p3") == StatusRunning })
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+func TestNewRejectsPartialDependencies(t *testing.T) {
+	deps, _ := NewDependencies(StepsOptions{})
+	deps.Browser = nil
+	_, err := New(Options{LXD: &lxdexec.Client{}, Projects: newMemStore(), Deps: deps})
+	if !errors.Is(err, ErrIncompleteDependencies) {
+		t.Fatalf("err %v, want ErrIncompleteDependencies", err)
+	}
+	if _, err := New(Options{LXD: &lxdexec.Client{}, Projects: newMemStore()}); err != nil {
+		t.Fatalf("no dependencies: %v", err)
+	}
+}
+
+func TestPrepareRejectsMissingContainerName(t *testing.T) {
+	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: newMemStore(api.Project{Name: "p"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prep.Prepare(context.Background(), providersReq("p"), nil); !errors.Is(err, ErrNoContainer) {
+		t.Fatalf("err %v, want ErrNoContainer", err)
+	}
+}
