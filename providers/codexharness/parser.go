@@ -46,8 +46,8 @@ type Parser struct {
 	emitted  map[string]string // item key → text emitted so far
 	started  map[string]bool   // tool items whose tool.started was emitted
 	usage    json.RawMessage
-	lastErr  string
-	status   string // terminal turn status once the parent turn completed
+	held     *providers.Event // a terminal error, folded into run.failed
+	status   string           // terminal turn status once the parent turn completed
 }
 
 // NewParser returns a parser whose events name provider.
@@ -443,24 +443,48 @@ func (p *Parser) turnCompleted(m Message, bp baseParams) []providers.Event {
 	env := p.envelope(m, bp, false)
 	env.TurnID = t.ID
 	p.status = nonEmpty(t.Status, "unknown")
+	held := p.held
+	p.held = nil
+	var out []providers.Event
 	switch t.Status {
 	case StatusCompleted:
-		return []providers.Event{{Type: providers.EventRunCompleted, Usage: p.usage, Status: t.Status, Native: env}}
+		out = appendHeld(out, held)
+		return append(out, providers.Event{Type: providers.EventRunCompleted, Usage: p.usage, Status: t.Status, Native: env})
 	case StatusInterrupted:
-		return []providers.Event{{Type: providers.EventRunInterrupted, Status: t.Status, Native: env}}
+		out = appendHeld(out, held)
+		return append(out, providers.Event{Type: providers.EventRunInterrupted, Status: t.Status, Native: env})
 	}
 	msg := ""
 	if t.Error != nil {
 		msg = t.Error.Message
 	}
-	if msg == "" {
-		msg = p.lastErr
+	if held != nil {
+		if msg == "" {
+			msg = held.Message
+		} else if msg != held.Message {
+			out = append(out, *held)
+		}
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("turn ended with status %q", t.Status)
 	}
 	p.status = StatusFailed
-	return []providers.Event{{Type: providers.EventRunFailed, Message: msg, Status: nonEmpty(t.Status, "unknown"), Native: env}}
+	return append(out, providers.Event{Type: providers.EventRunFailed, Message: msg, Status: nonEmpty(t.Status, "unknown"), Native: env})
+}
+
+func appendHeld(out []providers.Event, held *providers.Event) []providers.Event {
+	if held != nil {
+		out = append(out, *held)
+	}
+	return out
+}
+
+// Flush returns a terminal error still held back because no turn/completed
+// followed it (the run ended another way); nil when there is none.
+func (p *Parser) Flush() []providers.Event {
+	held := p.held
+	p.held = nil
+	return appendHeld(nil, held)
 }
 
 func (p *Parser) errorEvent(m Message, bp baseParams) []providers.Event {
@@ -474,14 +498,17 @@ func (p *Parser) errorEvent(m Message, bp baseParams) []providers.Event {
 	if json.Unmarshal(m.Params, &ep) != nil || ep.Error.Message == "" {
 		return []providers.Event{p.native(m, bp)}
 	}
-	status := "terminal"
+	ev := providers.Event{Type: providers.EventError, Message: ep.Error.Message, Status: "retrying",
+		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}
 	if ep.WillRetry {
-		status = "retrying"
-	} else {
-		p.lastErr = ep.Error.Message
+		return []providers.Event{ev}
 	}
-	return []providers.Event{{Type: providers.EventError, Message: ep.Error.Message, Status: status,
-		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}}
+	// A terminal error precedes the failed turn/completed that repeats it:
+	// hold it so the chat shows the failure once (run.failed).
+	ev.Status = "terminal"
+	prev := p.held
+	p.held = &ev
+	return appendHeld(nil, prev)
 }
 
 func (p *Parser) collaboration(m Message, bp baseParams) providers.Event {

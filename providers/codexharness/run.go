@@ -174,6 +174,9 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	}
 	stamp(providers.Event{Type: providers.EventRunStarted, Model: cfg.Settings.Model})
 	runErr := s.run(ctx)
+	for _, ev := range s.parser.Flush() {
+		stamp(ev)
+	}
 
 	_ = proc.Stdin().Close()
 	close(quit)
