@@ -31,7 +31,7 @@ var ErrActivation = errors.New("unusable socket activation")
 // socket) is an error wrapping ErrActivation.
 func ActivatedListener() (net.Listener, error) {
 	pidEnv, fdsEnv := os.Getenv(envListenPID), os.Getenv(envListenFDs)
-	if pidEnv == "" && fdsEnv == "" {
+	if fdsEnv == "" {
 		return nil, nil
 	}
 	pid, err := strconv.Atoi(pidEnv)

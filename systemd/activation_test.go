@@ -195,10 +195,12 @@ func TestActivatedListenerRejects(t *testing.T) {
 }
 
 func TestActivatedListenerNotActivated(t *testing.T) {
-	t.Setenv("LISTEN_PID", "")
-	t.Setenv("LISTEN_FDS", "")
-	l, err := ActivatedListener()
-	if l != nil || err != nil {
-		t.Fatalf("ActivatedListener() = %v, %v; want nil, nil", l, err)
+	for _, pid := range []string{"", strconv.Itoa(os.Getpid())} {
+		t.Setenv("LISTEN_PID", pid)
+		t.Setenv("LISTEN_FDS", "")
+		l, err := ActivatedListener()
+		if l != nil || err != nil {
+			t.Fatalf("LISTEN_PID=%q without LISTEN_FDS: ActivatedListener() = %v, %v; want nil, nil", pid, l, err)
+		}
 	}
 }
