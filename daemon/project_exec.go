@@ -99,7 +99,7 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 	}
 	wg.Wait()
 	code, werr := ex.Wait()
-	if werr != nil {
+	if werr != nil && !(errors.Is(werr, lxdexec.ErrOperationFailed) && code > 0) {
 		if ctx.Err() == nil {
 			_ = fw.write(api.ExecFrame{Error: "exec failed: " + werr.Error()})
 		}
