@@ -74,6 +74,7 @@ var noise = map[string]bool{
 	"thread/settings/updated": true, "warning": true, "account/rateLimits/updated": true,
 	"thread/readState/changed": true, "mcpServer/startupStatus/updated": true,
 	"deprecationNotice": true, "thread/goal/cleared": true, "turn/diff/updated": true,
+	"thread/tokenUsage/updated": true, // a resumed thread replays its last usage
 }
 
 // sequence renders every event except the expected native noise; a thread
@@ -416,4 +417,99 @@ func firstDeltaOnly(seq []string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+func TestRealCodexBigReply(t *testing.T) {
+	e := newEnv(t)
+	big := strings.Repeat("0123456789abcdef", 2<<20/16) // 2 MiB
+	e.srv.Enqueue(fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Text(big)}, ChunkSize: 64 << 10})
+	rec := &recorder{}
+	if err := e.run(t, context.Background(), providers.RunRequest{}, rec); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := rec.text(providers.EventAssistantDelta); got != big {
+		t.Fatalf("assistant text is %d bytes, want the %d-byte reply exactly once", len(got), len(big))
+	}
+	var kinds []string
+	for _, s := range rec.sequence(t) {
+		if !strings.HasPrefix(s, "assistant.delta") {
+			kinds = append(kinds, s)
+		}
+	}
+	want(t, kinds,
+		"run.started",
+		"session.updated session=<thread> model=gpt-fake",
+		"turn.status status=active",
+		"turn.status status=inProgress",
+		"usage.updated",
+		"turn.status status=idle",
+		"run.completed status=completed",
+	)
+}
+
+func TestRealCodexResumeAndFork(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Enqueue(reply(fakeopenai.Text("first answer")), reply(fakeopenai.Text("second answer")), reply(fakeopenai.Text("forked answer")))
+
+	first := &recorder{}
+	if err := e.run(t, context.Background(), providers.RunRequest{Prompt: "first question"}, first); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	thread := first.session()
+	if thread == "" {
+		t.Fatal("first run reported no session")
+	}
+
+	second := &recorder{}
+	if err := e.run(t, context.Background(), providers.RunRequest{Prompt: "second question", ResumeID: thread}, second); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	// Resuming keeps the thread: no session.updated.
+	want(t, second.sequence(t),
+		"run.started",
+		"turn.status status=idle",
+		"turn.status status=active",
+		"turn.status status=inProgress",
+		"assistant.delta item=msg_2_0 text=second answer",
+		"usage.updated",
+		"turn.status status=idle",
+		"run.completed status=completed",
+	)
+	reqs := e.srv.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "first answer") || !strings.Contains(body, "second question") {
+		t.Fatalf("resumed request does not carry the earlier turn: %.300s", body)
+	}
+
+	forked := &recorder{}
+	if err := e.run(t, context.Background(), providers.RunRequest{Prompt: "third question", ResumeID: thread, Fork: true}, forked); err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	if s := forked.session(); s == "" || s == thread {
+		t.Fatalf("fork session = %q, want a new thread id (parent %q)", s, thread)
+	}
+	reqs = e.srv.Requests()
+	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "second answer") {
+		t.Fatalf("forked request does not carry the parent history: %.300s", body)
+	}
+}
+
+func TestRealCodexResumeUnknownSession(t *testing.T) {
+	tests := []struct {
+		name string
+		fork bool
+	}{{"resume", false}, {"fork", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			rec := &recorder{}
+			err := e.run(t, context.Background(), providers.RunRequest{ResumeID: "01a23790-0000-7000-8000-000000000000", Fork: tt.fork}, rec)
+			if !errors.Is(err, providers.ErrSessionNotFound) {
+				t.Fatalf("Run = %v, want ErrSessionNotFound", err)
+			}
+			want(t, rec.sequence(t), "run.started")
+			if n := len(e.srv.Requests()); n != 0 {
+				t.Fatalf("the model was called %d times for an unknown session", n)
+			}
+		})
+	}
 }

@@ -43,6 +43,7 @@ type Usage struct {
 type Parser struct {
 	provider providers.ProviderID
 	thread   string            // the parent thread; empty until known
+	turn     string            // the parent turn; empty until known
 	emitted  map[string]string // item key → text emitted so far
 	started  map[string]bool   // tool items whose tool.started was emitted
 	usage    json.RawMessage
@@ -58,6 +59,11 @@ func NewParser(provider providers.ProviderID) *Parser {
 // SetThread names the parent thread. Events of other threads become
 // collaboration events and never end the run.
 func (p *Parser) SetThread(id string) { p.thread = id }
+
+// SetTurn names the parent turn. Token usage reported for another turn (a
+// resumed thread replays its last usage) is kept as provider.native so it
+// is never counted for this run.
+func (p *Parser) SetTurn(id string) { p.turn = id }
 
 // Terminal returns the parent turn's final status after its turn/completed
 // was parsed.
@@ -188,6 +194,9 @@ func (p *Parser) Parse(m Message) []providers.Event {
 	case "turn/started":
 		var t turn
 		_ = json.Unmarshal(bp.Turn, &t)
+		if p.turn == "" {
+			p.turn = t.ID
+		}
 		return []providers.Event{{Type: providers.EventTurnStatus, Status: nonEmpty(t.Status, "inProgress"),
 			Data: mustJSON(map[string]string{"turnId": t.ID}), Native: p.envelope(m, bp, false)}}
 	case "thread/status/changed":
@@ -420,7 +429,7 @@ func (p *Parser) tokenUsage(m Message, bp baseParams) []providers.Event {
 			ModelContextWindow int64 `json:"modelContextWindow"`
 		} `json:"tokenUsage"`
 	}
-	if json.Unmarshal(m.Params, &tp) != nil {
+	if json.Unmarshal(m.Params, &tp) != nil || p.turn == "" || (bp.TurnID != "" && bp.TurnID != p.turn) {
 		return []providers.Event{p.native(m, bp)}
 	}
 	l := tp.TokenUsage.Last

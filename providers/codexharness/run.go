@@ -414,6 +414,7 @@ func (s *session) run(ctx context.Context) error {
 		return &ProtocolError{Op: "turn/start", Err: errors.New("result lacks turn id")}
 	}
 	s.turnID = ts.Turn.ID
+	s.parser.SetTurn(s.turnID)
 	if err := s.maybeInterrupt(); err != nil {
 		return err
 	}
