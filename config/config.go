@@ -85,6 +85,8 @@ type Provider struct {
 	// Env is extra environment for the CLI. Values may be secrets: they
 	// never appear in errors.
 	Env map[string]string `toml:"env"`
+	// ProviderProvisioning adds the project-container keys (config/projects.go).
+	ProviderProvisioning
 }
 
 // IsEnabled reports whether the provider is enabled (a nil Enabled is true).
@@ -94,6 +96,8 @@ func (p Provider) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
 type Projects struct {
 	InstructionsDir string `toml:"instructions_dir"` // absolute; "" = none
 	SkillsDir       string `toml:"skills_dir"`       // absolute; "" = none
+	// ProjectsProvisioning adds the container keys (config/projects.go).
+	ProjectsProvisioning
 }
 
 // Web configures remote-web, the browser frontend.

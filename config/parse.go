@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +107,8 @@ func locate(name, text string, raw map[string]any, ps *problems) error {
 var (
 	configType   = reflect.TypeFor[Config]()
 	durationType = reflect.TypeFor[Duration]()
+	// textUnmarshalerType marks schema types decoded from TOML strings.
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 // checkValue checks a decoded TOML value v against the Go type t of the
@@ -120,6 +123,19 @@ func checkValue(ps *problems, path []pathElem, v any, t reflect.Type) {
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			ps.add(ErrInvalidValue, path, "invalid duration %q", s)
+		}
+		return
+	}
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		// Text-decoded values (e.g. FileMode) are strings checked by
+		// their own UnmarshalText; its message names the bad value.
+		str, ok := v.(string)
+		if !ok {
+			ps.add(ErrInvalidValue, path, "must be a string, not %s", tomlType(v))
+			return
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(str)); err != nil {
+			ps.add(ErrInvalidValue, path, "%s", err.Error())
 		}
 		return
 	}
@@ -183,6 +199,14 @@ func checkValue(ps *problems, path []pathElem, v any, t reflect.Type) {
 func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			// Embedded structs' keys sit in the outer table, as the
+			// toml decoder reads them.
+			if inner, ok := fieldByTag(f.Type, key); ok {
+				return inner, true
+			}
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		if name == key && name != "" && name != "-" {
 			return f, true

@@ -152,11 +152,13 @@ func (p Provider) validate(ps *problems, id string) {
 			ps.add(ErrInvalidValue, path, "value contains a NUL byte") // the value itself is never shown
 		}
 	}
+	p.ProviderProvisioning.validate(ps, base)
 }
 
 func (p Projects) validate(ps *problems) {
 	requireAbs(ps, keyPath("projects", "instructions_dir"), p.InstructionsDir, false)
 	requireAbs(ps, keyPath("projects", "skills_dir"), p.SkillsDir, false)
+	p.ProjectsProvisioning.validate(ps)
 }
 
 func (w Web) validate(ps *problems) {

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"fmt"
+	"os"
+
+	"strconv"
+	"strings"
+)
+
+// ProviderProvisioning is how a provider's CLI, credentials and files get
+// into project containers. It is embedded in Provider, so its keys sit
+// directly under [providers.<id>]. Every empty value means the built-in
+// default of that provider (provisioning.DefaultSetups).
+type ProviderProvisioning struct {
+	// Check is run in the container; exit 0 means the CLI is installed.
+	Check []string `toml:"check"`
+	// Install is a command run in the container when Check fails (the
+	// default method, e.g. an npm global install).
+	Install []string `toml:"install"`
+	// InstallFiles, when set, replace Install: files pushed from the host
+	// (the binary and its shared libraries) for containers without network.
+	InstallFiles []ContainerFile `toml:"install_files"`
+	// Credentials are host credential files pushed 0600 with the container
+	// user's ownership and, with sync, copied back after a run when newer.
+	Credentials []CredentialFile `toml:"credentials"`
+	// InstructionsPath is the user-level instruction file in the container.
+	InstructionsPath string `toml:"instructions_path"`
+	// SkillLinkDir is where the provider looks for skills in the container.
+	SkillLinkDir string `toml:"skill_link_dir"`
+	// Assets are non-secret runtime files (settings, model catalog, MCP).
+	Assets []ContainerFile `toml:"assets"`
+	// BrowserAssets are published only for runs that ask for the browser.
+	BrowserAssets []ContainerFile `toml:"browser_assets"`
+}
+
+// ContainerFile is a host file copied to a container path.
+type ContainerFile struct {
+	Host      string   `toml:"host"`      // absolute host path
+	Container string   `toml:"container"` // absolute container path
+	Mode      FileMode `toml:"mode"`      // octal string such as "0755"; 0 = 0644
+}
+
+// CredentialFile is one credential file of a provider.
+type CredentialFile struct {
+	Host      string `toml:"host"`      // absolute host path
+	Container string `toml:"container"` // absolute container path
+	Sync      bool   `toml:"sync"`      // copy back after a run when newer
+	// RejectAPIKey refuses a record marked as API-key authentication
+	// (Codex, S13).
+	RejectAPIKey bool `toml:"reject_api_key"`
+}
+
+// FileMode is a file mode written in TOML as an octal string ("0644").
+type FileMode os.FileMode
+
+// UnmarshalText parses an octal mode of at most 0777.
+func (m *FileMode) UnmarshalText(text []byte) error {
+	s := strings.TrimPrefix(string(text), "0o")
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o777 {
+		return fmt.Errorf("invalid file mode %q: want an octal string such as \"0644\"", text)
+	}
+	*m = FileMode(v)
+	return nil
+}
+
+// MarshalText writes the mode as a 4-digit octal string.
+func (m FileMode) MarshalText() ([]byte, error) { return []byte(fmt.Sprintf("%04o", uint32(m))), nil }
+
+// ProjectsProvisioning holds the [projects] keys of project containers,
+// embedded in Projects.
+type ProjectsProvisioning struct {
+	// ScheduleDir holds the scheduled-tasks skill and its helper; "" uses
+	// the built-in SKILL.md.
+	ScheduleDir string `toml:"schedule_dir"`
+	// ContainerHome is the container user's home (default /root).
+	ContainerHome string `toml:"container_home"`
+	// ContainerUID and ContainerGID own published files (default 0).
+	ContainerUID int `toml:"container_uid"`
+	ContainerGID int `toml:"container_gid"`
+	// StartParallel bounds concurrent container starts at daemon start-up
+	// (default 4).
+	StartParallel int `toml:"start_parallel"`
+}
+
+func (p ProviderProvisioning) validate(ps *problems, base []pathElem) {
+	for i, a := range append(append([]string(nil), p.Check...), p.Install...) {
+		if strings.ContainsRune(a, 0) {
+			ps.add(ErrInvalidValue, appendIndex(appendKey(base, "check"), i), "contains a NUL byte")
+		}
+	}
+	files := func(key string, fs []ContainerFile) {
+		for i, f := range fs {
+			b := appendIndex(appendKey(base, key), i)
+			requireAbs(ps, appendKey(b, "host"), f.Host, true)
+			requireAbs(ps, appendKey(b, "container"), f.Container, true)
+		}
+	}
+	files("install_files", p.InstallFiles)
+	files("assets", p.Assets)
+	files("browser_assets", p.BrowserAssets)
+	for i, c := range p.Credentials {
+		b := appendIndex(appendKey(base, "credentials"), i)
+		requireAbs(ps, appendKey(b, "host"), c.Host, true)
+		requireAbs(ps, appendKey(b, "container"), c.Container, true)
+	}
+	requireAbs(ps, appendKey(base, "instructions_path"), p.InstructionsPath, false)
+	requireAbs(ps, appendKey(base, "skill_link_dir"), p.SkillLinkDir, false)
+}
+
+func (p ProjectsProvisioning) validate(ps *problems) {
+	requireAbs(ps, keyPath("projects", "schedule_dir"), p.ScheduleDir, false)
+	requireAbs(ps, keyPath("projects", "container_home"), p.ContainerHome, false)
+	if p.ContainerUID < 0 {
+		ps.add(ErrInvalidValue, keyPath("projects", "container_uid"), "must not be negative")
+	}
+	if p.ContainerGID < 0 {
+		ps.add(ErrInvalidValue, keyPath("projects", "container_gid"), "must not be negative")
+	}
+	if p.StartParallel < 0 || p.StartParallel > 64 {
+		ps.add(ErrInvalidValue, keyPath("projects", "start_parallel"), "must be 0 (default) to 64")
+	}
+}

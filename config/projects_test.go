@@ -1,0 +1,64 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestProjectsProvisioningKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "install files and credentials", toml: `
+[providers.claude]
+check = ["claude", "--version"]
+instructions_path = "/root/.claude/CLAUDE.md"
+[[providers.claude.install_files]]
+host = "/opt/claude"
+container = "/usr/local/bin/claude"
+mode = "0755"
+[[providers.claude.credentials]]
+host = "/root/.claude/.credentials.json"
+container = "/root/.claude/.credentials.json"
+sync = true
+[projects]
+container_home = "/root"
+start_parallel = 8
+`, check: func(t *testing.T, c Config) {
+			p := c.Providers["claude"]
+			if p.Binary != "claude" || len(p.InstallFiles) != 1 || p.InstallFiles[0].Mode != 0o755 || !p.Credentials[0].Sync {
+				t.Fatalf("provider %+v", p)
+			}
+			if c.Projects.StartParallel != 8 || c.Projects.ContainerHome != "/root" {
+				t.Fatalf("projects %+v", c.Projects)
+			}
+		}},
+		{name: "bad mode", toml: "[[providers.claude.assets]]\nhost = \"/a\"\ncontainer = \"/b\"\nmode = \"999\"\n", wantErr: "mode"},
+		{name: "relative credential", toml: "[[providers.codex.credentials]]\nhost = \"auth.json\"\ncontainer = \"/root/.codex/auth.json\"\n", wantErr: "credentials"},
+		{name: "unknown key", toml: "[providers.claude]\ninstal = [\"npm\"]\n", wantErr: "instal"},
+		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("test.toml", []byte(tc.toml))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one naming %q", err, tc.wantErr)
+				}
+				var ce *Error
+				if !errors.As(err, &ce) {
+					t.Fatalf("err %T is not a *config.Error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
