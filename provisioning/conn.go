@@ -1,0 +1,174 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/lxdexec"
+)
+
+// Conn is an LXD connection that may not exist yet: until Dial succeeds
+// every call fails with ErrUnavailable, so the daemon can start (and serve
+// 503s) while LXD is down and recover by itself once it answers.
+type Conn struct {
+	client atomic.Pointer[lxdexec.Client]
+}
+
+var (
+	_ LXD            = (*Conn)(nil)
+	_ EventSource    = (*Conn)(nil)
+	_ InstanceLister = (*Conn)(nil)
+)
+
+// NewConn returns a Conn, connected when c is not nil.
+func NewConn(c *lxdexec.Client) *Conn {
+	conn := &Conn{}
+	if c != nil {
+		conn.client.Store(c)
+	}
+	return conn
+}
+
+// Client returns the connected client, or nil.
+func (c *Conn) Client() *lxdexec.Client { return c.client.Load() }
+
+// Dial connects with opts, retrying with exponential backoff (1 s to 30 s)
+// until it succeeds or ctx ends. It returns at once when already connected.
+func (c *Conn) Dial(ctx context.Context, opts lxdexec.Options, log hclog.Logger) {
+	backoff := time.Second
+	for c.client.Load() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cl, err := lxdexec.Connect(cctx, opts)
+		cancel()
+		if err == nil {
+			c.client.Store(cl)
+			log.Info("connected to lxd")
+			return
+		}
+		log.Warn("lxd unreachable, retrying", "in", backoff, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+func (c *Conn) get() (*lxdexec.Client, error) {
+	cl := c.client.Load()
+	if cl == nil {
+		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
+	}
+	return cl, nil
+}
+
+// Instance implements LXD.
+func (c *Conn) Instance(ctx context.Context, name string) (*lxdexec.Instance, string, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, "", err
+	}
+	return cl.Instance(ctx, name)
+}
+
+// Instances implements InstanceLister.
+func (c *Conn) Instances(ctx context.Context) ([]lxdexec.Instance, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Instances(ctx)
+}
+
+// CreateInstance implements LXD.
+func (c *Conn) CreateInstance(ctx context.Context, req lxdexec.InstancesPost) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.CreateInstance(ctx, req)
+}
+
+// UpdateInstance implements LXD.
+func (c *Conn) UpdateInstance(ctx context.Context, name string, patch lxdexec.InstancePatch, etag string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.UpdateInstance(ctx, name, patch, etag)
+}
+
+// SetState implements LXD.
+func (c *Conn) SetState(ctx context.Context, name string, req lxdexec.StateRequest) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.SetState(ctx, name, req)
+}
+
+// DeleteInstance implements LXD.
+func (c *Conn) DeleteInstance(ctx context.Context, name string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.DeleteInstance(ctx, name)
+}
+
+// Exec implements LXD.
+func (c *Conn) Exec(ctx context.Context, instance string, req lxdexec.ExecRequest) (*lxdexec.Exec, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Exec(ctx, instance, req)
+}
+
+// PushFile implements LXD.
+func (c *Conn) PushFile(ctx context.Context, instance, path string, content io.Reader, opts lxdexec.FileOptions) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.PushFile(ctx, instance, path, content, opts)
+}
+
+// PullFile implements LXD.
+func (c *Conn) PullFile(ctx context.Context, instance, path string) (io.ReadCloser, *lxdexec.FileInfo, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl.PullFile(ctx, instance, path)
+}
+
+// DeleteFile implements LXD.
+func (c *Conn) DeleteFile(ctx context.Context, instance, path string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.DeleteFile(ctx, instance, path)
+}
+
+// Events implements EventSource; before the connection exists it waits
+// for it (or ctx) and then subscribes.
+func (c *Conn) Events(ctx context.Context, types ...string) (<-chan lxdexec.Event, error) {
+	for {
+		if cl := c.client.Load(); cl != nil {
+			return cl.Events(ctx, types...)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
