@@ -1,0 +1,459 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"remote/api"
+)
+
+// DefaultSocket is where remoted listens unless configured otherwise.
+const DefaultSocket = "/run/remote/remoted.sock"
+
+// Bounds on what the client reads.
+const (
+	maxBody      = 64 << 20 // a JSON answer (a long chat's replay)
+	maxErrorBody = 64 << 10 // an error answer
+	maxLine      = 16 << 20 // one NDJSON line of a stream
+)
+
+// Error is an error answer of the daemon: its HTTP status and the code and
+// message of the JSON envelope. Error() reads "code: message".
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Code returns the envelope code of err if it is (or wraps) a *Error, else "".
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// IsNotFound reports whether err is the daemon's not_found answer.
+func IsNotFound(err error) bool { return Code(err) == api.CodeNotFound }
+
+// Client talks to remoted over its Unix socket. It is safe for concurrent
+// use; a zero Client is not usable, call New.
+type Client struct {
+	socket string
+	user   string
+	hc     *http.Client
+}
+
+// New returns a client of the daemon listening on socketPath. Requests name
+// the local user (from the OS, else $USER) in X-Remote-User; WithUser
+// changes that. No connection is made until the first request.
+func New(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConns:       4,
+		DisableCompression: true,
+	}
+	return &Client{socket: socketPath, user: localUser(), hc: &http.Client{Transport: tr}}
+}
+
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// WithUser returns a copy of c that acts for name (X-Remote-User). It shares
+// c's connections.
+func (c *Client) WithUser(name string) *Client {
+	cp := *c
+	cp.user = name
+	return &cp
+}
+
+// User returns the name the client sends in X-Remote-User.
+func (c *Client) User() string { return c.user }
+
+// Socket returns the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// do sends one request and returns the response if its status is 2xx; a
+// non-2xx answer is returned as *Error and the body closed.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u := "http://remoted" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if c.user != "" {
+		req.Header.Set(api.HeaderUser, c.user)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("connect to remoted at %s: %w", c.socket, unwrapURL(err))
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// unwrapURL drops net/http's *url.Error wrapper, whose text repeats the
+// made-up URL.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// decodeError turns a non-2xx answer into *Error. An answer without the
+// envelope (a proxy, a crash) still gets a code from its status.
+func decodeError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &Error{Status: resp.StatusCode, Code: codeForStatus(resp.StatusCode)}
+	var env api.ErrorResponse
+	if err := json.Unmarshal(raw, &env); err == nil && env.Error.Code != "" {
+		e.Code, e.Message = env.Error.Code, env.Error.Message
+	} else {
+		e.Message = strings.TrimSpace(string(raw))
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	if e.Message == "" {
+		e.Message = "HTTP status " + strconv.Itoa(resp.StatusCode)
+	}
+	return e
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return api.CodeBadRequest
+	case http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case http.StatusForbidden:
+		return api.CodeForbidden
+	case http.StatusNotFound:
+		return api.CodeNotFound
+	case http.StatusConflict:
+		return api.CodeConflict
+	case http.StatusServiceUnavailable:
+		return api.CodeUnavailable
+	}
+	return api.CodeInternal
+}
+
+// call sends a request and decodes a JSON answer into out (if not nil).
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	resp, err := c.do(ctx, method, path, query, body, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func chatPath(id string, rest ...string) string {
+	return "/v1/chats/" + url.PathEscape(id) + strings.Join(rest, "")
+}
+
+func projectPath(name string, rest ...string) string {
+	return "/v1/projects/" + url.PathEscape(name) + strings.Join(rest, "")
+}
+
+// Info returns GET /v1/info: version, uptime, LXD reachability, providers.
+func (c *Client) Info(ctx context.Context) (api.Info, error) {
+	var out api.Info
+	return out, c.call(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
+}
+
+// Providers returns GET /v1/providers.
+func (c *Client) Providers(ctx context.Context) ([]api.ProviderInfo, error) {
+	var out []api.ProviderInfo
+	return out, c.call(ctx, http.MethodGet, "/v1/providers", nil, nil, &out)
+}
+
+// CreateChat creates a chat (POST /v1/chats) and returns it.
+func (c *Client) CreateChat(ctx context.Context, req api.CreateChatRequest) (api.Chat, error) {
+	var out api.Chat
+	return out, c.call(ctx, http.MethodPost, "/v1/chats", nil, req, &out)
+}
+
+// Chats lists the caller's chats.
+func (c *Client) Chats(ctx context.Context) ([]api.Chat, error) {
+	var out []api.Chat
+	return out, c.call(ctx, http.MethodGet, "/v1/chats", nil, nil, &out)
+}
+
+// Chat returns one chat.
+func (c *Client) Chat(ctx context.Context, id string) (api.Chat, error) {
+	var out api.Chat
+	return out, c.call(ctx, http.MethodGet, chatPath(id), nil, nil, &out)
+}
+
+// DeleteChat deletes a chat and its events.
+func (c *Client) DeleteChat(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, chatPath(id), nil, nil, nil)
+}
+
+// ForkChat forks a chat (S27) and returns the new chat.
+func (c *Client) ForkChat(ctx context.Context, id string) (api.Chat, error) {
+	var out api.Chat
+	return out, c.call(ctx, http.MethodPost, chatPath(id, "/fork"), nil, nil, &out)
+}
+
+func sinceQuery(since int64) url.Values {
+	q := url.Values{}
+	if since > 0 {
+		q.Set("since", strconv.FormatInt(since, 10))
+	}
+	return q
+}
+
+// Events returns the chat's stored events with seq > since.
+func (c *Client) Events(ctx context.Context, id string, since int64) ([]api.Event, error) {
+	out := []api.Event{}
+	return out, c.call(ctx, http.MethodGet, chatPath(id, "/events"), sinceQuery(since), nil, &out)
+}
+
+// Follow streams the chat's events with seq > since, then live events
+// (including transient sync events), until ctx ends or the stream is closed.
+func (c *Client) Follow(ctx context.Context, id string, since int64) (*EventStream, error) {
+	q := sinceQuery(since)
+	q.Set("follow", "true")
+	resp, err := c.do(ctx, http.MethodGet, chatPath(id, "/events"), q, nil, "application/x-ndjson")
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: resp.Body, lines: newLineReader(resp.Body)}, nil
+}
+
+// EventStream is a followed chat's event stream.
+type EventStream struct {
+	body  io.ReadCloser
+	lines *bufio.Reader
+}
+
+// Next returns the next event. It returns io.EOF when the daemon ends the
+// stream and the context's error after it is cancelled.
+func (s *EventStream) Next() (api.Event, error) {
+	var ev api.Event
+	line, err := readLine(s.lines)
+	if err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, fmt.Errorf("decode event %q: %w", clip(line), err)
+	}
+	return ev, nil
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }
+
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 64<<10) }
+
+// ErrLineTooLong means a stream line exceeded the client's bound (16 MiB).
+var ErrLineTooLong = errors.New("stream line too long")
+
+// readLine returns the next non-empty line without its newline.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	for {
+		var line []byte
+		for {
+			chunk, err := r.ReadSlice('\n')
+			line = append(line, chunk...)
+			if len(line) > maxLine {
+				return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, maxLine)
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err != nil {
+				if err == io.EOF && len(bytes.TrimSpace(line)) > 0 {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return nil, err
+			}
+			break
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return line, nil
+		}
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// Prompt starts a run on the chat (202). A chat that is already running
+// answers *Error with code prompt_already_running.
+func (c *Client) Prompt(ctx context.Context, id string, req api.PromptRequest) (api.PromptResponse, error) {
+	var out api.PromptResponse
+	return out, c.call(ctx, http.MethodPost, chatPath(id, "/prompt"), nil, req, &out)
+}
+
+// Cancel cancels the chat's active run; not_found when none is active.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, chatPath(id, "/cancel"), nil, nil, nil)
+}
+
+// AnswerInteraction answers a pending interaction of the chat's run (S21).
+func (c *Client) AnswerInteraction(ctx context.Context, id string, req api.InteractionRequest) error {
+	return c.call(ctx, http.MethodPost, chatPath(id, "/interactions"), nil, req, nil)
+}
+
+// CreateProject creates a project and returns it.
+func (c *Client) CreateProject(ctx context.Context, req api.CreateProjectRequest) (api.Project, error) {
+	var out api.Project
+	return out, c.call(ctx, http.MethodPost, "/v1/projects", nil, req, &out)
+}
+
+// Projects lists the caller's projects.
+func (c *Client) Projects(ctx context.Context) ([]api.Project, error) {
+	var out []api.Project
+	return out, c.call(ctx, http.MethodGet, "/v1/projects", nil, nil, &out)
+}
+
+// Project returns one project.
+func (c *Client) Project(ctx context.Context, name string) (api.Project, error) {
+	var out api.Project
+	return out, c.call(ctx, http.MethodGet, projectPath(name), nil, nil, &out)
+}
+
+// DeleteProject removes a project; purge also deletes its container.
+func (c *Client) DeleteProject(ctx context.Context, name string, purge bool) error {
+	var q url.Values
+	if purge {
+		q = url.Values{"purge": {"true"}}
+	}
+	return c.call(ctx, http.MethodDelete, projectPath(name), q, nil, nil)
+}
+
+// StartProject reconcile-starts the project's container and returns the project.
+func (c *Client) StartProject(ctx context.Context, name string) (api.Project, error) {
+	var out api.Project
+	return out, c.call(ctx, http.MethodPost, projectPath(name, "/start"), nil, nil, &out)
+}
+
+// StopProject stops the project's container and returns the project.
+func (c *Client) StopProject(ctx context.Context, name string) (api.Project, error) {
+	var out api.Project
+	return out, c.call(ctx, http.MethodPost, projectPath(name, "/stop"), nil, nil, &out)
+}
+
+// PutSecret stores a project secret. The value travels only in the body.
+func (c *Client) PutSecret(ctx context.Context, project, key, value string) error {
+	return c.call(ctx, http.MethodPut, projectPath(project, "/secrets/", url.PathEscape(key)), nil, api.PutSecretRequest{Value: value}, nil)
+}
+
+// Secrets lists a project's secret keys (never values).
+func (c *Client) Secrets(ctx context.Context, project string) ([]api.SecretInfo, error) {
+	out := []api.SecretInfo{}
+	return out, c.call(ctx, http.MethodGet, projectPath(project, "/secrets"), nil, nil, &out)
+}
+
+// DeleteSecret removes one project secret.
+func (c *Client) DeleteSecret(ctx context.Context, project, key string) error {
+	return c.call(ctx, http.MethodDelete, projectPath(project, "/secrets/", url.PathEscape(key)), nil, nil, nil)
+}
+
+// ErrExecNoExit means an exec stream ended without an exit code.
+var ErrExecNoExit = errors.New("exec stream ended without an exit code")
+
+// ExecError is an exec the daemon reported as failed mid-stream.
+type ExecError struct{ Message string }
+
+func (e *ExecError) Error() string { return e.Message }
+
+// Exec runs a command in the project's container, copying its output to
+// stdout and stderr as it streams, and returns its exit code. A non-zero
+// exit code is not an error.
+func (c *Client) Exec(ctx context.Context, project string, req api.ExecRequest, stdout, stderr io.Writer) (int, error) {
+	resp, err := c.do(ctx, http.MethodPost, projectPath(project, "/exec"), nil, req, "application/x-ndjson")
+	if err != nil {
+		return -1, err
+	}
+	defer resp.Body.Close()
+	lines := newLineReader(resp.Body)
+	for {
+		line, err := readLine(lines)
+		if err == io.EOF {
+			return -1, fmt.Errorf("exec in project %q: %w", project, ErrExecNoExit)
+		}
+		if err != nil {
+			return -1, fmt.Errorf("exec in project %q: %w", project, err)
+		}
+		var f api.ExecFrame
+		if err := json.Unmarshal(line, &f); err != nil {
+			return -1, fmt.Errorf("exec in project %q: decode frame %q: %w", project, clip(line), err)
+		}
+		switch {
+		case f.Error != "":
+			return -1, fmt.Errorf("exec in project %q: %w", project, &ExecError{Message: f.Error})
+		case f.ExitCode != nil:
+			return *f.ExitCode, nil
+		case f.Stream == "stdout" && stdout != nil:
+			if _, err := stdout.Write(f.Data); err != nil {
+				return -1, fmt.Errorf("exec in project %q: write stdout: %w", project, err)
+			}
+		case f.Stream == "stderr" && stderr != nil:
+			if _, err := stderr.Write(f.Data); err != nil {
+				return -1, fmt.Errorf("exec in project %q: write stderr: %w", project, err)
+			}
+		}
+	}
+}

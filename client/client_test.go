@@ -1,0 +1,249 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/client"
+	"remote/client/clienttest"
+)
+
+func newPair(t *testing.T) (*clienttest.Server, *client.Client) {
+	t.Helper()
+	fake := clienttest.New(t)
+	return fake, client.New(fake.Socket).WithUser("alice")
+}
+
+func TestChatsRoundTrip(t *testing.T) {
+	fake, c := newPair(t)
+	ctx := context.Background()
+	info, err := c.Info(ctx)
+	if err != nil || info.Version != "fake" || !info.LXD.Reachable {
+		t.Fatalf("Info = %+v, %v", info, err)
+	}
+	ps, err := c.Providers(ctx)
+	if err != nil || len(ps) != 2 || ps[0].ID != "claude" {
+		t.Fatalf("Providers = %+v, %v", ps, err)
+	}
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Title: "hello", Cwd: "/tmp"})
+	if err != nil || chat.ID == "" || chat.Owner != "alice" {
+		t.Fatalf("CreateChat = %+v, %v", chat, err)
+	}
+	got, err := c.Chat(ctx, chat.ID)
+	if err != nil || got.ID != chat.ID || got.Title != "hello" {
+		t.Fatalf("Chat = %+v, %v", got, err)
+	}
+	list, err := c.Chats(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("Chats = %+v, %v", list, err)
+	}
+	if other, err := c.WithUser("bob").Chats(ctx); err != nil || len(other) != 0 {
+		t.Fatalf("bob sees %+v, %v", other, err)
+	}
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	// Follow until the closing sync: replay and live, in order.
+	st, err := c.Follow(ctx, chat.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	var text strings.Builder
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == api.EventAssistantText {
+			text.WriteString(ev.Text)
+		}
+		if ev.Type == api.EventSync && !ev.Running {
+			break
+		}
+	}
+	st.Close()
+	if text.String() != "echo: hi" {
+		t.Fatalf("assistant text %q (events %v)", text.String(), types)
+	}
+	evs, err := c.Events(ctx, chat.ID, 2)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 3 {
+		t.Fatalf("Events(since 2) = %+v, %v", evs, err)
+	}
+	fork, err := c.ForkChat(ctx, chat.ID)
+	if err != nil || fork.ID == chat.ID || !fork.ForkPending {
+		t.Fatalf("ForkChat = %+v, %v", fork, err)
+	}
+	if err := c.DeleteChat(ctx, chat.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range fake.Requests() {
+		if r.User != "alice" && r.User != "bob" {
+			t.Errorf("request %s %s sent user %q", r.Method, r.Path, r.User)
+		}
+	}
+}
+
+func TestErrorsAreTyped(t *testing.T) {
+	fake, c := newPair(t)
+	fake.HoldRuns = true
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		call   func() error
+		status int
+		code   string
+		text   string
+	}{
+		{"unknown chat", func() error { _, err := c.Chat(ctx, "abcdef"); return err }, 404, api.CodeNotFound, `not_found: chat "abcdef" not found`},
+		{"bad chat id", func() error { _, err := c.Chat(ctx, "XYZ"); return err }, 400, api.CodeBadRequest, `invalid chat id "XYZ"`},
+		{"another user's chat", func() error { _, err := c.WithUser("bob").Chat(ctx, chat.ID); return err }, 404, api.CodeNotFound, "not found"},
+		{"second prompt", func() error { _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two"}); return err }, 409, api.CodePromptAlreadyRunning, "already running"},
+		{"bad provider", func() error { _, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "nope"}); return err }, 400, api.CodeBadRequest, `"nope"`},
+		{"no user", func() error { _, err := c.WithUser("").Chats(ctx); return err }, 401, api.CodeUnauthorized, "X-Remote-User"},
+		{"missing secret", func() error { return c.DeleteSecret(ctx, "nope", "K") }, 404, api.CodeNotFound, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			var e *client.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v (%T), want *client.Error", err, err)
+			}
+			if e.Status != tt.status || e.Code != tt.code || client.Code(err) != tt.code || !strings.Contains(err.Error(), tt.text) {
+				t.Fatalf("err = %+v (%q), want %d %s containing %q", e, err, tt.status, tt.code, tt.text)
+			}
+		})
+	}
+	if err := c.Cancel(ctx, chat.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestErrorWithoutEnvelope: an answer that is not the JSON envelope (a
+// proxy, a panic) still becomes a *Error with a code from its status.
+func TestErrorWithoutEnvelope(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	srv := startRaw(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+	}))
+	_ = srv
+	_, err := client.New(sock).Info(context.Background())
+	var e *client.Error
+	if !errors.As(err, &e) || e.Code != api.CodeUnavailable || e.Message != "upstream is down" {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	_, err := client.New(sock).Info(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "connect to remoted at "+sock) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+	var e *client.Error
+	if errors.As(err, &e) {
+		t.Fatal("a dial failure must not look like a daemon answer")
+	}
+}
+
+func TestProjectsSecretsExec(t *testing.T) {
+	fake, c := newPair(t)
+	ctx := context.Background()
+	p, err := c.CreateProject(ctx, api.CreateProjectRequest{Name: "web", Ports: []int{8080}})
+	if err != nil || p.Container != "remote-web" || !p.Autostart {
+		t.Fatalf("CreateProject = %+v, %v", p, err)
+	}
+	if p, err = c.StartProject(ctx, "web"); err != nil || p.Status != "running" {
+		t.Fatalf("StartProject = %+v, %v", p, err)
+	}
+	if p, err = c.StopProject(ctx, "web"); err != nil || p.Status != "stopped" {
+		t.Fatalf("StopProject = %+v, %v", p, err)
+	}
+	if ps, err := c.Projects(ctx); err != nil || len(ps) != 1 {
+		t.Fatalf("Projects = %+v, %v", ps, err)
+	}
+	if err := c.PutSecret(ctx, "web", "API_TOKEN", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutSecret(ctx, "web", "BAD-KEY", "v"); client.Code(err) != api.CodeBadRequest {
+		t.Fatalf("bad key: %v", err)
+	}
+	keys, err := c.Secrets(ctx, "web")
+	if err != nil || len(keys) != 1 || keys[0].Key != "API_TOKEN" {
+		t.Fatalf("Secrets = %+v, %v", keys, err)
+	}
+	if err := c.DeleteSecret(ctx, "web", "API_TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+
+	three := 3
+	fake.Exec = func(req api.ExecRequest) []api.ExecFrame {
+		return []api.ExecFrame{{Stream: "stdout", Data: []byte("out1 ")}, {Stream: "stderr", Data: []byte("err")}, {Stream: "stdout", Data: []byte("out2")}, {ExitCode: &three}}
+	}
+	var out, errb bytes.Buffer
+	code, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"sh", "-c", "x"}}, &out, &errb)
+	if err != nil || code != 3 || out.String() != "out1 out2" || errb.String() != "err" {
+		t.Fatalf("Exec = %d, %v, %q, %q", code, err, out.String(), errb.String())
+	}
+	fake.Exec = func(api.ExecRequest) []api.ExecFrame { return []api.ExecFrame{{Error: "exec failed: boom"}} }
+	var ee *client.ExecError
+	if _, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"x"}}, io.Discard, io.Discard); !errors.As(err, &ee) {
+		t.Fatalf("exec failure: %v", err)
+	}
+	fake.Exec = func(api.ExecRequest) []api.ExecFrame { return nil }
+	if _, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"x"}}, io.Discard, io.Discard); !errors.Is(err, client.ErrExecNoExit) {
+		t.Fatalf("truncated exec: %v", err)
+	}
+	if err := c.DeleteProject(ctx, "web", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Project(ctx, "web"); !client.IsNotFound(err) {
+		t.Fatalf("Project after delete: %v", err)
+	}
+}
+
+func TestFollowStopsWithContext(t *testing.T) {
+	fake, c := newPair(t)
+	fake.AddChat(api.Chat{ID: "abcd", Provider: "claude"}, api.Event{Type: api.EventUser, Text: "x"})
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := c.Follow(ctx, "abcd", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, want := range []string{api.EventUser, api.EventSync} {
+		ev, err := st.Next()
+		if err != nil || ev.Type != want {
+			t.Fatalf("Next = %+v, %v; want %s", ev, err, want)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := st.Next(); done <- err }()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Next after cancel returned an event")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next did not return after the context was cancelled")
+	}
+}
