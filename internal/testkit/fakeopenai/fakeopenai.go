@@ -131,6 +131,15 @@ type Server struct {
 	fallback *Reply
 	requests []Request
 	seq      int
+	key      string
+}
+
+// RequireAPIKey makes the server answer 401 to any request whose
+// Authorization header is not "Bearer key" (empty: accept any).
+func (s *Server) RequireAPIKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = key
 }
 
 // ErrNoReply is the error body the server answers when its script is empty
@@ -216,7 +225,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
+	key := s.key
 	s.mu.Unlock()
+	if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
+		writeError(w, http.StatusUnauthorized, "invalid_api_key", "fakeopenai: wrong or missing API key")
+		return
+	}
 
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):

@@ -1,0 +1,268 @@
+// Package minimax is the MiniMax adapter: MiniMax's Responses endpoint
+// driven through `codex app-server` and the shared codexharness, with its
+// own provider id, label, endpoint, key variable, model catalog and an
+// isolated CODEX_HOME so it never touches the user's Codex login (S19). It
+// imports providers, providers/runner and providers/codexharness only.
+package minimax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/providers"
+	"remote/providers/codexharness"
+	"remote/providers/runner"
+)
+
+// Defaults of Options.
+const (
+	DefaultBaseURL       = "https://api.minimax.io/v1"
+	DefaultModel         = "MiniMax-M2.7"
+	KeyVar               = "MINIMAX_API_KEY"
+	ContainerCodexHome   = "/root/.minimax"
+	providerKey          = "minimax" // [model_providers.minimax]
+	defaultContextWindow = 204800
+)
+
+// DefaultModels is the catalog declared when Options.Models is empty, with
+// each model's context window.
+var DefaultModels = map[string]int{
+	"MiniMax-M2.7": 204800,
+	"MiniMax-M2.5": 204800,
+	"MiniMax-M3":   1000000,
+}
+
+// protected are the variables no project secret or runtime variable may
+// set: the adapter owns them.
+var protected = []string{KeyVar, "OPENAI_API_KEY", "HOME", "CODEX_HOME"}
+
+// ErrNoAPIKey means no MiniMax API key is configured.
+var ErrNoAPIKey = errors.New("no MiniMax API key configured")
+
+// ErrNotWired means a run needs a port the adapter was built without: a
+// host Launcher, or a ProjectPreparer and ContainerLaunchers for projects.
+var ErrNotWired = errors.New("launcher not configured")
+
+// ErrUnknownModel means the request named a model outside the catalog.
+var ErrUnknownModel = errors.New("model not in the MiniMax catalog")
+
+// Options are MiniMax's own settings beside the common AdapterConfig.
+type Options struct {
+	// BaseURL is the Responses endpoint (model_providers.minimax.base_url);
+	// DefaultBaseURL when empty.
+	BaseURL string
+	// APIKey is the managed key. It reaches the CLI only as MINIMAX_API_KEY
+	// in its environment, never in arguments, events or errors. Empty falls
+	// back to AdapterConfig.Env[MINIMAX_API_KEY].
+	APIKey string
+	// HostHome is the daemon-owned CODEX_HOME of host runs; empty uses
+	// $HOME/.minimax of the daemon's user.
+	HostHome string
+	// Models maps each offered model to its context window; DefaultModels
+	// when empty. DefaultModel must be one of them (DefaultModel const when
+	// empty).
+	Models       map[string]int
+	DefaultModel string
+}
+
+// Provider runs MiniMax through the Codex app-server. It is safe for
+// concurrent runs.
+type Provider struct {
+	cfg  providers.AdapterConfig
+	opts Options
+	log  hclog.Logger
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns the MiniMax adapter. cfg.Binary defaults to "codex" (the
+// Codex CLI is the harness); cfg.Args are appended after the adapter's own
+// `-c` overrides.
+func New(cfg providers.AdapterConfig, opts Options) *Provider {
+	if cfg.Binary == "" {
+		cfg.Binary = "codex"
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if len(opts.Models) == 0 {
+		opts.Models = DefaultModels
+	}
+	if opts.DefaultModel == "" {
+		opts.DefaultModel = DefaultModel
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = cfg.Env[KeyVar]
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Provider{cfg: cfg, opts: opts, log: log.Named("minimax")}
+}
+
+// ID returns providers.MiniMax.
+func (p *Provider) ID() providers.ProviderID { return providers.MiniMax }
+
+// Capabilities declares the catalog, resume, native fork, plan mode and
+// `$skill` mentions; MiniMax has no credential sync (the key is managed).
+func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
+	models := make([]string, 0, len(p.opts.Models))
+	for m := range p.opts.Models {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	return providers.Capabilities{
+		Label: "MiniMax", Models: models, DefaultModel: p.opts.DefaultModel,
+		Efforts: []string{"low", "medium", "high"},
+		Resume:  true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention,
+	}, nil
+}
+
+// Args returns the app-server arguments for model: the minimax model
+// provider and its endpoint as `-c` overrides (no key), then cfg.Args.
+func (p *Provider) Args(model string) []string {
+	window := p.opts.Models[model]
+	if window <= 0 {
+		window = defaultContextWindow
+	}
+	q := strconv.Quote
+	pre := "model_providers." + providerKey + "."
+	args := []string{"app-server",
+		"-c", "model_provider=" + q(providerKey),
+		"-c", "model=" + q(model),
+		"-c", "model_context_window=" + strconv.Itoa(window),
+		"-c", pre + "name=" + q("MiniMax"),
+		"-c", pre + "base_url=" + q(p.opts.BaseURL),
+		"-c", pre + "env_key=" + q(KeyVar),
+		"-c", pre + "wire_api=" + q("responses"),
+	}
+	return append(args, p.cfg.Args...)
+}
+
+// HostHome returns the CODEX_HOME of host runs.
+func (p *Provider) HostHome() (string, error) {
+	if p.opts.HostHome != "" {
+		return p.opts.HostHome, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("minimax: resolve home directory for CODEX_HOME: %w", err)
+	}
+	return filepath.Join(home, ".minimax"), nil
+}
+
+// Run executes one turn on the host (req.ProjectID empty) or in the
+// project's container; see codexharness.Run for the event and error
+// contract.
+func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+	if p.opts.APIKey == "" {
+		return fmt.Errorf("minimax: %w (set %s)", ErrNoAPIKey, KeyVar)
+	}
+	model := req.Model
+	if model == "" {
+		model = p.opts.DefaultModel
+	}
+	if _, ok := p.opts.Models[model]; !ok {
+		return fmt.Errorf("minimax: %w: %q", ErrUnknownModel, model)
+	}
+	inContainer := req.ProjectID != ""
+	approval, sandbox, err := codexharness.ResolvePolicies(req.Preferences, inContainer)
+	if err != nil {
+		return fmt.Errorf("minimax: %w", err)
+	}
+	settings := codexharness.Settings{
+		Model: model, ApprovalPolicy: approval, Sandbox: sandbox,
+		// MiniMax has no service tiers.
+		Effort: req.Preferences.ReasoningEffort, Plan: req.Mode == providers.ModePlan,
+	}
+	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log}
+	args := p.Args(model)
+	userEnv := withoutProtected(p.cfg.Env)
+	runtimeEnv := withoutProtected(req.RuntimeEnv)
+
+	if !inContainer {
+		if p.cfg.Host == nil {
+			return fmt.Errorf("minimax: host run: %w", ErrNotWired)
+		}
+		home, err := p.HostHome()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return fmt.Errorf("minimax: create CODEX_HOME %s: %w", home, err)
+		}
+		extra := map[string]string{}
+		for k, v := range userEnv {
+			extra[k] = v
+		}
+		for k, v := range runtimeEnv {
+			extra[k] = v
+		}
+		extra["CODEX_HOME"] = home
+		extra[KeyVar] = p.opts.APIKey
+		if h := p.cfg.Env["HOME"]; h != "" {
+			extra["HOME"] = h
+		}
+		env := dropKey(runner.HostEnv(extra), "OPENAI_API_KEY")
+		settings.Cwd = req.Cwd
+		hcfg.Settings = settings
+		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
+		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
+	}
+
+	if p.cfg.Preparer == nil || p.cfg.Containers == nil {
+		return fmt.Errorf("minimax: project %q: %w", req.ProjectID, ErrNotWired)
+	}
+	target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
+		Provider: providers.MiniMax, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
+		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
+	}, emit)
+	if err != nil {
+		return fmt.Errorf("minimax: prepare project %q: %w", req.ProjectID, err)
+	}
+	cmd := runner.ContainerCommand(runner.ContainerSpec{
+		Binary:  p.cfg.Binary,
+		Args:    args,
+		Fixed:   userEnv,
+		Secrets: target.Secrets,
+		Forced: map[string]string{"HOME": "/root", "CODEX_HOME": ContainerCodexHome,
+			KeyVar: p.opts.APIKey, "OPENAI_API_KEY": ""},
+		Runtime:         runtimeEnv,
+		ExcludedSecrets: protected,
+	})
+	cmd.Env = dropKey(cmd.Env, "OPENAI_API_KEY")
+	settings.Cwd = cmd.Dir
+	hcfg.Settings = settings
+	return codexharness.Run(ctx, p.cfg.Containers.Container(target.Container), cmd, req, hcfg, emit)
+}
+
+// withoutProtected copies m without the variables the adapter owns.
+func withoutProtected(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, k := range protected {
+		delete(out, k)
+	}
+	return out
+}
+
+func dropKey(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
