@@ -186,6 +186,9 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("wire projects: %w", err)
 	}
+	if projects.Run != nil {
+		go projects.Run(ctx)
+	}
 	ports := providers.AdapterConfig{
 		Host:       daemon.HostUserLauncher(&runner.HostLauncher{}, hostUser),
 		Containers: projects.Containers,

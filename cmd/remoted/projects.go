@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"os"
+
 	"github.com/hashicorp/go-hclog"
 
 	"remote/config"
@@ -8,6 +11,7 @@ import (
 	"remote/daemon/store"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/provisioning"
 )
 
 // projectWiring is what the projects feature adds to remoted.
@@ -16,13 +20,111 @@ type projectWiring struct {
 	Routes     []daemon.RouteProvider       // the /v1/projects routes
 	Preparer   providers.ProjectPreparer    // S9 preparation for project runs
 	Containers providers.ContainerLaunchers // LXD exec launchers
+	// Run connects to LXD when it was unreachable at start-up, starts the
+	// autostart projects and keeps stored status true until ctx ends.
+	Run func(ctx context.Context)
 }
 
-// wireProjects is the seam for the projects work: it builds the project
-// routes, the preparer and the container launchers from the config, the
-// store and the LXD client (nil when LXD is unreachable at start-up). Until
-// projects are wired it returns nothing and project chats are refused.
+// wireProjects builds the project routes, the preparer, the reconciler and
+// the container launchers from the config, the store and the LXD client
+// (nil when LXD is unreachable at start-up: project requests then answer
+// 503 until Run has connected).
 func wireProjects(cfg config.Config, st *store.Store, lxd *lxdexec.Client, log hclog.Logger, metrics *daemon.Metrics) (projectWiring, error) {
-	_, _, _, _, _ = cfg, st, lxd, log, metrics
-	return projectWiring{}, nil
+	_ = metrics
+	conn := provisioning.NewConn(lxd)
+	hostHome := os.Getenv("HOME")
+	if u, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
+		hostHome = u.Home
+	}
+	deps, _ := provisioning.NewDependencies(provisioning.StepsOptions{
+		LXD:             conn,
+		Providers:       providerSetups(cfg, hostHome),
+		InstructionsDir: cfg.Projects.InstructionsDir,
+		SkillsDir:       cfg.Projects.SkillsDir,
+		ScheduleDir:     cfg.Projects.ScheduleDir,
+		UID:             cfg.Projects.ContainerUID,
+		GID:             cfg.Projects.ContainerGID,
+		Logger:          log.Named("provision"),
+	})
+	prep, err := provisioning.New(provisioning.Options{
+		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(daemon.StoreSecrets(st)),
+		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
+		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
+		Logger:                log.Named("prepare"),
+	})
+	if err != nil {
+		return projectWiring{}, err
+	}
+	rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{
+		Preparer: prep, Projects: st, Lister: conn, Events: conn,
+		Parallel: cfg.Projects.StartParallel, Logger: log.Named("reconcile"),
+	})
+	if err != nil {
+		return projectWiring{}, err
+	}
+	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Reconciler: rec, Logger: log.Named("api")})
+	if err != nil {
+		return projectWiring{}, err
+	}
+	opts := lxdOptions(cfg.LXD)
+	return projectWiring{
+		Chats:      daemon.ProjectChatCheck{Store: st},
+		Routes:     []daemon.RouteProvider{routes},
+		Preparer:   prep,
+		Containers: provisioning.Launchers{LXD: conn},
+		Run: func(ctx context.Context) {
+			conn.Dial(ctx, opts, log.Named("lxd"))
+			_ = rec.Run(ctx)
+		},
+	}, nil
+}
+
+// providerSetups overlays [providers.<id>] provisioning keys on the
+// built-in setups: every key that is set replaces the default.
+func providerSetups(cfg config.Config, hostHome string) map[providers.ProviderID]provisioning.ProviderSetup {
+	home := cfg.Projects.ContainerHome
+	if home == "" {
+		home = "/root"
+	}
+	setups := provisioning.DefaultSetups(home, hostHome)
+	for id, p := range cfg.Providers {
+		s := setups[providers.ProviderID(id)]
+		if len(p.Check) > 0 {
+			s.Check = p.Check
+		}
+		if len(p.Install) > 0 {
+			s.InstallCommand, s.InstallFiles = p.Install, nil
+		}
+		if len(p.InstallFiles) > 0 {
+			s.InstallFiles = files(p.InstallFiles)
+		}
+		if len(p.Credentials) > 0 {
+			s.Credentials = nil
+			for _, c := range p.Credentials {
+				s.Credentials = append(s.Credentials, provisioning.Credential{Host: c.Host, Container: c.Container, Sync: c.Sync, RejectAPIKey: c.RejectAPIKey})
+			}
+		}
+		if p.InstructionsPath != "" {
+			s.InstructionsPath = p.InstructionsPath
+		}
+		if p.SkillLinkDir != "" {
+			s.SkillLinkDir = p.SkillLinkDir
+		}
+		if len(p.Assets) > 0 {
+			s.Assets = files(p.Assets)
+		}
+		if len(p.BrowserAssets) > 0 {
+			s.BrowserAssets = files(p.BrowserAssets)
+		}
+		setups[providers.ProviderID(id)] = s
+	}
+	return setups
+}
+
+func files(in []config.ContainerFile) []provisioning.File {
+	out := make([]provisioning.File, 0, len(in))
+	for _, f := range in {
+		out = append(out, provisioning.File{Host: f.Host, Container: f.Container, Mode: os.FileMode(f.Mode)})
+	}
+	return out
 }
