@@ -513,3 +513,26 @@ func TestRealCodexResumeUnknownSession(t *testing.T) {
 		})
 	}
 }
+
+// TestRealCodexChildEnvironment shows the environment the CLI really ran
+// with: OPENAI_API_KEY is gone even when the daemon and the adapter config
+// set it (S13), and CODEX_HOME is the configured home.
+func TestRealCodexChildEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "daemon-key-must-not-leak")
+	e := newEnv(t)
+	e.srv.Enqueue(reply(fakeopenai.Shell(`env | grep -E '^(OPENAI_API_KEY|CODEX_HOME)=' | cut -d= -f1; echo "home=$CODEX_HOME"`)),
+		reply(fakeopenai.Text("done")))
+	rec := &recorder{}
+	if err := e.run(t, context.Background(), providers.RunRequest{RuntimeEnv: map[string]string{"OPENAI_API_KEY": "rt"}}, rec); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var out string
+	for _, ev := range rec.events {
+		if ev.Type == providers.EventToolCompleted {
+			out = ev.Output
+		}
+	}
+	if out != "CODEX_HOME\nhome="+e.home+"\n" {
+		t.Fatalf("child environment output %q", out)
+	}
+}
