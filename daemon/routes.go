@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -158,3 +160,10 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 }
 
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// Hijack lets the chat socket take over the connection (gorilla/websocket
+// asserts http.Hijacker directly).
+func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	t.wrote = true
+	return http.NewResponseController(t.ResponseWriter).Hijack()
+}

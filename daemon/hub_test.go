@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"remote/api"
+)
+
+// TestHubFollowMidStream: followers join at every point of a live stream,
+// each with a different since; every one sees each event exactly once, in
+// order, from since+1 to the end.
+func TestHubFollowMidStream(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	h := NewHub(st, nil, nil, 0)
+	const chat, total = "abcd", 2000
+	if err := st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		since int64
+		seqs  []int64
+		err   error
+	}
+	results := make(chan result, 64)
+	var wg sync.WaitGroup
+	follow := func(since int64) {
+		defer wg.Done()
+		r := result{since: since}
+		r.err = h.Follow(ctx, chat, since, func(ev api.Event) error {
+			if ev.Seq > 0 {
+				r.seqs = append(r.seqs, ev.Seq)
+				if ev.Seq == total {
+					return errDone
+				}
+			}
+			return nil
+		})
+		results <- r
+	}
+	wg.Add(1)
+	go follow(0)
+	for i := 1; i <= total; i++ {
+		if i%100 == 0 { // a new follower every 100 events, resuming from somewhere behind
+			wg.Add(1)
+			go follow(int64(i / 2))
+		}
+		h.AppendAsync(chat, api.Event{Type: api.EventAssistantText, Text: fmt.Sprint(i)}, nil)
+	}
+	wg.Wait()
+	close(results)
+	n := 0
+	for r := range results {
+		n++
+		if !errors.Is(r.err, errDone) {
+			t.Fatalf("follower since=%d ended with %v", r.since, r.err)
+		}
+		if int64(len(r.seqs)) != total-r.since {
+			t.Fatalf("follower since=%d got %d events, want %d", r.since, len(r.seqs), total-r.since)
+		}
+		for i, s := range r.seqs {
+			if s != r.since+int64(i)+1 {
+				t.Fatalf("follower since=%d: event %d has seq %d, want %d", r.since, i, s, r.since+int64(i)+1)
+			}
+		}
+	}
+	if n != 21 {
+		t.Fatalf("%d followers finished, want 21", n)
+	}
+}
+
+var errDone = errors.New("done")
+
+// TestHubSlowSubscriber: a follower that stops reading is dropped with
+// ErrSlowSubscriber, the writer never blocks, and a resume from the last
+// seq it got loses nothing.
+func TestHubSlowSubscriber(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	m := NewMetrics()
+	h := NewHub(st, nil, m, 4)
+	const chat = "beef"
+	st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"})
+
+	synced := make(chan struct{})
+	release := make(chan struct{})
+	var last int64
+	errc := make(chan error, 1)
+	go func() {
+		errc <- h.Follow(context.Background(), chat, 0, func(ev api.Event) error {
+			if ev.Type == api.EventSync && last == 0 {
+				close(synced)
+				<-release // stall: the queue fills up behind us
+				return nil
+			}
+			if ev.Seq > 0 {
+				last = ev.Seq
+			}
+			return nil
+		})
+	}()
+	<-synced
+	for i := 0; i < 50; i++ {
+		if _, err := h.Append(chat, api.Event{Type: api.EventAssistantText, Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	err := <-errc
+	if !errors.Is(err, ErrSlowSubscriber) {
+		t.Fatalf("Follow = %v, want ErrSlowSubscriber", err)
+	}
+	if last >= 50 {
+		t.Fatalf("slow follower got everything (last %d)", last)
+	}
+	// Resume from the last seq received.
+	var got []int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = h.Follow(ctx, chat, last, func(ev api.Event) error {
+		if ev.Type == api.EventSync {
+			return errDone
+		}
+		got = append(got, ev.Seq)
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != 50-last || got[0] != last+1 {
+		t.Fatalf("resume from %d got %v", last, got)
+	}
+	if h.Subscribers(chat) != 0 {
+		t.Errorf("subscribers left: %d", h.Subscribers(chat))
+	}
+}
+
+// TestHubRunLock: one run per chat; the lock is released by FinishRun.
+func TestHubRunLock(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	h := NewHub(st, nil, nil, 0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []*Run
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.StartRun("c0ffee", func(error) {})
+			if err == nil {
+				mu.Lock()
+				won = append(won, r)
+				mu.Unlock()
+			} else if !errors.Is(err, ErrPromptAlreadyRunning) {
+				t.Errorf("StartRun: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(won) != 1 {
+		t.Fatalf("%d runs started, want 1", len(won))
+	}
+	if err := h.Cancel("c0ffee", errCancelledByUser); err != nil {
+		t.Fatal(err)
+	}
+	h.FinishRun(won[0])
+	if h.Running("c0ffee") {
+		t.Fatal("still running after FinishRun")
+	}
+	if err := h.Cancel("c0ffee", errCancelledByUser); !errors.Is(err, ErrNoActiveRun) {
+		t.Fatalf("Cancel idle = %v, want ErrNoActiveRun", err)
+	}
+}

@@ -1,0 +1,365 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/internal/testkit"
+	"remote/lxdexec"
+	"remote/providers"
+	"remote/provisioning"
+)
+
+// projectEnv is a test server with the project routes over real LXD.
+type projectEnv struct {
+	*testServer
+	lxd  *lxdexec.Client
+	conn *provisioning.Conn
+	prep *provisioning.Preparer
+	rec  *provisioning.Reconciler
+	logs *syncBuffer
+}
+
+// syncBuffer is a goroutine-safe log sink, so tests can grep every line.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type projectEnvOpts struct {
+	providers []func(ports providers.AdapterConfig) providers.Provider
+	steps     *provisioning.StepsOptions
+	profiles  []string
+}
+
+func newProjectEnv(t *testing.T, o projectEnvOpts) *projectEnv {
+	t.Helper()
+	cl := testkit.LXD(t)
+	logs := &syncBuffer{}
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})
+	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
+	var ts *testServer
+	ts = newTestServer(t, nil, func(opts *Options) {
+		opts.Logger = log
+		st := opts.Store.(interface {
+			ProjectStore
+			Store
+		})
+		var deps provisioning.Dependencies
+		if o.steps != nil {
+			so := *o.steps
+			so.LXD, so.Logger = e.conn, log.Named("steps")
+			deps, _ = provisioning.NewDependencies(so)
+		}
+		prep, err := provisioning.New(provisioning.Options{
+			LXD: e.conn, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
+			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
+			CredentialSyncTimeout: 3 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{Preparer: prep, Projects: st, Lister: e.conn, Events: e.conn, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Reconciler: rec, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.prep, e.rec = prep, rec
+		opts.RouteProviders = append(opts.RouteProviders, routes)
+		opts.Projects = ProjectChatCheck{Store: st}
+		if len(o.providers) > 0 {
+			ports := providers.AdapterConfig{Containers: provisioning.Launchers{LXD: e.conn}, Preparer: prep, Logger: log}
+			m := map[providers.ProviderID]providers.Provider{}
+			for _, mk := range o.providers {
+				p := mk(ports)
+				m[p.ID()] = p
+			}
+			opts.Registry.Set(m, nil, nil)
+		}
+	})
+	e.testServer = ts
+	return e
+}
+
+// createProject creates a project and force-deletes its container at the
+// end of the test.
+func (e *projectEnv) createProject(t *testing.T, user string, req api.CreateProjectRequest) api.Project {
+	t.Helper()
+	status, body := e.do("POST", "/v1/projects", user, req)
+	if status != http.StatusCreated {
+		t.Fatalf("create project: %d %s", status, body)
+	}
+	var p api.Project
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_ = e.lxd.ForceDeleteInstance(ctx, p.Container)
+	})
+	return p
+}
+
+// uniqueProject returns a project name that no parallel run uses.
+func uniqueProject(prefix string) string {
+	return strings.TrimPrefix(testkit.ContainerName(prefix), "t-")
+}
+
+// execFrames posts an exec and returns the decoded frames.
+func (e *projectEnv) execFrames(t *testing.T, project, user string, req api.ExecRequest) []api.ExecFrame {
+	t.Helper()
+	status, body := e.do("POST", "/v1/projects/"+project+"/exec", user, req)
+	if status != http.StatusOK {
+		t.Fatalf("exec: %d %s", status, body)
+	}
+	var frames []api.ExecFrame
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f api.ExecFrame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("frame %q: %v", sc.Text(), err)
+		}
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+func joinStream(frames []api.ExecFrame, stream string) string {
+	var b strings.Builder
+	for _, f := range frames {
+		if f.Stream == stream {
+			b.Write(f.Data)
+		}
+	}
+	return b.String()
+}
+
+func exitCode(t *testing.T, frames []api.ExecFrame) int {
+	t.Helper()
+	if len(frames) == 0 || frames[len(frames)-1].ExitCode == nil {
+		t.Fatalf("last frame carries no exit code: %+v", frames)
+	}
+	return *frames[len(frames)-1].ExitCode
+}
+
+func TestProjectRoutesRealLXD(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{})
+	name := uniqueProject("routes")
+	p := e.createProject(t, "alice", api.CreateProjectRequest{Name: name})
+	const secretValue = "tok-Zq9-never-leaks"
+
+	t.Run("create validates input", func(t *testing.T) {
+		for _, tc := range []struct {
+			body any
+			code int
+		}{
+			{api.CreateProjectRequest{Name: "Bad_Name"}, 400},
+			{`{"name":"x1","bogus":1}`, 400},
+			{api.CreateProjectRequest{Name: "x2", Ports: []int{0}}, 400},
+			{api.CreateProjectRequest{Name: "x3", Provider: "nope"}, 400},
+			{api.CreateProjectRequest{Name: name}, 409},
+		} {
+			if status, body := e.do("POST", "/v1/projects", "alice", tc.body); status != tc.code {
+				t.Errorf("body %v: %d %s, want %d", tc.body, status, body, tc.code)
+			}
+		}
+	})
+
+	t.Run("owner sees it, another user gets 404", func(t *testing.T) {
+		if status, _ := e.do("GET", "/v1/projects/"+name, "alice", nil); status != 200 {
+			t.Fatalf("owner: %d", status)
+		}
+		if status, body := e.do("GET", "/v1/projects/"+name, "bob", nil); status != 404 || errorCode(t, body) != api.CodeNotFound {
+			t.Fatalf("other user: %d %s", status, body)
+		}
+		_, body := e.do("GET", "/v1/projects", "bob", nil)
+		if strings.Contains(string(body), name) {
+			t.Fatalf("bob lists alice's project: %s", body)
+		}
+	})
+
+	t.Run("start creates and runs the container", func(t *testing.T) {
+		status, body := e.do("POST", "/v1/projects/"+name+"/start", "alice", nil)
+		if status != 200 || !strings.Contains(string(body), `"status":"running"`) {
+			t.Fatalf("start: %d %s", status, body)
+		}
+		inst, _, err := e.lxd.Instance(context.Background(), p.Container)
+		if err != nil || inst.Status != "Running" {
+			t.Fatalf("container %v %v", inst, err)
+		}
+	})
+
+	t.Run("secrets are stored, listed without values, deleted", func(t *testing.T) {
+		if status, body := e.do("PUT", "/v1/projects/"+name+"/secrets/1BAD", "alice", api.PutSecretRequest{Value: "x"}); status != 400 {
+			t.Fatalf("bad key: %d %s", status, body)
+		}
+		if status, body := e.do("PUT", "/v1/projects/"+name+"/secrets/API_TOKEN", "alice", api.PutSecretRequest{Value: secretValue}); status != 204 {
+			t.Fatalf("put: %d %s", status, body)
+		}
+		status, body := e.do("GET", "/v1/projects/"+name+"/secrets", "alice", nil)
+		if status != 200 || !strings.Contains(string(body), "API_TOKEN") || strings.Contains(string(body), secretValue) {
+			t.Fatalf("list: %d %s", status, body)
+		}
+		if status, _ := e.do("DELETE", "/v1/projects/"+name+"/secrets/NOPE", "alice", nil); status != 404 {
+			t.Fatalf("delete missing: %d", status)
+		}
+	})
+
+	t.Run("exec streams output then the exit code", func(t *testing.T) {
+		frames := e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+		if joinStream(frames, "stdout") != "out\n" || joinStream(frames, "stderr") != "err\n" || exitCode(t, frames) != 3 {
+			t.Fatalf("frames %+v", frames)
+		}
+		frames = e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"cat"}, Stdin: "from stdin"})
+		if joinStream(frames, "stdout") != "from stdin" || exitCode(t, frames) != 0 {
+			t.Fatalf("stdin frames %+v", frames)
+		}
+		frames = e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"no-such-command"}})
+		if exitCode(t, frames) != 127 {
+			t.Fatalf("missing command frames %+v", frames)
+		}
+	})
+
+	t.Run("exec loses and reorders nothing", func(t *testing.T) {
+		frames := e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"seq", "1", "200000"}})
+		out := joinStream(frames, "stdout")
+		var want strings.Builder
+		for i := 1; i <= 200000; i++ {
+			want.WriteString(strconv.Itoa(i))
+			want.WriteByte('\n')
+		}
+		if out != want.String() || exitCode(t, frames) != 0 {
+			t.Fatalf("seq output: %d bytes, want %d", len(out), want.Len())
+		}
+	})
+
+	t.Run("client disconnect cancels the exec", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		body, _ := json.Marshal(api.ExecRequest{Command: []string{"sh", "-c", "echo started; exec sleep 4242"}})
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://remoted/v1/projects/"+name+"/exec", bytes.NewReader(body))
+		req.Header.Set(api.HeaderUser, "alice")
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		if !strings.Contains(line, "stdout") {
+			t.Fatalf("first frame %q", line)
+		}
+		cancel()
+		resp.Body.Close()
+		waitUntil(t, "sleep 4242 gone", func() bool {
+			frames := e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"ps"}})
+			return !strings.Contains(joinStream(frames, "stdout"), "sleep 4242")
+		})
+	})
+
+	t.Run("terminal is a pty over a websocket", func(t *testing.T) {
+		ws, resp, err := e.dialWS("/v1/projects/"+name+"/terminal?cols=100&rows=30", "alice")
+		if err != nil {
+			t.Fatalf("dial: %v (%v)", err, resp)
+		}
+		defer ws.Close()
+		send := func(s string) {
+			if err := ws.WriteMessage(websocket.BinaryMessage, []byte(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		readUntil := func(want string) {
+			t.Helper()
+			var seen strings.Builder
+			_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for !strings.Contains(seen.String(), want) {
+				_, data, err := ws.ReadMessage()
+				if err != nil {
+					t.Fatalf("read (seen %q): %v", seen.String(), err)
+				}
+				seen.Write(data)
+			}
+		}
+		send("stty size; echo tty-$((6*7))\n")
+		readUntil("30 100")
+		readUntil("tty-42")
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"resize","cols":120,"rows":40}`)); err != nil {
+			t.Fatal(err)
+		}
+		send("stty size\n")
+		readUntil("40 120")
+		send("exit 0\n")
+		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+					t.Fatalf("close: %v", err)
+				}
+				break
+			}
+		}
+	})
+
+	t.Run("stop, then delete with purge removes the container", func(t *testing.T) {
+		if status, body := e.do("POST", "/v1/projects/"+name+"/stop", "alice", nil); status != 200 || !strings.Contains(string(body), `"status":"stopped"`) {
+			t.Fatalf("stop: %d %s", status, body)
+		}
+		if status, _ := e.do("DELETE", "/v1/projects/"+name+"?purge=maybe", "alice", nil); status != 400 {
+			t.Fatalf("bad purge: %d", status)
+		}
+		if status, body := e.do("DELETE", "/v1/projects/"+name+"?purge=true", "alice", nil); status != 204 {
+			t.Fatalf("delete: %d %s", status, body)
+		}
+		if _, _, err := e.lxd.Instance(context.Background(), p.Container); !errorsIsNotFound(err) {
+			t.Fatalf("container still there: %v", err)
+		}
+		if status, _ := e.do("GET", "/v1/projects/"+name, "alice", nil); status != 404 {
+			t.Fatalf("project still there: %d", status)
+		}
+	})
+
+	if strings.Contains(e.logs.String(), secretValue) {
+		t.Fatal("a secret value reached the logs")
+	}
+}
+
+func errorsIsNotFound(err error) bool { return errors.Is(err, lxdexec.ErrNotFound) }
+
+// waitUntil polls cond (a wait, not a timing assertion).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
