@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,67 +64,203 @@ func (p *Parser) SessionNotFound() bool { return p.sessionNotFound }
 
 var _ providers.LineParser = (*Parser)(nil)
 
-// envelope is the top level of every stream-json line.
+// envelope is the top level of every stream-json line. Raw fields alias
+// the line, which RunProcess reuses: never keep them in an event.
 type envelope struct {
-	Type         string          `json:"type"`
-	Subtype      string          `json:"subtype"`
-	SessionID    string          `json:"session_id"`
-	Model        string          `json:"model"`
-	APIMessageID string          `json:"api_message_id"`
-	Event        json.RawMessage `json:"event"`
-	Message      json.RawMessage `json:"message"`
-	Error        json.RawMessage `json:"error"`
-	// result
-	IsError        bool            `json:"is_error"`
-	Result         json.RawMessage `json:"result"`
-	Errors         json.RawMessage `json:"errors"`
-	APIErrorStatus json.RawMessage `json:"api_error_status"`
-	TotalCostUSD   float64         `json:"total_cost_usd"`
-	DurationMs     int64           `json:"duration_ms"`
-	NumTurns       int64           `json:"num_turns"`
-	Usage          json.RawMessage `json:"usage"`
-	TerminalReason string          `json:"terminal_reason"`
-	// rate_limit_event
-	RateLimitInfo json.RawMessage `json:"rate_limit_info"`
+	Type, Subtype, SessionID, Model, APIMessageID, TerminalReason string
+
+	// The parser's current ids: an equal value reuses the string.
+	lastSession, lastMsgID string
+
+	Event, Message, Error, Result, Errors, APIErrorStatus, Usage, RateLimitInfo []byte
+
+	IsError      bool
+	TotalCostUSD float64
+	DurationMs   int64
+	NumTurns     int64
+}
+
+func (env *envelope) decode(line []byte) error {
+	return walkObject(line, func(k string, v []byte) error {
+		var err error
+		switch k {
+		case "type":
+			env.Type, err = jsonStringLike(k, v, recordTypes...)
+		case "subtype":
+			env.Subtype, err = jsonString(k, v)
+		case "session_id":
+			env.SessionID, err = jsonStringLike(k, v, env.lastSession)
+		case "model":
+			env.Model, err = jsonString(k, v)
+		case "api_message_id":
+			env.APIMessageID, err = jsonStringLike(k, v, env.lastMsgID)
+		case "terminal_reason":
+			env.TerminalReason, err = jsonString(k, v)
+		case "event":
+			env.Event = v
+		case "message":
+			env.Message = v
+		case "error":
+			env.Error = v
+		case "result":
+			env.Result = v
+		case "errors":
+			env.Errors = v
+		case "api_error_status":
+			env.APIErrorStatus = v
+		case "usage":
+			env.Usage = v
+		case "rate_limit_info":
+			env.RateLimitInfo = v
+		case "is_error":
+			env.IsError, err = jsonBool(k, v)
+		case "total_cost_usd":
+			env.TotalCostUSD, err = jsonFloat(k, v)
+		case "duration_ms":
+			env.DurationMs, err = jsonInt(k, v)
+		case "num_turns":
+			env.NumTurns, err = jsonInt(k, v)
+		}
+		return err
+	})
 }
 
 type streamEvent struct {
-	Type    string `json:"type"`
-	Message struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-	} `json:"message"`
-	Delta struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-	} `json:"delta"`
+	Type       string
+	Message    []byte
+	DeltaType  string
+	DeltaText  string // text_delta text or thinking_delta thinking
+	HasMessage bool
 }
 
+// recordTypes and eventTypes are the type names the parser meets on
+// nearly every line; decoding them reuses these strings.
+var (
+	recordTypes = []string{"stream_event", "assistant", "user", "system", "result"}
+	eventTypes  = []string{"content_block_delta", "content_block_start", "content_block_stop", "message_start", "message_delta", "message_stop"}
+	deltaTypes  = []string{"text_delta", "thinking_delta", "input_json_delta", "signature_delta"}
+)
+
+func (se *streamEvent) decode(raw []byte) error {
+	var delta []byte
+	err := walkObject(raw, func(k string, v []byte) error {
+		var err error
+		switch k {
+		case "type":
+			se.Type, err = jsonStringLike(k, v, eventTypes...)
+		case "message":
+			se.Message = v
+		case "delta":
+			delta = v
+		}
+		return err
+	})
+	if err != nil || delta == nil || string(delta) == "null" {
+		return err
+	}
+	var text, thinking []byte
+	err = walkObject(delta, func(k string, v []byte) error {
+		var err error
+		switch k {
+		case "type":
+			se.DeltaType, err = jsonStringLike(k, v, deltaTypes...)
+		case "text":
+			text = v
+		case "thinking":
+			thinking = v
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	switch se.DeltaType {
+	case "text_delta":
+		se.DeltaText, err = jsonString("text", text)
+	case "thinking_delta":
+		se.DeltaText, err = jsonString("thinking", thinking)
+	}
+	return err
+}
+
+// contentBlock is one block of a message's content. Text and Thinking
+// stay raw until needed; raw fields alias the line.
 type contentBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	Type, ID, Name, ToolUseID string
+	Text, Thinking, Input     []byte
+	Content                   []byte
+	IsError                   bool
 }
 
+func (b *contentBlock) decode(raw []byte) error {
+	return walkObject(raw, func(k string, v []byte) error {
+		var err error
+		switch k {
+		case "type":
+			b.Type, err = jsonString(k, v)
+		case "id":
+			b.ID, err = jsonString(k, v)
+		case "name":
+			b.Name, err = jsonString(k, v)
+		case "tool_use_id":
+			b.ToolUseID, err = jsonString(k, v)
+		case "text":
+			b.Text = v
+		case "thinking":
+			b.Thinking = v
+		case "input":
+			b.Input = v
+		case "content":
+			b.Content = v
+		case "is_error":
+			b.IsError, err = jsonBool(k, v)
+		}
+		return err
+	})
+}
+
+// message is the message of an assistant or user record.
 type message struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
+	ID, Model string
+	Content   []byte
+}
+
+func (m *message) decode(raw []byte) error {
+	return walkObject(raw, func(k string, v []byte) error {
+		var err error
+		switch k {
+		case "id":
+			m.ID, err = jsonString(k, v)
+		case "model":
+			m.Model, err = jsonString(k, v)
+		case "content":
+			m.Content = v
+		}
+		return err
+	})
+}
+
+// blocks decodes content as an array of blocks; a malformed array or
+// block fails the whole content, as a malformed nested message.
+func blocks(content []byte) ([]contentBlock, error) {
+	var out []contentBlock
+	err := walkArray(content, func(v []byte) error {
+		var b contentBlock
+		if err := b.decode(v); err != nil {
+			return err
+		}
+		out = append(out, b)
+		return nil
+	})
+	return out, err
 }
 
 // ParseLine parses one stream-json line. Invalid top-level JSON is an
 // error (RunProcess logs and skips the line); a malformed nested message
 // yields only the session event already derived from the line.
 func (p *Parser) ParseLine(line []byte) ([]providers.Event, error) {
-	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
+	env := envelope{lastSession: p.sessionID, lastMsgID: p.msgID}
+	if err := env.decode(line); err != nil {
 		return nil, fmt.Errorf("claude stream-json line: %w", err)
 	}
 	if env.Type == "" {
@@ -177,7 +312,7 @@ func boundedRaw(raw []byte) json.RawMessage {
 
 func (p *Parser) streamEvent(evs []providers.Event, env *envelope) []providers.Event {
 	var se streamEvent
-	if len(env.Event) == 0 || json.Unmarshal(env.Event, &se) != nil {
+	if len(env.Event) == 0 || se.decode(env.Event) != nil {
 		return evs
 	}
 	if env.APIMessageID != "" {
@@ -185,26 +320,27 @@ func (p *Parser) streamEvent(evs []providers.Event, env *envelope) []providers.E
 	}
 	switch se.Type {
 	case "message_start":
-		if se.Message.ID != "" {
-			p.msgID = se.Message.ID
+		var m message
+		if m.decode(se.Message) != nil {
+			return evs
 		}
-		if se.Message.Model != "" {
-			p.model = se.Message.Model
+		if m.ID != "" {
+			p.msgID = m.ID
+		}
+		if m.Model != "" {
+			p.model = m.Model
 		}
 	case "content_block_delta":
-		switch se.Delta.Type {
+		if se.DeltaText == "" {
+			return evs
+		}
+		switch se.DeltaType {
 		case "text_delta":
-			if se.Delta.Text == "" {
-				return evs
-			}
 			p.markStreamed(streamedText)
-			return append(evs, providers.Event{Type: providers.EventAssistantDelta, MessageID: p.msgID, ItemKind: "message", Role: "assistant", Text: se.Delta.Text})
+			return append(evs, providers.Event{Type: providers.EventAssistantDelta, MessageID: p.msgID, ItemKind: "message", Role: "assistant", Text: se.DeltaText})
 		case "thinking_delta":
-			if se.Delta.Thinking == "" {
-				return evs
-			}
 			p.markStreamed(streamedThinking)
-			return append(evs, providers.Event{Type: providers.EventReasoningDelta, MessageID: p.msgID, ItemKind: "reasoning", Text: se.Delta.Thinking})
+			return append(evs, providers.Event{Type: providers.EventReasoningDelta, MessageID: p.msgID, ItemKind: "reasoning", Text: se.DeltaText})
 		}
 	}
 	return evs
@@ -222,11 +358,11 @@ func (p *Parser) markStreamed(kind uint8) {
 
 func (p *Parser) assistant(evs []providers.Event, env *envelope) []providers.Event {
 	var m message
-	if len(env.Message) == 0 || json.Unmarshal(env.Message, &m) != nil {
+	if len(env.Message) == 0 || m.decode(env.Message) != nil {
 		return evs
 	}
-	var blocks []contentBlock
-	if json.Unmarshal(m.Content, &blocks) != nil {
+	blocks, err := blocks(m.Content)
+	if err != nil {
 		return evs
 	}
 	if m.Model != "" && m.Model != "<synthetic>" {
@@ -234,20 +370,24 @@ func (p *Parser) assistant(evs []providers.Event, env *envelope) []providers.Eve
 	}
 	// A synthetic API-error message repeats what the result record
 	// reports as run.failed.
-	synthetic := m.Model == "<synthetic>" || (len(env.Error) > 0 && !bytes.Equal(env.Error, []byte("null")))
+	synthetic := m.Model == "<synthetic>" || (len(env.Error) > 0 && string(env.Error) != "null")
 	streamed := p.streamed[m.ID]
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if synthetic || streamed&streamedText != 0 || b.Text == "" {
+			if synthetic || streamed&streamedText != 0 {
 				continue
 			}
-			evs = append(evs, providers.Event{Type: providers.EventAssistantDelta, MessageID: m.ID, ItemKind: "message", Role: "assistant", Text: b.Text})
+			if text, _ := jsonString("text", b.Text); text != "" {
+				evs = append(evs, providers.Event{Type: providers.EventAssistantDelta, MessageID: m.ID, ItemKind: "message", Role: "assistant", Text: text})
+			}
 		case "thinking":
-			if streamed&streamedThinking != 0 || b.Thinking == "" {
+			if streamed&streamedThinking != 0 {
 				continue
 			}
-			evs = append(evs, providers.Event{Type: providers.EventReasoningDelta, MessageID: m.ID, ItemKind: "reasoning", Text: b.Thinking})
+			if thinking, _ := jsonString("thinking", b.Thinking); thinking != "" {
+				evs = append(evs, providers.Event{Type: providers.EventReasoningDelta, MessageID: m.ID, ItemKind: "reasoning", Text: thinking})
+			}
 		case "tool_use", "server_tool_use":
 			if b.ID == "" {
 				continue
@@ -271,12 +411,15 @@ func (p *Parser) assistant(evs []providers.Event, env *envelope) []providers.Eve
 
 func (p *Parser) user(evs []providers.Event, env *envelope) []providers.Event {
 	var m message
-	if len(env.Message) == 0 || json.Unmarshal(env.Message, &m) != nil {
+	if len(env.Message) == 0 || m.decode(env.Message) != nil {
 		return evs
 	}
-	var blocks []contentBlock
-	if len(m.Content) == 0 || m.Content[0] != '[' || json.Unmarshal(m.Content, &blocks) != nil {
-		return evs // a plain user text echo, or malformed
+	if len(m.Content) == 0 || m.Content[0] != '[' {
+		return evs // a plain user text echo
+	}
+	blocks, err := blocks(m.Content)
+	if err != nil {
+		return evs
 	}
 	for _, b := range blocks {
 		if b.Type != "tool_result" || b.ToolUseID == "" {
@@ -293,22 +436,21 @@ func (p *Parser) user(evs []providers.Event, env *envelope) []providers.Event {
 
 // toolOutput returns a tool_result's content as text: a string as is, an
 // array's text parts joined by newlines, bounded by MaxToolOutput.
-func toolOutput(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		var parts []contentBlock
-		if json.Unmarshal(raw, &parts) == nil {
-			texts := make([]string, 0, len(parts))
-			for _, part := range parts {
-				switch part.Type {
-				case "text":
-					texts = append(texts, part.Text)
-				case "image":
-					texts = append(texts, "[image]")
-				}
+func toolOutput(raw []byte) string {
+	s, err := jsonString("content", raw)
+	if err != nil {
+		parts, _ := blocks(raw)
+		texts := make([]string, 0, len(parts))
+		for _, part := range parts {
+			switch part.Type {
+			case "text":
+				text, _ := jsonString("text", part.Text)
+				texts = append(texts, text)
+			case "image":
+				texts = append(texts, "[image]")
 			}
-			s = strings.Join(texts, "\n")
 		}
+		s = strings.Join(texts, "\n")
 	}
 	return truncate(s, MaxToolOutput)
 }
@@ -336,8 +478,11 @@ func (p *Parser) result(evs []providers.Event, env *envelope) []providers.Event 
 	if env.IsError {
 		for _, e := range errs {
 			if strings.Contains(e, sessionNotFoundText) {
+				// The id on this line is not a session the user can
+				// resume: report nothing, the adapter returns
+				// ErrSessionNotFound.
 				p.sessionNotFound = true
-				return evs
+				return nil
 			}
 		}
 		return append(evs, providers.Event{Type: providers.EventRunFailed, SessionID: env.SessionID, Message: failureMessage(env, errs)})

@@ -1,0 +1,63 @@
+package claude
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchStream builds a stream shaped like what Claude Code 2.1.328 prints
+// (same fields as the real lines): per turn a message_start, many small
+// text and thinking deltas each followed by the CLI's own bookkeeping
+// fields, the assistant records, a tool call and its result.
+func benchStream(turns int) [][]byte {
+	const sid = "8b954b74-4df5-42fe-b74c-6216e83bbed7"
+	uuid := "4804f87e-574f-4e5e-8056-48aba84650ab"
+	var lines [][]byte
+	add := func(format string, args ...any) { lines = append(lines, []byte(fmt.Sprintf(format, args...))) }
+	add(`{"type":"system","subtype":"init","cwd":"/workspace","session_id":"%s","tools":["Task","Bash","Edit","Read","Write"],"mcp_servers":[],"model":"claude-opus-5-5","permissionMode":"bypassPermissions","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.328","output_style":"default","uuid":"%s"}`, sid, uuid)
+	word := "The quick brown fox jumps over a lazy dog. "
+	for t := 0; t < turns; t++ {
+		mid := fmt.Sprintf("msg_%08d", t)
+		add(`{"type":"stream_event","event":{"message":{"content":[],"id":"%s","model":"claude-opus-5-5","role":"assistant","stop_reason":null,"stop_sequence":null,"type":"message","usage":{"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"input_tokens":10,"output_tokens":1}},"type":"message_start"},"session_id":"%s","parent_tool_use_id":null,"uuid":"%s","ttft_ms":110,"api_message_id":"%s"}`, mid, sid, uuid, mid)
+		for i := 0; i < 10; i++ {
+			add(`{"type":"stream_event","event":{"delta":{"thinking":"%s","type":"thinking_delta"},"index":0,"type":"content_block_delta"},"session_id":"%s","parent_tool_use_id":null,"uuid":"%s","thinking_display":"updates","api_message_id":"%s"}`, word, sid, uuid, mid)
+		}
+		add(`{"type":"assistant","message":{"content":[{"signature":"sig","thinking":"%s","type":"thinking"}],"id":"%s","model":"claude-opus-5-5","role":"assistant","stop_reason":null,"type":"message","usage":{"input_tokens":10,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"%s","uuid":"%s","request_id":"req_1"}`, strings.Repeat(word, 10), mid, sid, uuid)
+		for i := 0; i < 40; i++ {
+			add(`{"type":"stream_event","event":{"delta":{"text":"%s","type":"text_delta"},"index":1,"type":"content_block_delta"},"session_id":"%s","parent_tool_use_id":null,"uuid":"%s","api_message_id":"%s"}`, word, sid, uuid, mid)
+		}
+		add(`{"type":"assistant","message":{"content":[{"text":"%s","type":"text"}],"id":"%s","model":"claude-opus-5-5","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"%s","uuid":"%s"}`, strings.Repeat(word, 40), mid, sid, uuid)
+		add(`{"type":"assistant","message":{"content":[{"id":"toolu_%d","input":{"command":"go test ./...","description":"run tests"},"name":"Bash","type":"tool_use"}],"id":"%s","model":"claude-opus-5-5","role":"assistant","type":"message"},"parent_tool_use_id":null,"session_id":"%s","uuid":"%s"}`, t, mid, sid, uuid)
+		add(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_%d","type":"tool_result","content":"%s","is_error":false}]},"parent_tool_use_id":null,"session_id":"%s","uuid":"%s","tool_use_result":{"stdout":"ok","stderr":""}}`, t, strings.Repeat("ok  \\tremote/pkg\\t0.1s\\n", 20), sid, uuid)
+		add(`{"type":"system","subtype":"status","status":"requesting","session_id":"%s","uuid":"%s"}`, sid, uuid)
+	}
+	add(`{"type":"result","subtype":"success","is_error":false,"duration_ms":1083,"num_turns":%d,"session_id":"%s","total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":5}}`, turns, sid)
+	return lines
+}
+
+// BenchmarkParser measures stream-json parsing throughput (MB/s of input
+// and events/s).
+func BenchmarkParser(b *testing.B) {
+	lines := benchStream(200)
+	size := 0
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		p := NewParser("")
+		for _, l := range lines {
+			evs, err := p.ParseLine(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			events += len(evs)
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	_ = bytes.MinRead
+}
