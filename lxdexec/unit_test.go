@@ -1,0 +1,800 @@
+package lxdexec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+func TestDecodeResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		status   int
+		body     string
+		wantType string
+		wantErr  error
+		wantCode int
+	}{
+		{"sync", 200, `{"type":"sync","status":"Success","status_code":200,"metadata":{"a":1}}` + "\n", "sync", nil, 0},
+		{"async", 202, `{"type":"async","status_code":100,"operation":"/1.0/operations/x","metadata":{"id":"x"}}`, "async", nil, 0},
+		{"not found", 404, `{"type":"error","error_code":404,"error":"Instance not found"}` + "\n\n", "", ErrNotFound, 404},
+		{"not found other wording", 404, `{"type":"error","error_code":404,"error":"Image alias not found"}`, "", ErrNotFound, 404},
+		{"conflict", 409, `{"type":"error","error_code":409,"error":"Instance \"x\" already exists"}`, "", ErrConflict, 409},
+		{"etag", 412, `{"type":"error","error_code":412,"error":"ETag doesn't match: a vs b"}`, "", ErrPreconditionFailed, 412},
+		{"forbidden", 403, `{"type":"error","error_code":403,"error":"not authorized"}`, "", ErrForbidden, 403},
+		{"bad request", 400, `{"type":"error","error_code":400,"error":"Unknown action: 'jump'"}`, "", ErrBadRequest, 400},
+		{"invalid config is 500 on 5.0.2", 500, `{"type":"error","error_code":500,"error":"Invalid config"}`, "", nil, 500},
+		{"error code missing uses http status", 404, `{"type":"error","error":"x"}`, "", ErrNotFound, 404},
+		{"plain text 404", 404, "404 page not found\n", "", ErrNotFound, 404},
+		{"garbage 200", 200, "<html>", "", ErrProtocol, 0},
+		{"unknown type", 200, `{"type":"weird"}`, "", ErrProtocol, 0},
+		{"empty 200", 200, "", "", ErrProtocol, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := decodeResponse("GET", "/1.0/x", tc.status, strings.NewReader(tc.body))
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			var lerr *Error
+			if tc.wantCode != 0 {
+				if !errors.As(err, &lerr) || lerr.StatusCode != tc.wantCode {
+					t.Fatalf("err = %#v, want *Error with code %d", err, tc.wantCode)
+				}
+				if lerr.Message == "" || !strings.Contains(err.Error(), "/1.0/x") {
+					t.Fatalf("error %q lacks message or path", err)
+				}
+				return
+			}
+			if tc.wantErr == nil && (err != nil || r.Type != tc.wantType) {
+				t.Fatalf("r = %+v, err = %v; want type %s", r, err, tc.wantType)
+			}
+		})
+	}
+}
+
+// TestWaitOperationDialects covers /wait across LXD 5.0.2, 5.0.3+/5.21/6.x
+// and Incus (REST notes §3 and §8).
+func TestWaitOperationDialects(t *testing.T) {
+	type step func(w http.ResponseWriter)
+	opBody := func(status int, errText string, meta any) step {
+		return func(w http.ResponseWriter) { writeSync(w, op("op1", status, errText, meta)) }
+	}
+	envErr := func(msg string) step { // 5.0.3+: HTTP 200 with an error envelope
+		return func(w http.ResponseWriter) { writeError(w, 200, 400, msg) }
+	}
+	for _, tc := range []struct {
+		name     string
+		waits    []step
+		gets     []step // answers to GET /1.0/operations/op1
+		wantErr  error
+		wantMsg  string
+		wantCode int // metadata.return, -1 for none
+	}{
+		{name: "5.0.2 running then success",
+			waits: []step{opBody(103, "", nil), opBody(200, "", map[string]int{"return": 0})}, wantCode: 0},
+		{name: "5.0.2 failure",
+			waits: []step{opBody(400, "boom", nil)}, wantErr: ErrOperationFailed, wantMsg: "boom", wantCode: -1},
+		{name: "5.0.3+ timeout envelope then success",
+			waits: []step{envErr("context deadline exceeded"), opBody(200, "", map[string]int{"return": 4})},
+			gets:  []step{opBody(103, "", nil)}, wantCode: 4},
+		{name: "5.0.3+ failure envelope, op readable",
+			waits:   []step{envErr("Command not found")},
+			gets:    []step{opBody(400, "Command not found", map[string]int{"return": 127})},
+			wantErr: ErrOperationFailed, wantMsg: "Command not found", wantCode: 127},
+		{name: "5.0.3+ failure envelope, op forgotten",
+			waits:   []step{envErr("boom")},
+			gets:    []step{func(w http.ResponseWriter) { writeError(w, 404, 404, "Operation not found") }},
+			wantErr: ErrOperationFailed, wantMsg: "boom", wantCode: -1},
+		{name: "incus returns the op like 5.0.2",
+			waits: []step{opBody(103, "", nil), opBody(103, "", nil), opBody(200, "", map[string]int{"return": 2})}, wantCode: 2},
+		{name: "cancelled",
+			waits: []step{opBody(401, "", nil)}, wantErr: ErrOperationCancelled, wantCode: -1},
+		{name: "operation gone",
+			waits: []step{func(w http.ResponseWriter) { writeError(w, 404, 404, "Operation not found") }}, wantErr: ErrNotFound, wantCode: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, nil)
+			var nw, ng atomic.Int32
+			f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("timeout") == "" {
+					t.Errorf("wait without timeout")
+				}
+				tc.waits[min(int(nw.Add(1))-1, len(tc.waits)-1)](w)
+			})
+			f.mux.HandleFunc("GET /1.0/operations/op1", func(w http.ResponseWriter, r *http.Request) {
+				tc.gets[min(int(ng.Add(1))-1, len(tc.gets)-1)](w)
+			})
+			c := f.client(t, Options{})
+			o, err := c.WaitOperation(context.Background(), "/1.0/operations/op1")
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantMsg != "" && !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Fatalf("err %q lacks %q", err, tc.wantMsg)
+			}
+			code := -1
+			if o != nil {
+				var m execMeta
+				if json.Unmarshal(o.Metadata, &m) == nil && m.Return != nil {
+					code = *m.Return
+				}
+			}
+			if code != tc.wantCode {
+				t.Fatalf("return = %d, want %d", code, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestWaitOperationContext(t *testing.T) {
+	f := newFake(t, nil)
+	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	c := f.client(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := c.WaitOperation(ctx, "op1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestCreateInstance(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		clustered  bool
+		answer     func(w http.ResponseWriter)
+		wantErr    error
+		wantTarget string
+	}{
+		{name: "ok", answer: func(w http.ResponseWriter) { writeAsync(w, op("c1", 103, "", nil)) }},
+		{name: "target only when clustered", clustered: true, wantTarget: "node2",
+			answer: func(w http.ResponseWriter) { writeAsync(w, op("c1", 103, "", nil)) }},
+		{name: "5.0.2 duplicate: 202 then failed op", wantErr: ErrConflict,
+			answer: func(w http.ResponseWriter) { writeAsync(w, op("dup", 103, "", nil)) }},
+		{name: "5.21.7 duplicate: sync 409", wantErr: ErrConflict,
+			answer: func(w http.ResponseWriter) { writeError(w, 409, 409, `Instance "x" already exists`) }},
+		{name: "missing alias", wantErr: ErrNotFound,
+			answer: func(w http.ResponseWriter) { writeError(w, 404, 404, "Image alias not found") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]any{"server": "lxd", "server_clustered": tc.clustered})
+			var got InstancesPost
+			var gotQuery string
+			f.mux.HandleFunc("POST /1.0/instances", func(w http.ResponseWriter, r *http.Request) {
+				gotQuery = r.URL.RawQuery
+				if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				_ = json.NewDecoder(r.Body).Decode(&got)
+				tc.answer(w)
+			})
+			f.mux.HandleFunc("GET /1.0/operations/c1/wait", func(w http.ResponseWriter, r *http.Request) {
+				writeSync(w, op("c1", 200, "", nil))
+			})
+			f.mux.HandleFunc("GET /1.0/operations/dup/wait", func(w http.ResponseWriter, r *http.Request) {
+				writeSync(w, op("dup", 400, `Failed creating instance record: Add instance info to the database: This "instances" entry already exists`, nil))
+			})
+			c := f.client(t, Options{Project: "p1", Target: "node2"})
+			err := c.CreateInstance(context.Background(), InstancesPost{Name: "x", Source: InstanceSource{Alias: "busybox"}})
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if got.Type != "container" || got.Source.Type != "image" || got.Source.Alias != "busybox" || len(got.Profiles) != 1 {
+				t.Fatalf("request %+v", got)
+			}
+			want := "project=p1"
+			if tc.wantTarget != "" {
+				want = "project=p1&target=" + tc.wantTarget
+			}
+			if gotQuery != want {
+				t.Fatalf("query %q, want %q", gotQuery, want)
+			}
+		})
+	}
+}
+
+func TestUpdateInstanceETag(t *testing.T) {
+	f := newFake(t, nil)
+	f.mux.HandleFunc("PATCH /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
+		var p map[string]map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		if r.Header.Get("If-Match") != `"abc"` {
+			writeError(w, 412, 412, "ETag doesn't match")
+			return
+		}
+		if v, ok := p["config"]["k"]; !ok || v != "" {
+			t.Errorf("config %v: want k deleted with \"\"", p["config"])
+		}
+		writeSync(w, map[string]any{})
+	})
+	c := f.client(t, Options{})
+	patch := InstancePatch{Config: map[string]string{"k": ""}}
+	if err := c.UpdateInstance(context.Background(), "c1", patch, `"abc"`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateInstance(context.Background(), "c1", patch, `"old"`); !errors.Is(err, ErrPreconditionFailed) {
+		t.Fatalf("err = %v, want ErrPreconditionFailed", err)
+	}
+}
+
+func TestOctalMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode os.FileMode
+		want string
+	}{
+		{0o640, "0640"}, {0o755, "0755"}, {0o7, "07"}, {0o4755 | os.ModeSetuid, "04755"},
+		{0o755 | os.ModeSetuid, "04755"}, {0o777 | os.ModeSticky, "01777"}, {0o750 | os.ModeSetgid | os.ModeDir, "02750"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := octalMode(tc.mode); got != tc.want {
+				t.Fatalf("octalMode(%v) = %q, want %q", tc.mode, got, tc.want)
+			}
+			back, err := parseOctalMode(tc.want)
+			if err != nil || octalMode(back) != tc.want {
+				t.Fatalf("parseOctalMode(%q) = %v, %v", tc.want, back, err)
+			}
+		})
+	}
+	for _, bad := range []string{"", "0o640", "9", "-1", "077777"} {
+		if _, err := parseOctalMode(bad); !errors.Is(err, ErrProtocol) {
+			t.Errorf("parseOctalMode(%q) = %v, want ErrProtocol", bad, err)
+		}
+	}
+}
+
+func TestPushFile(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		server     string
+		extensions []string
+		opts       FileOptions
+		body       string
+		want       map[string]string // header suffix -> value ("" = absent)
+	}{
+		{name: "lxd file", server: "lxd", opts: FileOptions{Mode: 0o640, UID: 1000, GID: 1001}, body: "data",
+			want: map[string]string{"X-LXD-Mode": "0640", "X-LXD-Uid": "1000", "X-LXD-Gid": "1001", "X-LXD-Type": "file",
+				"X-LXD-Write": "overwrite", "X-LXD-Modify-Perm": ""}},
+		{name: "incus headers", server: "incus", opts: FileOptions{Mode: 0o600}, body: "x",
+			want: map[string]string{"X-Incus-Mode": "0600", "X-Incus-Type": "file", "X-LXD-Mode": ""}},
+		{name: "modify-perm when supported", server: "lxd", extensions: []string{"instances_files_modify_permissions"},
+			opts: FileOptions{Mode: 0o700, Append: true}, body: "y",
+			want: map[string]string{"X-LXD-Modify-Perm": "mode,uid,gid", "X-LXD-Write": "append"}},
+		{name: "default mode not sent", server: "lxd", body: "z", want: map[string]string{"X-LXD-Mode": ""}},
+		{name: "symlink", server: "lxd", opts: FileOptions{Type: FileTypeSymlink}, body: "/target",
+			want: map[string]string{"X-LXD-Type": "symlink"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]any{"server": tc.server}, tc.extensions...)
+			var gotHdr http.Header
+			var gotBody []byte
+			var gotPath string
+			f.mux.HandleFunc("POST /1.0/instances/c1/files", func(w http.ResponseWriter, r *http.Request) {
+				gotHdr, gotPath = r.Header, r.URL.Query().Get("path")
+				gotBody, _ = io.ReadAll(r.Body)
+				writeSync(w, map[string]any{})
+			})
+			c := f.client(t, Options{})
+			if err := c.PushFile(context.Background(), "c1", "/a b/f", strings.NewReader(tc.body), tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			if ct := gotHdr.Get("Content-Type"); ct != "application/octet-stream" {
+				t.Fatalf("Content-Type %q: a form body makes LXD write 0 bytes", ct)
+			}
+			if string(gotBody) != tc.body || gotPath != "/a b/f" {
+				t.Fatalf("body %q path %q", gotBody, gotPath)
+			}
+			for k, v := range tc.want {
+				if got := gotHdr.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestPushFileBadInput(t *testing.T) {
+	f := newFake(t, nil)
+	c := f.client(t, Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, inst, path string
+		opts             FileOptions
+	}{
+		{"relative path", "c1", "etc/passwd", FileOptions{}},
+		{"bad type", "c1", "/f", FileOptions{Type: "fifo"}},
+		{"negative uid", "c1", "/f", FileOptions{UID: -1}},
+		{"bad instance", "../x", "/f", FileOptions{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.PushFile(ctx, tc.inst, tc.path, strings.NewReader(""), tc.opts); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("err = %v, want ErrBadRequest", err)
+			}
+		})
+	}
+}
+
+func TestMkdirOneLevelAtATime(t *testing.T) {
+	f := newFake(t, nil)
+	var mu sync.Mutex
+	var made []string
+	f.mux.HandleFunc("POST /1.0/instances/c1/files", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		made = append(made, r.URL.Query().Get("path")+":"+r.Header.Get("X-LXD-Type"))
+		mu.Unlock()
+		writeSync(w, map[string]any{})
+	})
+	c := f.client(t, Options{})
+	if err := c.PushFile(context.Background(), "c1", "/w/a/b/f", strings.NewReader("x"), FileOptions{MkdirParents: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "/w:directory,/w/a:directory,/w/a/b:directory,/w/a/b/f:file"
+	if got := strings.Join(made, ","); got != want {
+		t.Fatalf("requests %s, want %s", got, want)
+	}
+}
+
+func TestPullFile(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		server   string
+		handler  func(w http.ResponseWriter)
+		wantErr  error
+		wantInfo FileInfo
+		wantBody string
+	}{
+		{name: "file", server: "lxd", handler: func(w http.ResponseWriter) {
+			h := w.Header()
+			h.Set("X-Lxd-Type", "file")
+			h.Set("X-Lxd-Mode", "0640")
+			h.Set("X-Lxd-Uid", "1000")
+			h.Set("X-Lxd-Gid", "1000")
+			h.Set("X-Lxd-Modified", "2026-12-02 13:54:46 +0000 UTC")
+			_, _ = w.Write([]byte("content"))
+		}, wantInfo: FileInfo{Mode: 0o640, UID: 1000, GID: 1000, Type: "file"}, wantBody: "content"},
+		{name: "incus file", server: "incus", handler: func(w http.ResponseWriter) {
+			w.Header().Set("X-Incus-Type", "file")
+			w.Header().Set("X-Incus-Mode", "0600")
+			_, _ = w.Write([]byte("c"))
+		}, wantInfo: FileInfo{Mode: 0o600, Type: "file"}, wantBody: "c"},
+		{name: "symlink body is the target", server: "lxd", handler: func(w http.ResponseWriter) {
+			w.Header().Set("X-Lxd-Type", "symlink")
+			w.Header().Set("X-Lxd-Mode", "0777")
+			_, _ = w.Write([]byte("/etc/passwd"))
+		}, wantInfo: FileInfo{Mode: 0o777 | os.ModeSymlink, Type: "symlink"}, wantBody: "/etc/passwd"},
+		{name: "directory", server: "lxd", handler: func(w http.ResponseWriter) {
+			w.Header().Set("X-Lxd-Type", "directory")
+			writeSync(w, []string{"a", "b"})
+		}, wantErr: ErrIsDirectory},
+		{name: "missing", server: "lxd", handler: func(w http.ResponseWriter) {
+			writeError(w, 404, 404, "Not Found")
+		}, wantErr: ErrNotFound},
+		{name: "no type header", server: "lxd", handler: func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte("?"))
+		}, wantErr: ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, map[string]any{"server": tc.server})
+			f.mux.HandleFunc("GET /1.0/instances/c1/files", func(w http.ResponseWriter, r *http.Request) { tc.handler(w) })
+			c := f.client(t, Options{})
+			rc, info, err := c.PullFile(context.Background(), "c1", "/f")
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			body, _ := io.ReadAll(rc)
+			info.ModTime = time.Time{}
+			if string(body) != tc.wantBody || *info != tc.wantInfo {
+				t.Fatalf("body %q info %+v, want %q %+v", body, *info, tc.wantBody, tc.wantInfo)
+			}
+		})
+	}
+}
+
+// execFake serves one exec operation with websockets, scripted per fd.
+type execFake struct {
+	t           *testing.T
+	interactive bool
+	fds         map[string]func(*websocket.Conn) // by fd name
+	result      chan map[string]any              // final op, sent by a fd script
+	refuse      string                           // fd whose handshake fails
+}
+
+func (e *execFake) install(f *fakeServer) {
+	up := websocket.Upgrader{}
+	f.mux.HandleFunc("POST /1.0/instances/c1/exec", func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req["wait-for-websocket"] != true || req["interactive"] != e.interactive {
+			e.t.Errorf("exec request %v", req)
+		}
+		fds := map[string]string{}
+		for name := range e.fds {
+			fds[name] = "secret-" + name
+		}
+		o := op("ex1", 103, "", map[string]any{"fds": fds})
+		o["class"] = "websocket"
+		writeAsync(w, o)
+	})
+	f.mux.HandleFunc("GET /1.0/operations/ex1/websocket", func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Query().Get("secret"), "secret-")
+		script, ok := e.fds[name]
+		if !ok || name == e.refuse {
+			writeError(w, 500, 500, "permission denied")
+			return
+		}
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		script(conn)
+	})
+	f.mux.HandleFunc("GET /1.0/operations/ex1/wait", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case o := <-e.result:
+			writeSync(w, o)
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// dropWithoutClose ends a websocket the way LXD ends exec output: no Close
+// frame, so the client sees 1006 / EOF.
+func dropWithoutClose(c *websocket.Conn) { _ = c.UnderlyingConn().Close() }
+
+func readUntilText(c *websocket.Conn) (string, error) {
+	var b bytes.Buffer
+	for {
+		typ, data, err := c.ReadMessage()
+		if err != nil {
+			return b.String(), err
+		}
+		if typ == websocket.TextMessage {
+			return b.String(), nil
+		}
+		b.Write(data)
+	}
+}
+
+func TestExecNonInteractiveFraming(t *testing.T) {
+	f := newFake(t, nil)
+	stdinGot := make(chan string, 1)
+	ef := &execFake{t: t, result: make(chan map[string]any, 1)}
+	var outputs sync.WaitGroup
+	outputs.Add(2)
+	ef.fds = map[string]func(*websocket.Conn){
+		"control": func(c *websocket.Conn) { _, _, _ = c.ReadMessage() },
+		"0": func(c *websocket.Conn) {
+			s, _ := readUntilText(c) // stdin ends with an empty Text barrier
+			stdinGot <- s
+			outputs.Wait()
+			ef.result <- op("ex1", 200, "", map[string]any{"return": 3})
+			dropWithoutClose(c)
+		},
+		"1": func(c *websocket.Conn) {
+			for i := 0; i < 4; i++ {
+				_ = c.WriteMessage(websocket.BinaryMessage, bytes.Repeat([]byte{'o'}, 65536))
+			}
+			_ = c.WriteMessage(websocket.TextMessage, nil)
+			outputs.Done()
+			dropWithoutClose(c)
+		},
+		"2": func(c *websocket.Conn) {
+			_ = c.WriteMessage(websocket.BinaryMessage, []byte("err-line\n"))
+			_ = c.WriteMessage(websocket.TextMessage, nil)
+			outputs.Done()
+			dropWithoutClose(c)
+		},
+	}
+	ef.install(f)
+	c := f.client(t, Options{})
+	e, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Stdin().Write(bytes.Repeat([]byte("i"), 100000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stdin().Close(); err != nil {
+		t.Fatal(err)
+	}
+	var errOut []byte
+	done := make(chan struct{})
+	go func() { errOut, _ = io.ReadAll(e.Stderr()); close(done) }()
+	out, err := io.ReadAll(e.Stdout())
+	<-done
+	if err != nil || len(out) != 4*65536 || string(errOut) != "err-line\n" {
+		t.Fatalf("stdout %d bytes (%v), stderr %q", len(out), err, errOut)
+	}
+	if s := <-stdinGot; len(s) != 100000 {
+		t.Fatalf("stdin got %d bytes", len(s))
+	}
+	if code, err := e.Wait(); code != 3 || err != nil {
+		t.Fatalf("Wait = %d, %v; want 3, nil", code, err)
+	}
+}
+
+// TestExecInteractiveEndOfStream: EOF is ^D (never a barrier while the
+// command runs), the client answers the server's barrier (else the op never
+// ends), and resize sends width/height as strings.
+func TestExecInteractiveEndOfStream(t *testing.T) {
+	f := newFake(t, nil)
+	ef := &execFake{t: t, interactive: true, result: make(chan map[string]any, 1)}
+	resized := make(chan map[string]any, 1)
+	ef.fds = map[string]func(*websocket.Conn){
+		"control": func(c *websocket.Conn) {
+			for {
+				_, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m struct {
+					Command string `json:"command"`
+					Args    struct {
+						Width  string `json:"width"`
+						Height string `json:"height"`
+					} `json:"args"`
+				}
+				if err := json.Unmarshal(data, &m); err != nil {
+					t.Errorf("control message %s does not decode like LXD's: %v", data, err)
+				}
+				resized <- map[string]any{"cmd": m.Command, "w": m.Args.Width, "h": m.Args.Height}
+			}
+		},
+		"0": func(c *websocket.Conn) {
+			for {
+				typ, data, err := c.ReadMessage()
+				if err != nil {
+					t.Errorf("fd 0 read: %v", err)
+					return
+				}
+				if typ == websocket.TextMessage {
+					t.Errorf("client sent a barrier while the command ran")
+					return
+				}
+				if bytes.Equal(data, []byte{0x04}) {
+					break
+				}
+			}
+			_ = c.WriteMessage(websocket.BinaryMessage, []byte("bye\r\n"))
+			_ = c.WriteMessage(websocket.TextMessage, nil)
+			// The op stays running until the client answers the barrier.
+			typ, _, err := c.ReadMessage()
+			var ce *websocket.CloseError
+			if err != nil && !errors.As(err, &ce) || err == nil && typ != websocket.TextMessage {
+				t.Errorf("client did not answer the barrier: %v", err)
+			}
+			ef.result <- op("ex1", 200, "", map[string]any{"return": 0})
+			dropWithoutClose(c)
+		},
+	}
+	ef.install(f)
+	c := f.client(t, Options{})
+	e, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"sh"}, Interactive: true, Width: 80, Height: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Resize(120, 40); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-resized; got["cmd"] != "window-resize" || got["w"] != "120" || got["h"] != "40" {
+		t.Fatalf("resize message %v", got)
+	}
+	if err := e.Stdin().Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(e.Stdout())
+	if string(out) != "bye\r\n" {
+		t.Fatalf("stdout %q", out)
+	}
+	if code, err := e.Wait(); code != 0 || err != nil {
+		t.Fatalf("Wait = %d, %v", code, err)
+	}
+}
+
+func TestExecCancelSignals(t *testing.T) {
+	f := newFake(t, nil)
+	ef := &execFake{t: t, result: make(chan map[string]any, 1)}
+	signals := make(chan int, 4)
+	ef.fds = map[string]func(*websocket.Conn){
+		"control": func(c *websocket.Conn) {
+			for {
+				_, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m struct {
+					Command string `json:"command"`
+					Signal  int    `json:"signal"`
+				}
+				_ = json.Unmarshal(data, &m)
+				signals <- m.Signal
+				if m.Signal == 9 {
+					ef.result <- op("ex1", 200, "", map[string]any{"return": 137})
+				}
+			}
+		},
+		"0": func(c *websocket.Conn) { _, _ = readUntilText(c) },
+		"1": func(c *websocket.Conn) { _, _ = readUntilText(c) },
+		"2": func(c *websocket.Conn) { _, _ = readUntilText(c) },
+	}
+	ef.install(f)
+	c := f.client(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := c.Exec(ctx, "c1", ExecRequest{Command: []string{"stubborn"}, KillGrace: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, e.Stderr()) }()
+	go func() { _, _ = io.Copy(io.Discard, e.Stdout()) }()
+	cancel()
+	code, err := e.Wait()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %d, %v; want context.Canceled", code, err)
+	}
+	if a, b := <-signals, <-signals; a != 15 || b != 9 {
+		t.Fatalf("signals %d, %d; want 15 then 9", a, b)
+	}
+}
+
+func TestExecBadSecret(t *testing.T) {
+	f := newFake(t, nil)
+	ef := &execFake{t: t, result: make(chan map[string]any, 1), refuse: "2"}
+	noop := func(c *websocket.Conn) { _, _ = readUntilText(c) }
+	ef.fds = map[string]func(*websocket.Conn){"control": noop, "0": noop, "1": noop, "2": noop}
+	ef.install(f)
+	c := f.client(t, Options{})
+	_, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
+	var lerr *Error
+	if !errors.As(err, &lerr) || lerr.StatusCode != 500 || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("err = %v, want the handshake's 500 permission denied", err)
+	}
+	if strings.Contains(err.Error(), "secret-") {
+		t.Fatalf("error %q leaks the fd secret", err)
+	}
+}
+
+func TestEventsDecode(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw            string
+		wantInst, wantProj   string
+		wantAction, wantType string
+		wantStopped          bool
+	}{
+		{name: "5.0.2 name from source",
+			raw:      `{"type":"lifecycle","timestamp":"2026-12-02T13:59:16.1Z","metadata":{"action":"instance-started","source":"/1.0/instances/probe-a","requestor":{"username":"root"}},"location":"none","project":"default"}`,
+			wantInst: "probe-a", wantProj: "default", wantAction: "instance-started", wantType: "lifecycle"},
+		{name: "5.0.3+ metadata name wins",
+			raw:      `{"type":"lifecycle","timestamp":"2026-12-02T13:59:16.1Z","metadata":{"action":"instance-shutdown","source":"/1.0/instances/a","name":"a","project":"p"}}`,
+			wantInst: "a", wantProj: "p", wantAction: "instance-shutdown", wantType: "lifecycle", wantStopped: true},
+		{name: "project in source query",
+			raw:      `{"type":"lifecycle","metadata":{"action":"instance-stopped","source":"/1.0/instances/b?project=other"}}`,
+			wantInst: "b", wantProj: "other", wantAction: "instance-stopped", wantType: "lifecycle", wantStopped: true},
+		{name: "sub-resource source",
+			raw:      `{"type":"lifecycle","metadata":{"action":"instance-file-pushed","source":"/1.0/instances/c/files"}}`,
+			wantInst: "c", wantAction: "instance-file-pushed", wantType: "lifecycle"},
+		{name: "operation", raw: `{"type":"operation","metadata":{"id":"x","status_code":200}}`, wantType: "operation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := decodeEvent([]byte(tc.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != tc.wantType || ev.Instance != tc.wantInst || ev.Project != tc.wantProj || ev.Action != tc.wantAction || ev.Stopped() != tc.wantStopped {
+				t.Fatalf("event %+v", ev)
+			}
+		})
+	}
+	for _, bad := range []string{"", "{", `{"metadata":{}}`, `{"type":"lifecycle","metadata":[1]}`} {
+		if _, err := decodeEvent([]byte(bad)); !errors.Is(err, ErrProtocol) {
+			t.Errorf("decodeEvent(%q) = %v, want ErrProtocol", bad, err)
+		}
+	}
+}
+
+// TestEventsReconnect: the stream asks for explicit types, never writes,
+// and comes back after the server drops it.
+func TestEventsReconnect(t *testing.T) {
+	f := newFake(t, nil)
+	up := websocket.Upgrader{}
+	var conns atomic.Int32
+	f.mux.HandleFunc("GET /1.0/events", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("type") != "lifecycle,operation" || r.URL.Query().Get("project") != "p1" {
+			t.Errorf("events query %q", r.URL.RawQuery)
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		n := conns.Add(1)
+		go func() { // the client must never send a message
+			for {
+				if _, data, err := c.ReadMessage(); err != nil {
+					return
+				} else {
+					t.Errorf("client wrote %q on the event stream", data)
+				}
+			}
+		}()
+		_ = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/n`+string(rune('0'+n))+`"}}`))
+		if n == 1 {
+			dropWithoutClose(c)
+			return
+		}
+		<-r.Context().Done()
+	})
+	c := f.client(t, Options{Project: "p1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := c.Events(ctx, EventTypeLifecycle, EventTypeOperation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range ch {
+		got = append(got, ev.Type+":"+ev.Instance)
+		if len(got) == 3 {
+			cancel()
+		}
+	}
+	want := "lifecycle:n1," + EventReconnected + ":,lifecycle:n2"
+	if strings.Join(got[:min(3, len(got))], ",") != want {
+		t.Fatalf("events %v, want %s", got, want)
+	}
+}
+
+func TestEventsBadType(t *testing.T) {
+	f := newFake(t, nil)
+	c := f.client(t, Options{})
+	if _, err := c.Events(context.Background(), "lifecycle,logging"); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("err = %v, want ErrBadRequest", err)
+	}
+}
+
+func TestDiscoverSocket(t *testing.T) {
+	f := newFake(t, nil)
+	t.Setenv("LXD_SOCKET", f.sock)
+	if got, err := DiscoverSocket(); err != nil || got != f.sock {
+		t.Fatalf("DiscoverSocket = %q, %v", got, err)
+	}
+	t.Setenv("LXD_SOCKET", "/nonexistent/x.sock")
+	t.Setenv("LXD_DIR", strings.TrimSuffix(f.sock, "/unix.socket"))
+	if got, err := DiscoverSocket(); err != nil || got != f.sock {
+		t.Fatalf("DiscoverSocket via LXD_DIR = %q, %v", got, err)
+	}
+}
+
+func TestConnectOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"http url", Options{URL: "http://x:8443"}, "want https"},
+		{"no client cert", Options{URL: "https://127.0.0.1:1"}, "client_cert"},
+		{"missing cert file", Options{URL: "https://127.0.0.1:1", ClientCert: "/nonexistent.crt", ClientKey: "/nonexistent.key"}, "load client certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Connect(context.Background(), tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
