@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"remote/api"
+)
+
+func init() {
+	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
+	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers", Run: runProviders})
+	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
+	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json]", Summary: "print a chat's stored events", Run: runEvents})
+	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]...", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
+	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json]", Summary: "follow a chat's events live", Run: runTail})
+	register(command{Name: "cancel", Usage: "CHAT", Summary: "cancel a chat's running prompt", Run: runCancel})
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runInfo(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("info"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args); err != nil {
+		return err
+	}
+	info, err := e.Client.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, info)
+	}
+	lxd := "unreachable"
+	if info.LXD.Reachable {
+		lxd = "reachable"
+		if info.LXD.ServerVersion != "" {
+			lxd += ", server " + info.LXD.ServerVersion
+		}
+	} else if info.LXD.Error != "" {
+		lxd += ": " + info.LXD.Error
+	}
+	var ps []string
+	for _, p := range info.Providers {
+		if p.Enabled {
+			ps = append(ps, p.ID)
+		}
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintf(tw, "version:\t%s\n", info.Version)
+	fmt.Fprintf(tw, "uptime:\t%s\n", (time.Duration(info.UptimeSeconds) * time.Second).String())
+	fmt.Fprintf(tw, "lxd:\t%s\n", lxd)
+	fmt.Fprintf(tw, "providers:\t%s\n", strings.Join(ps, ", "))
+	return tw.Flush()
+}
+
+func runProviders(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("providers"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args); err != nil {
+		return err
+	}
+	ps, err := e.Client.Providers(ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, ps)
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintln(tw, "ID\tLABEL\tENABLED\tCAPABILITIES")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID, p.Label, p.Enabled, compact(p.Capabilities, 60))
+	}
+	return tw.Flush()
+}
+
+// chatCommands are the subcommands of `remotectl chat`.
+var chatCommands = map[string]command{
+	"create": {Name: "create", Usage: "[-provider ID] [-project NAME] [-cwd DIR] [-model M] [-title T] [--json]", Summary: "create a chat and print its id", Run: runChatCreate},
+	"list":   {Name: "list", Usage: "[--json]", Summary: "list chats", Run: runChatList},
+	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
+	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
+	"fork":   {Name: "fork", Usage: "CHAT [--json]", Summary: "fork a chat and print the new id", Run: runChatFork},
+}
+
+func runChat(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		var names []string
+		for n := range chatCommands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return usagef("missing subcommand: one of %s", strings.Join(names, ", "))
+	}
+	sub, ok := chatCommands[args[0]]
+	if !ok {
+		return usagef("unknown subcommand %q", args[0])
+	}
+	if err := sub.Run(ctx, e, args[1:]); err != nil {
+		if ue, ok := err.(*usageError); ok {
+			return usagef("%s: %v (usage: chat %s %s)", sub.Name, ue.msg, sub.Name, sub.Usage)
+		}
+		return err
+	}
+	return nil
+}
+
+func runChatCreate(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("chat create")
+	var req api.CreateChatRequest
+	fs.StringVar(&req.Provider, "provider", "claude", "provider `id`")
+	fs.StringVar(&req.Project, "project", "", "project `name` (none: a loose chat on the host)")
+	fs.StringVar(&req.Cwd, "cwd", "", "working `directory` of a loose chat")
+	fs.StringVar(&req.Model, "model", "", "`model`")
+	fs.StringVar(&req.Title, "title", "", "`title`")
+	args, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args); err != nil {
+		return err
+	}
+	c, err := e.Client.CreateChat(ctx, req)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, c)
+	}
+	_, err = fmt.Fprintln(e.Stdout, c.ID)
+	return err
+}
+
+func runChatList(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("chat list"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args); err != nil {
+		return err
+	}
+	chats, err := e.Client.Chats(ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, chats)
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintln(tw, "ID\tPROVIDER\tPROJECT\tRUNNING\tCREATED\tTITLE")
+	for _, c := range chats {
+		project := c.Project
+		if project == "" {
+			project = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", c.ID, c.Provider, project, c.Running, c.CreatedAt.Local().Format("2006-01-02 15:04"), oneLine(c.Title, 50))
+	}
+	return tw.Flush()
+}
+
+func runChatShow(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("chat show"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "CHAT"); err != nil {
+		return err
+	}
+	c, err := e.Client.Chat(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, c)
+	}
+	tw := newTable(e.Stdout)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", c.ID)
+	row("title", c.Title)
+	row("owner", c.Owner)
+	row("provider", c.Provider)
+	row("project", c.Project)
+	row("cwd", c.Cwd)
+	row("model", c.Model)
+	row("mode", c.Mode)
+	var sess []string
+	for p, id := range c.Sessions {
+		sess = append(sess, p+"="+id)
+	}
+	sort.Strings(sess)
+	row("sessions", strings.Join(sess, " "))
+	row("skills", strings.Join(c.SelectedSkills, ", "))
+	if c.ForkPending {
+		row("fork pending", "true")
+	}
+	row("running", strconv.FormatBool(c.Running))
+	row("created", c.CreatedAt.Local().Format(time.RFC3339))
+	if !c.LastMessageAt.IsZero() {
+		row("last message", c.LastMessageAt.Local().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func runChatRm(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("chat rm"), args)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return usagef("want at least one CHAT")
+	}
+	for _, id := range args {
+		if err := e.Client.DeleteChat(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runChatFork(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("chat fork"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "CHAT"); err != nil {
+		return err
+	}
+	c, err := e.Client.ForkChat(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, c)
+	}
+	_, err = fmt.Fprintln(e.Stdout, c.ID)
+	return err
+}
+
+func runEvents(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("events")
+	since := fs.Int64("since", 0, "only events after `seq`")
+	args, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "CHAT"); err != nil {
+		return err
+	}
+	evs, err := e.Client.Events(ctx, args[0], *since)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, evs)
+	}
+	r := newRenderer(e, false)
+	for _, ev := range evs {
+		r.event(ev)
+	}
+	r.finish()
+	return nil
+}
+
+func runCancel(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("cancel"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "CHAT"); err != nil {
+		return err
+	}
+	return e.Client.Cancel(ctx, args[0])
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// compact prints raw JSON on one line, clipped to n runes.
+func compact(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return oneLine(string(raw), n)
+	}
+	b, _ := json.Marshal(v)
+	return oneLine(string(b), n)
+}

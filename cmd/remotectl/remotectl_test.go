@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/client"
+	"remote/client/clienttest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCtl(ctx context.Context, fake *clienttest.Server, stdin string, args ...string) result {
+	var out, errb syncBuffer
+	code := run(ctx, append([]string{"-socket", fake.Socket}, args...), strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func seeded(t *testing.T) *clienttest.Server {
+	fake := clienttest.New(t)
+	user := client.New("").User()
+	fake.AddChat(api.Chat{ID: "abcdef012345", Title: "first chat", Owner: user, Provider: "claude", Sessions: map[string]string{"claude": "sess-1"}},
+		api.Event{Type: api.EventUser, Text: "hello"},
+		api.Event{Type: api.EventAssistantText, MessageID: "m1", Text: "hi there"},
+		api.Event{Type: api.EventComplete})
+	return fake
+}
+
+func TestCommands(t *testing.T) {
+	fake := seeded(t)
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string // substrings
+		stderr     []string
+		jsonStdout bool
+	}{
+		{"info", []string{"info"}, 0, []string{"version:", "fake", "reachable, server 5.0.2", "claude, codex"}, nil, false},
+		{"info json", []string{"info", "--json"}, 0, []string{`"version": "fake"`}, nil, true},
+		{"info global json", []string{"--json", "info"}, 0, []string{`"uptimeSeconds": 42`}, nil, true},
+		{"providers", []string{"providers"}, 0, []string{"ID", "claude", "Claude Code", `{"fork":true,"resume":true}`}, nil, false},
+		{"providers json", []string{"providers", "-json"}, 0, []string{`"id": "codex"`}, nil, true},
+		{"chat list", []string{"chat", "list"}, 0, []string{"abcdef012345", "first chat"}, nil, false},
+		{"chat list json", []string{"chat", "list", "--json"}, 0, []string{`"id": "abcdef012345"`}, nil, true},
+		{"chat show", []string{"chat", "show", "abcdef012345"}, 0, []string{"sessions:", "claude=sess-1", "provider:"}, nil, false},
+		{"chat show json after id", []string{"chat", "show", "abcdef012345", "--json"}, 0, []string{`"sessions": {`}, nil, true},
+		{"chat show missing", []string{"chat", "show", "abcd"}, 1, nil, []string{`remotectl: not_found: chat "abcd" not found`}, false},
+		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: invalid chat id "NOPE"`}, false},
+		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"want 1 argument(s) (CHAT), got 0", "usage: remotectl chat"}, false},
+		{"chat unknown sub", []string{"chat", "frob"}, 2, nil, []string{`unknown subcommand "frob"`}, false},
+		{"chat no sub", []string{"chat"}, 2, nil, []string{"create, fork, list, rm, show"}, false},
+		{"chat create bad provider", []string{"chat", "create", "-provider", "nope"}, 1, nil, []string{`remotectl: bad_request: provider: unknown provider "nope"`}, false},
+		{"events", []string{"events", "abcdef012345"}, 0, []string{"> hello", "hi there"}, nil, false},
+		{"events since json", []string{"events", "abcdef012345", "-since", "2", "--json"}, 0, []string{`"type": "complete"`}, nil, true},
+		{"unknown command", []string{"frob"}, 2, nil, []string{`unknown command "frob"`}, false},
+		{"unknown flag", []string{"info", "-x"}, 2, nil, []string{"flag provided but not defined: -x"}, false},
+		{"cancel idle", []string{"cancel", "abcdef012345"}, 1, nil, []string{"remotectl: not_found: no prompt is currently running"}, false},
+		{"prompt no text", []string{"prompt", "abcdef012345"}, 2, nil, []string{"want CHAT and TEXT"}, false},
+		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{`not_found: chat "abcd" not found`}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCtl(context.Background(), fake, "", tt.args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+				}
+			}
+			if tt.jsonStdout && !json.Valid([]byte(r.stdout)) {
+				t.Errorf("stdout is not JSON:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestChatLifecycle(t *testing.T) {
+	fake := clienttest.New(t)
+	ctx := context.Background()
+	r := runCtl(ctx, fake, "", "chat", "create", "-provider", "codex", "-title", "t1", "-cwd", "/tmp")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || len(id) != 12 {
+		t.Fatalf("create: %+v", r)
+	}
+	r = runCtl(ctx, fake, "", "chat", "fork", id)
+	fork := strings.TrimSpace(r.stdout)
+	if r.code != 0 || fork == id || len(fork) != 12 {
+		t.Fatalf("fork: %+v", r)
+	}
+	if r = runCtl(ctx, fake, "", "chat", "rm", id, fork); r.code != 0 {
+		t.Fatalf("rm: %+v", r)
+	}
+	if r = runCtl(ctx, fake, "", "chat", "list", "--json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Fatalf("list after rm: %+v", r)
+	}
+}
+
+func TestPromptStreamsUntilComplete(t *testing.T) {
+	fake := seeded(t)
+	fake.Script = func(req api.PromptRequest) []api.Event {
+		return []api.Event{
+			{Type: api.EventThinking, MessageID: "t1", Text: "pondering"},
+			{Type: api.EventToolUseStart, ID: "tool1", Name: "Bash", Input: json.RawMessage(`{"command":"ls -la"}`)},
+			{Type: api.EventToolUseEnd, ID: "tool1", Output: "a\nb\n"},
+			{Type: api.EventAssistantText, MessageID: "m2", Text: "Hello, "},
+			{Type: api.EventAssistantText, MessageID: "m2", Text: req.Text},
+			{Type: api.EventComplete},
+		}
+	}
+	r := runCtl(context.Background(), fake, "", "prompt", "abcdef012345", "big", "world")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "Hello, big world\n" {
+		t.Fatalf("stdout = %q, want only the reply", r.stdout)
+	}
+	for _, s := range []string{"pondering", "▸ Bash ls -la", "✓ Bash (4 bytes)"} {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "hi there") {
+		t.Error("prompt printed events from before the prompt")
+	}
+}
+
+func TestPromptFromStdinAndFailure(t *testing.T) {
+	fake := seeded(t)
+	fake.Script = func(req api.PromptRequest) []api.Event {
+		return []api.Event{{Type: api.EventError, Message: "claude exit: " + req.Text}}
+	}
+	r := runCtl(context.Background(), fake, "boom\n", "prompt", "abcdef012345", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "remotectl: run failed: claude exit: boom") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestPromptInterruptCancelsRun(t *testing.T) {
+	fake := seeded(t)
+	fake.HoldRuns = true
+	fake.Script = func(api.PromptRequest) []api.Event {
+		return []api.Event{{Type: api.EventAssistantText, MessageID: "m", Text: "working"}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-socket", fake.Socket, "prompt", "abcdef012345", "go"}, strings.NewReader(""), &out, &errb)
+	}()
+	// Wait for the streamed text, then "press Ctrl-C".
+	for !strings.Contains(out.String(), "working") {
+		select {
+		case code := <-done:
+			t.Fatalf("prompt ended early with %d: %s", code, errb.String())
+		default:
+		}
+		waitABit()
+	}
+	cancel()
+	code := <-done
+	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted: run cancelled") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	var cancels int
+	for _, req := range fake.Requests() {
+		if req.Method == "POST" && strings.HasSuffix(req.Path, "/cancel") {
+			cancels++
+		}
+	}
+	if cancels != 1 {
+		t.Fatalf("%d cancel requests, want 1", cancels)
+	}
+}
+
+func TestTailFollowsLive(t *testing.T) {
+	fake := seeded(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-socket", fake.Socket, "tail", "abcdef012345", "--json"}, strings.NewReader(""), &out, &errb)
+	}()
+	for strings.Count(out.String(), "\n") < 4 { // 3 stored + sync
+		waitABit()
+	}
+	r := runCtl(context.Background(), fake, "", "prompt", "abcdef012345", "again")
+	if r.code != 0 {
+		t.Fatalf("prompt: %+v", r)
+	}
+	for !strings.Contains(out.String(), `"text":"again"`) || !strings.Contains(out.String(), `"seq":6`) {
+		waitABit()
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("tail exit %d: %s", code, errb.String())
+	}
+	var seqs []int64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev api.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if ev.Seq > 0 {
+			seqs = append(seqs, ev.Seq)
+		}
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("tail seqs %v: gap or duplicate", seqs)
+		}
+	}
+}
+
+func TestSocketFromConfig(t *testing.T) {
+	fake := seeded(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "remoted.toml")
+	if err := os.WriteFile(cfg, []byte("[daemon]\nsocket = \""+fake.Socket+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-config", cfg, "info"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[daemon]\nsockett = 1\n"), 0o600)
+	errb.Reset()
+	if code := run(context.Background(), []string{"-config", bad, "info"}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "sockett") {
+		t.Fatalf("bad config: exit %d: %s", code, errb.String())
+	}
+	tests := []struct {
+		flag, cfg string
+		explicit  bool
+		want      string
+		wantErr   bool
+	}{
+		{"/x.sock", cfg, true, "/x.sock", false},
+		{"", cfg, true, fake.Socket, false},
+		{"", filepath.Join(dir, "none.toml"), false, "/run/remote/remoted.sock", false},
+		{"", filepath.Join(dir, "none.toml"), true, "", true},
+	}
+	for _, tt := range tests {
+		got, err := socketPath(tt.flag, tt.cfg, tt.explicit)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("socketPath(%q, %q, %v) = %q, %v; want %q", tt.flag, tt.cfg, tt.explicit, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args []string
+		pos  []string
+		json bool
+	}{
+		{[]string{"a", "--json", "b"}, []string{"a", "b"}, true},
+		{[]string{"--json", "a"}, []string{"a"}, true},
+		{[]string{"a", "--", "-json"}, []string{"a", "-json"}, false},
+		{nil, nil, false},
+	}
+	for _, tt := range tests {
+		e := &env{}
+		pos, err := parse(e.newFlags("x"), tt.args)
+		if err != nil || strings.Join(pos, "|") != strings.Join(tt.pos, "|") || e.JSON != tt.json {
+			t.Errorf("parse(%q) = %q json=%v, %v", tt.args, pos, e.JSON, err)
+		}
+	}
+}
+
+// waitABit yields while a test polls for output from another goroutine.
+func waitABit() { time.Sleep(2 * time.Millisecond) }
