@@ -488,7 +488,9 @@ type CodexConfig struct {
 	Provider string // model provider id; default "fake"
 	EnvKey   string // variable holding the API key; default "FAKE_OPENAI_API_KEY"
 	Model    string // default "gpt-fake"
-	// Extra is appended verbatim (TOML) after the generated settings.
+	// Extra is inserted verbatim (TOML) after the generated top-level keys,
+	// so top-level settings such as approval_policy belong here; tables it
+	// opens end before the generated ones.
 	Extra string
 }
 
@@ -508,14 +510,15 @@ func CodexConfigTOML(c CodexConfig) string {
 	q := strconv.Quote
 	var b strings.Builder
 	fmt.Fprintf(&b, "model = %s\nmodel_provider = %s\n", q(c.Model), q(c.Provider))
-	b.WriteString("check_for_update_on_startup = false\n\n")
+	b.WriteString("check_for_update_on_startup = false\n")
+	if c.Extra != "" {
+		b.WriteString(c.Extra + "\n")
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "[model_providers.%s]\nname = %s\nbase_url = %s\nwire_api = \"responses\"\nenv_key = %s\n",
 		c.Provider, q(c.Provider), q(c.BaseURL), q(c.EnvKey))
 	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\nstream_idle_timeout_ms = 300000\n\n")
 	b.WriteString("[features]\nplugins = false\napps = false\nremote_plugin = false\n")
-	if c.Extra != "" {
-		b.WriteString("\n" + c.Extra + "\n")
-	}
 	return b.String()
 }
 
