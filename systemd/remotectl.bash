@@ -2,34 +2,25 @@
 # Installed by `make install` as
 # $(PREFIX)/share/bash-completion/completions/remotectl.
 
+# Chat ids from the daemon (first column of `remotectl chat list`), with the
+# same -socket/-config as the command line being completed; nothing when the
+# daemon does not answer.
 _remotectl_chat_ids() {
-    # Chat ids from the daemon, when it answers; nothing otherwise.
-    local socket_args=() i
+    local args=() i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
             -socket | --socket | -config | --config)
-                socket_args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}")
+                args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}")
                 ;;
         esac
     done
-    remotectl "${socket_args[@]}" chat list --json 2>/dev/null |
-        grep -o '"id": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
+    remotectl "${args[@]}" chat list 2>/dev/null | awk 'NR > 1 { print $1 }'
 }
 
 _remotectl() {
-    local cur prev words cword
-    if declare -F _init_completion >/dev/null; then
-        _init_completion || return
-    else
-        cur=${COMP_WORDS[COMP_CWORD]}
-        prev=${COMP_WORDS[COMP_CWORD - 1]}
-        words=("${COMP_WORDS[@]}")
-        cword=$COMP_CWORD
-    fi
-
-    local commands="info chat prompt tail providers help"
-    local chat_commands="create list show rm fork"
-    local global_flags="-socket -config -json -help"
+    local cur prev
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
 
     case $prev in
         -socket | --socket)
@@ -37,7 +28,7 @@ _remotectl() {
             return
             ;;
         -config | --config)
-            COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
+            COMPREPLY=($(compgen -f -- "$cur"))
             return
             ;;
         -provider | --provider)
@@ -48,32 +39,47 @@ _remotectl() {
             COMPREPLY=($(compgen -d -- "$cur"))
             return
             ;;
+        -mode | --mode)
+            COMPREPLY=($(compgen -W "default plan" -- "$cur"))
+            return
+            ;;
+        -project | --project | -model | --model | -title | --title | -since | --since | -skill | --skill)
+            return # free text
+            ;;
     esac
 
-    # The command and subcommand, skipping flags and their values.
-    local cmd="" sub="" i w
-    for ((i = 1; i < cword; i++)); do
-        w=${words[i]}
+    # The command, its subcommand and how many positional arguments follow,
+    # skipping flags and their values.
+    local cmd="" sub="" npos=0 i w
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
         case $w in
-            -socket | --socket | -config | --config | -provider | --provider | -cwd | --cwd | -project | --project | -model | --model | -title | --title)
+            -socket | --socket | -config | --config | -provider | --provider | -cwd | --cwd | \
+                -mode | --mode | -project | --project | -model | --model | -title | --title | \
+                -since | --since | -skill | --skill)
                 ((i++))
                 ;;
             -*) ;;
             *)
                 if [[ -z $cmd ]]; then
                     cmd=$w
-                elif [[ -z $sub ]]; then
+                elif [[ $cmd == chat && -z $sub ]]; then
                     sub=$w
+                else
+                    ((npos++))
                 fi
                 ;;
         esac
     done
 
     if [[ $cur == -* ]]; then
-        local flags=$global_flags
+        local flags="-json"
         case $cmd/$sub in
+            /) flags="-socket -config -json -help" ;;
             chat/create) flags+=" -provider -project -cwd -model -title" ;;
-            chat/fork) flags+=" -provider" ;;
+            events/ | tail/) flags+=" -since" ;;
+            prompt/) flags="-mode -skill" ;;
+            chat/rm | cancel/) flags="" ;;
         esac
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
         return
@@ -81,22 +87,19 @@ _remotectl() {
 
     case $cmd in
         "")
-            COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+            COMPREPLY=($(compgen -W "info providers chat events prompt tail cancel help" -- "$cur"))
             ;;
         chat)
-            if [[ -z $sub ]]; then
-                COMPREPLY=($(compgen -W "$chat_commands" -- "$cur"))
-            elif [[ $sub == show || $sub == rm || $sub == fork ]]; then
-                COMPREPLY=($(compgen -W "$(_remotectl_chat_ids)" -- "$cur"))
-            fi
+            case $sub in
+                "") COMPREPLY=($(compgen -W "create list show rm fork" -- "$cur")) ;;
+                rm) COMPREPLY=($(compgen -W "$(_remotectl_chat_ids)" -- "$cur")) ;;
+                show | fork)
+                    ((npos == 0)) && COMPREPLY=($(compgen -W "$(_remotectl_chat_ids)" -- "$cur"))
+                    ;;
+            esac
             ;;
-        prompt | tail)
-            if [[ -z $sub ]]; then
-                COMPREPLY=($(compgen -W "$(_remotectl_chat_ids)" -- "$cur"))
-            fi
-            ;;
-        help)
-            COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+        events | prompt | tail | cancel)
+            ((npos == 0)) && COMPREPLY=($(compgen -W "$(_remotectl_chat_ids)" -- "$cur"))
             ;;
     esac
 }
