@@ -114,7 +114,7 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, peerKey{}, p)
 	}
 	p.UID, p.GID, p.PID = cred.Uid, cred.Gid, cred.Pid
-	p.Allowed = s.access.Allows(cred.Uid, cred.Gid)
+	p.Allowed = s.access.Load().Allows(cred.Uid, cred.Gid)
 	if !p.Allowed {
 		s.log.Warn("refusing peer", "uid", cred.Uid, "gid", cred.Gid, "pid", cred.Pid)
 	}

@@ -260,3 +260,7 @@ func checkGapless(t testing.TB, evs []api.Event, from int64) {
 		}
 	}
 }
+
+type netConn = net.Conn
+
+func dialUnix(path string) (net.Conn, error) { return net.Dial("unix", path) }

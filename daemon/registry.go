@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -138,13 +137,24 @@ func (l *hostUserLauncher) Start(ctx context.Context, cmd providers.Command) (pr
 	if cmd.UID == nil && int(l.user.UID) != os.Getuid() {
 		uid, gid := l.user.UID, l.user.GID
 		cmd.UID, cmd.GID = &uid, &gid
-	}
-	if l.user.Name != "" {
-		cmd.Env = setEnv(cmd.Env, "HOME", l.user.Home)
-		cmd.Env = setEnv(cmd.Env, "USER", l.user.Name)
-		cmd.Env = setEnv(cmd.Env, "LOGNAME", l.user.Name)
+		// The daemon's own HOME/USER/LOGNAME are wrong for another user;
+		// values configured explicitly for the provider are kept.
+		for key, value := range map[string]string{"HOME": l.user.Home, "USER": l.user.Name, "LOGNAME": l.user.Name} {
+			if cur, ok := lookupEnv(cmd.Env, key); !ok || cur == os.Getenv(key) {
+				cmd.Env = setEnv(cmd.Env, key, value)
+			}
+		}
 	}
 	return l.inner.Start(ctx, cmd)
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func setEnv(env []string, key, value string) []string {
@@ -156,6 +166,3 @@ func setEnv(env []string, key, value string) []string {
 	}
 	return append(out, key+"="+value)
 }
-
-// uidString formats an id for messages.
-func uidString(id uint32) string { return strconv.FormatUint(uint64(id), 10) }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,7 +61,7 @@ type Server struct {
 	log        hclog.Logger
 	metrics    *Metrics
 	version    string
-	access     Access
+	access     atomic.Pointer[Access]
 	defaultCwd string
 	lxd        LXDStatus
 	projects   ProjectChats
@@ -87,8 +88,9 @@ func New(o Options) (*Server, error) {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, metrics: o.Metrics, version: o.Version,
-		access: o.Access, defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
+		defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
 		started: time.Now(), stopStreams: make(chan struct{})}
+	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
 		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
@@ -103,6 +105,10 @@ func New(o Options) (*Server, error) {
 	s.handler = s.gate(mux)
 	return s, nil
 }
+
+// SetAccess replaces the allowed peers; it applies to new connections
+// (config reload).
+func (s *Server) SetAccess(a Access) { s.access.Store(&a) }
 
 // Hub is the server's run hub.
 func (s *Server) Hub() *Hub { return s.hub }
