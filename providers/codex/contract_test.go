@@ -2,8 +2,10 @@ package codex
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +48,22 @@ func newEnv(t *testing.T) *env {
 		Binary: bin,
 		Env: map[string]string{"CODEX_HOME": home, "HOME": root, "FAKE_OPENAI_API_KEY": "test-key",
 			"OPENAI_API_KEY": "must-not-leak"},
-		Host: &runner.HostLauncher{},
+		Host:   &runner.HostLauncher{},
+		Logger: testLogger(t),
 	})
 	return &env{srv: srv, home: home, p: p, cwd: cwd}
+}
+
+// testLogger sends the adapter's log to the test log.
+func testLogger(t *testing.T) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: tlogWriter{t}, DisableTime: true})
+}
+
+type tlogWriter struct{ t *testing.T }
+
+func (w tlogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 type recorder struct {
