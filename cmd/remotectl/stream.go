@@ -95,9 +95,10 @@ func runTail(ctx context.Context, e *env, args []string) error {
 }
 
 // follow streams chatID's events after since to the terminal (or as NDJSON
-// with --json). With untilDone it returns when the run ends: a complete
-// event (nil), an error event (errRunFailed), or the closing sync after a
-// running one; otherwise it runs until ctx ends or the daemon closes.
+// with --json). With untilDone it returns when the run is over: at the
+// closing sync (running false) after a running one or after the run's
+// complete (nil) or error (errRunFailed) event; otherwise it runs until ctx
+// ends or the daemon closes the stream.
 func follow(ctx context.Context, e *env, chatID string, since int64, untilDone bool) error {
 	st, err := e.Client.Follow(ctx, chatID, since)
 	if err != nil {
@@ -107,6 +108,8 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 	r := newRenderer(e, untilDone)
 	defer r.finish()
 	sawRunning := false
+	var outcome error // set by the run's terminal event
+	ended := false
 	for {
 		ev, err := st.Next()
 		if err != nil {
@@ -114,10 +117,10 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 				return ctx.Err()
 			}
 			if errors.Is(err, io.EOF) {
-				if untilDone {
-					return fmt.Errorf("chat %s: the daemon closed the event stream before the run ended", chatID)
+				if ended || !untilDone {
+					return outcome
 				}
-				return nil
+				return fmt.Errorf("chat %s: the daemon closed the event stream before the run ended", chatID)
 			}
 			return fmt.Errorf("follow chat %s: %w", chatID, err)
 		}
@@ -132,15 +135,17 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 		if !untilDone {
 			continue
 		}
+		// The run ends with complete or error; the chat is idle (a next
+		// prompt is accepted) only at the closing sync that follows.
 		switch {
-		case ev.Type == api.EventComplete:
-			return nil
+		case ev.Type == api.EventComplete && ev.Seq > 0:
+			ended = true
 		case ev.Type == api.EventError && ev.Seq > 0:
-			return fmt.Errorf("%w: %s", errRunFailed, ev.Message)
+			ended, outcome = true, fmt.Errorf("%w: %s", errRunFailed, ev.Message)
 		case ev.Type == api.EventSync && ev.Running:
 			sawRunning = true
-		case ev.Type == api.EventSync && sawRunning:
-			return nil
+		case ev.Type == api.EventSync && (sawRunning || ended):
+			return outcome
 		}
 	}
 }
