@@ -246,28 +246,12 @@ type serverJSON struct {
 }
 
 func (c *Client) refreshServer(ctx context.Context) (*Server, error) {
-	var sj serverJSON
-	if err := c.syncJSON(ctx, http.MethodGet, "/1.0", nil, &sj); err != nil {
+	s, err := c.Server(ctx)
+	if err != nil {
 		return nil, err
 	}
-	s := Server{
-		APIExtensions:          sj.APIExtensions,
-		APIVersion:             sj.APIVersion,
-		Auth:                   sj.Auth,
-		ServerVersion:          sj.Environment.ServerVersion,
-		ServerName:             sj.Environment.ServerName,
-		Server:                 sj.Environment.Server,
-		Clustered:              sj.Environment.ServerClustered,
-		CertificateFingerprint: sj.Environment.CertificateFingerprint,
-		Certificate:            sj.Environment.Certificate,
-		Addresses:              sj.Environment.Addresses,
-		Config:                 sj.Config,
-	}
-	if s.Server == "" {
-		s.Server = "lxd"
-	}
-	c.server = s
-	return &s, nil
+	c.server = *s
+	return s, nil
 }
 
 // Server reads GET /1.0 again and returns it. The extensions, server kind
@@ -277,18 +261,15 @@ func (c *Client) Server(ctx context.Context) (*Server, error) {
 	if err := c.syncJSON(ctx, http.MethodGet, "/1.0", nil, &sj); err != nil {
 		return nil, err
 	}
-	s := Server{
+	env := sj.Environment
+	s := &Server{
 		APIExtensions: sj.APIExtensions, APIVersion: sj.APIVersion, Auth: sj.Auth,
-		ServerVersion: sj.Environment.ServerVersion, ServerName: sj.Environment.ServerName,
-		Server: sj.Environment.Server, Clustered: sj.Environment.ServerClustered,
-		CertificateFingerprint: sj.Environment.CertificateFingerprint,
-		Certificate:            sj.Environment.Certificate,
-		Addresses:              sj.Environment.Addresses, Config: sj.Config,
+		ServerVersion: env.ServerVersion, ServerName: env.ServerName,
+		Server: nonEmpty(env.Server, "lxd"), Clustered: env.ServerClustered,
+		CertificateFingerprint: env.CertificateFingerprint, Certificate: env.Certificate,
+		Addresses: env.Addresses, Config: sj.Config,
 	}
-	if s.Server == "" {
-		s.Server = "lxd"
-	}
-	return &s, nil
+	return s, nil
 }
 
 // HasExtension reports whether the server listed the API extension at

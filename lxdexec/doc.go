@@ -1,5 +1,19 @@
 // Package lxdexec is this project's client for LXD's REST API 1.0: server
 // info, instances and their state, operations, exec over WebSockets, files,
-// lifecycle events and proxy devices, over the local Unix socket or HTTPS with
-// a client certificate. It imports nothing of this module.
+// lifecycle events and proxy devices, over the local Unix socket or HTTPS
+// with a client certificate and a pinned server certificate (a remote host
+// or a cluster member). It works against LXD 5.0 and later and Incus; the
+// version differences it absorbs are listed in docs lxd-rest-api.md §8–§9.
+//
+// Every I/O method takes a context first; no context is kept in a struct.
+// Errors are classes tested with errors.Is (ErrNotFound, ErrConflict, ...);
+// *Error carries LXD's HTTP status and message.
+//
+// Exec streams output with backpressure: Stdout and Stderr are pipes fed
+// straight from the websockets, so memory stays constant for any output
+// size and an unread stream stalls the command. Pings from LXD are answered
+// only while a stream is being read, so read continuously.
+//
+// It imports only the standard library and gorilla/websocket, nothing of
+// this module, and never runs the lxc binary.
 package lxdexec

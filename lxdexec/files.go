@@ -142,11 +142,9 @@ func (c *Client) PushFile(ctx context.Context, instance, p string, content io.Re
 		content = http.NoBody
 	}
 	// octet-stream, always: a form-encoded body makes LXD write 0 bytes.
-	r, err := c.do(ctx, http.MethodPost, c.filePath(instance, p), content, "", "application/octet-stream", h)
-	if err != nil {
+	if _, err := c.do(ctx, http.MethodPost, c.filePath(instance, p), content, "", "application/octet-stream", h); err != nil {
 		return fmt.Errorf("push %s to %q: %w", p, instance, err)
 	}
-	_ = r
 	return nil
 }
 
