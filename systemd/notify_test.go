@@ -211,3 +211,20 @@ func TestUnderJournal(t *testing.T) {
 		t.Error("UnderJournal() = true with JOURNAL_STREAM empty")
 	}
 }
+
+// FuzzEnvParsers feeds the environment parsers arbitrary values: they
+// never panic, and a watchdog interval is never negative.
+func FuzzEnvParsers(f *testing.F) {
+	f.Add("30000000", "", "8:1234")
+	f.Add("-1", "12", ":")
+	f.Add("99999999999999999999", "x", "1:2:3")
+	f.Fuzz(func(t *testing.T, usec, pid, journal string) {
+		if d, err := watchdogInterval(usec, pid, os.Getpid()); d < 0 || (err != nil && d != 0) {
+			t.Fatalf("watchdogInterval(%q, %q) = %v, %v", usec, pid, d, err)
+		}
+		_ = underJournal(journal, 2)
+		if s := statusField(journal); strings.ContainsAny(s, "\n\r\x00") || len(s) > len("STATUS=")+maxStatus {
+			t.Fatalf("statusField(%q) = %q: a field separator or over the bound", journal, s)
+		}
+	})
+}
