@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 )
 
 // FuzzDecodeEvent feeds arbitrary stored bytes to the event decoder: it must
@@ -50,6 +51,40 @@ func FuzzDecodeEvent(f *testing.F) {
 		again, err := decodeEvent(key, enc)
 		if err != nil || again.Seq != ev.Seq || again.Type != ev.Type || again.Text != ev.Text {
 			t.Fatalf("round trip: %+v -> %+v, %v", ev, again, err)
+		}
+	})
+}
+
+// FuzzOpenSecret feeds arbitrary stored bytes to the secret record decoder
+// and decrypter: they must fail with ErrCorrupt or ErrWrongKey, never panic
+// or return a value that was not sealed under the key.
+func FuzzOpenSecret(f *testing.F) {
+	s := &Store{}
+	aead, err := newAEAD(testKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.aead = aead
+	good, _ := s.seal("web", "TOKEN", []byte("value"), time.Unix(0, 0))
+	raw, _ := json.Marshal(good)
+	f.Add(raw)
+	f.Add([]byte(`{"nonce":"AAAAAAAAAAAAAAAA","sealed":""}`))
+	f.Add([]byte(`{"updatedAt":"x"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var v sealed
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return
+		}
+		plain, err := s.open("web", "TOKEN", v)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrWrongKey) {
+				t.Fatalf("error class: %v", err)
+			}
+			return
+		}
+		if string(plain) != "value" {
+			t.Fatalf("forged plaintext %q accepted", plain)
 		}
 	})
 }

@@ -72,8 +72,8 @@ var migrations = []migration{
 	},
 }
 
-// SchemaVersion is the schema version this binary writes.
-var SchemaVersion = uint64(len(migrations))
+// SchemaVersion returns the schema version this binary writes.
+func SchemaVersion() uint64 { return uint64(len(migrations)) }
 
 // Options configures Open.
 type Options struct {
@@ -150,17 +150,18 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 			have = binary.BigEndian.Uint64(v)
 		}
 	}
-	if have > SchemaVersion {
-		return fmt.Errorf("schema version %d is newer than this binary's %d", have, SchemaVersion)
+	want := SchemaVersion()
+	if have > want {
+		return fmt.Errorf("schema version %d is newer than this binary's %d", have, want)
 	}
-	for v := have; v < SchemaVersion; v++ {
+	for v := have; v < want; v++ {
 		if err := migrations[v](tx); err != nil {
 			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
 		}
 		s.log.Info("store schema migrated", "from", v, "to", v+1)
 	}
 	meta := tx.Bucket(bucketMeta)
-	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
+	if err := meta.Put(keySchema, u64(want)); err != nil {
 		return err
 	}
 	return s.checkKey(meta)

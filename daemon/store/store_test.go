@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -612,6 +613,9 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if _, err := s.Chats(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Chats after Close: %v, want ErrClosed", err)
 	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("store file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
 	s2 := openTest(t, path)
 	defer s2.Close()
 	evs := allEvents(t, s2, "dead", 0)
@@ -630,7 +634,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 func TestSchemaNewerRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "remote.db")
 	s := openTest(t, path)
-	if err := s.update(func(tx *boltTx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(SchemaVersion+1)) }); err != nil {
+	if err := s.update(func(tx *boltTx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(SchemaVersion()+1)) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -778,4 +782,62 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 	}
 	s := openTest(t, path) // free again
 	s.Close()
+}
+
+// TestMigrations: pending migrations run in order in one transaction at
+// Open; a failing one rolls all of them back and leaves the version alone.
+func TestMigrations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "remote.db")
+	openTest(t, path).Close()
+	orig := migrations
+	t.Cleanup(func() { migrations = orig })
+
+	var ran []string
+	step := func(name string, fail bool) migration {
+		return func(tx *boltTx) error {
+			ran = append(ran, name)
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+			if fail {
+				return errors.New("step " + name + " failed")
+			}
+			return nil
+		}
+	}
+	schemaAndBuckets := func() (uint64, bool, bool) {
+		s := openTest(t, path)
+		defer s.Close()
+		var v uint64
+		var a, b bool
+		s.view(func(tx *boltTx) error {
+			v = binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema))
+			a, b = tx.Bucket([]byte("m2")) != nil, tx.Bucket([]byte("m3")) != nil
+			return nil
+		})
+		return v, a, b
+	}
+
+	migrations = append(append([]migration{}, orig...), step("m2", false), step("m3", true))
+	_, err := Open(path, Options{Key: testKey})
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 2 to 3") || !strings.Contains(err.Error(), "step m3 failed") {
+		t.Fatalf("Open with a failing migration: %v", err)
+	}
+	if want := []string{"m2", "m3"}; !reflect.DeepEqual(ran, want) {
+		t.Fatalf("ran %v, want %v", ran, want)
+	}
+	migrations = orig
+	if v, a, b := schemaAndBuckets(); v != 1 || a || b {
+		t.Fatalf("after failed migration: schema %d, m2 bucket %v, m3 bucket %v; want 1, none", v, a, b)
+	}
+
+	ran = nil
+	migrations = append(append([]migration{}, orig...), step("m2", false), step("m3", false))
+	if v, a, b := schemaAndBuckets(); v != 3 || !a || !b {
+		t.Fatalf("after migration: schema %d, buckets %v %v", v, a, b)
+	}
+	ran = nil
+	if v, _, _ := schemaAndBuckets(); v != 3 || len(ran) != 0 {
+		t.Fatalf("reopen re-ran migrations %v (schema %d)", ran, v)
+	}
 }
