@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"remote/api"
+	"remote/internal/testkit"
+	"remote/internal/testkit/fakeanthropic"
+)
+
+// buildRemoted compiles this command once per test binary run.
+func buildRemoted(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "remoted")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// daemonProc is a running remoted binary.
+type daemonProc struct {
+	t      testing.TB
+	bin    string
+	config string
+	sock   string
+	cmd    *exec.Cmd
+	logs   *bytes.Buffer
+	client *http.Client
+}
+
+func newDaemon(t testing.TB, bin, configText, sock string) *daemonProc {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "remoted.toml")
+	if err := os.WriteFile(cfg, []byte(configText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{t: t, bin: bin, config: cfg, sock: sock}
+	d.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "unix", sock)
+	}}}
+	return d
+}
+
+func (d *daemonProc) start() {
+	d.t.Helper()
+	d.logs = &bytes.Buffer{}
+	d.cmd = exec.Command(d.bin, "-config", d.config)
+	d.cmd.Stderr = d.logs
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := d.client.Get("http://remoted/v1/info")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("remoted did not answer: %v\n%s", err, d.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemonProc) do(method, path string, body any) (int, []byte) {
+	d.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://remoted"+path, r)
+	req.Header.Set(api.HeaderUser, "alice")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+func (d *daemonProc) events(chatID string) []api.Event {
+	d.t.Helper()
+	st, body := d.do("GET", "/v1/chats/"+chatID+"/events", nil)
+	var evs []api.Event
+	if err := json.Unmarshal(body, &evs); st != 200 || err != nil {
+		d.t.Fatalf("events: %d %s", st, body)
+	}
+	return evs
+}
+
+func testConfig(t testing.TB, dir, sock string, fake *fakeanthropic.Server) string {
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(home, 0o700)
+	return fmt.Sprintf(`
+[daemon]
+socket = %q
+state_dir = %q
+log_level = "debug"
+
+[lxd]
+socket = "/nonexistent/lxd/unix.socket"
+
+[agent]
+allowed_roots = [%q]
+
+[providers.claude]
+binary = %q
+env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+`, sock, filepath.Join(dir, "state"), dir, testkit.ClaudeBinary(t), home, fake.URL)
+}
+
+// TestCrashRecovery kills remoted with SIGKILL in the middle of a streamed
+// reply and restarts it: every event a client saw is still there, seq is
+// gapless, and the run ends with daemon_restarted and a terminal error (S5).
+func TestCrashRecovery(t *testing.T) {
+	testkit.ClaudeBinary(t)
+	var blocks []fakeanthropic.Block
+	for i := range 30 {
+		blocks = append(blocks, fakeanthropic.TextBlock(fmt.Sprintf("part %d. ", i)))
+	}
+	fake := fakeanthropic.New(t, fakeanthropic.Reply{Blocks: blocks, Delay: 200 * time.Millisecond})
+	dir, err := os.MkdirTemp("", "rdcrash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "remoted.sock")
+	d := newDaemon(t, buildRemoted(t), testConfig(t, dir, sock, fake), sock)
+	d.start()
+
+	st, body := d.do("POST", "/v1/chats", api.CreateChatRequest{Provider: "claude", Cwd: dir})
+	var chat api.Chat
+	if err := json.Unmarshal(body, &chat); st != 201 || err != nil {
+		t.Fatalf("create chat: %d %s", st, body)
+	}
+	ws, _, err := (&websocket.Dialer{NetDial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", sock) }}).
+		Dial("ws://remoted/ws/chat/"+chat.ID, http.Header{api.HeaderUser: {"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.WriteJSON(api.ClientMessage{Type: "prompt", Text: "count slowly"})
+	var acked []api.Event
+	deltas := 0
+	for deltas < 3 {
+		ws.SetReadDeadline(time.Now().Add(60 * time.Second))
+		var ev api.Event
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("read: %v\n%s", err, d.logs)
+		}
+		if ev.Seq > 0 {
+			acked = append(acked, ev)
+		}
+		if ev.Type == api.EventAssistantText {
+			deltas++
+		}
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Wait()
+
+	d.start()
+	evs := d.events(chat.ID)
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("seq gap: event %d has seq %d", i, ev.Seq)
+		}
+	}
+	for _, a := range acked {
+		if a.Seq > int64(len(evs)) || evs[a.Seq-1].Type != a.Type || evs[a.Seq-1].Text != a.Text {
+			t.Fatalf("acknowledged event %d (%s %q) lost after the crash", a.Seq, a.Type, a.Text)
+		}
+	}
+	n := len(evs)
+	if n < 2 || evs[n-2].Type != api.EventSystem || evs[n-2].Subtype != api.SubtypeDaemonRestarted || evs[n-1].Type != api.EventError ||
+		!strings.Contains(evs[n-1].Message, "daemon restart") {
+		t.Fatalf("run's last events after restart: %+v %+v", evs[n-2], evs[n-1])
+	}
+	_, body = d.do("GET", "/v1/chats/"+chat.ID, nil)
+	if err := json.Unmarshal(body, &chat); err != nil || chat.Running {
+		t.Errorf("chat after restart: %s", body)
+	}
+	_, body = d.do("GET", "/v1/info", nil)
+	if !strings.Contains(string(body), `"reachable":false`) {
+		t.Errorf("info with LXD unreachable: %s", body)
+	}
+	// Graceful stop: SIGTERM ends cleanly and removes the socket.
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if err := d.cmd.Wait(); err != nil {
+		t.Errorf("remoted after SIGTERM: %v\n%s", err, d.logs)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("socket left behind after a graceful stop")
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	bin := buildRemoted(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(good, []byte("[daemon]\nlog_level = \"debug\"\n"), 0o600)
+	os.WriteFile(bad, []byte("[daemon]\nlog_levle = \"debug\"\n"), 0o600)
+	for _, tt := range []struct {
+		args []string
+		ok   bool
+		want string
+	}{
+		{[]string{"-check-config", "-config", good}, true, "config OK"},
+		{[]string{"-check-config", "-config", bad}, false, "log_levle"},
+		{[]string{"-check-config", "-config", filepath.Join(dir, "missing.toml")}, false, "missing.toml"},
+	} {
+		out, err := exec.Command(bin, tt.args...).CombinedOutput()
+		if (err == nil) != tt.ok || !strings.Contains(string(out), tt.want) {
+			t.Errorf("remoted %v: %v %q; want ok=%v containing %q", tt.args, err, out, tt.ok, tt.want)
+		}
+	}
+}
+
+// BenchmarkIdleRSS starts remoted and reports its resident memory once it
+// is serving and idle (goal < 50 MiB).
+func BenchmarkIdleRSS(b *testing.B) {
+	bin := buildRemoted(b)
+	dir, _ := os.MkdirTemp("", "rdrss")
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "remoted.sock")
+	cfg := fmt.Sprintf("[daemon]\nsocket = %q\nstate_dir = %q\n[agent]\nallowed_roots = [%q]\n", sock, filepath.Join(dir, "state"), dir)
+	d := newDaemon(b, bin, cfg, sock)
+	d.start()
+	time.Sleep(2 * time.Second) // let start-up garbage be collected
+	var rss float64
+	for range b.N {
+		rss = vmRSS(b, d.cmd.Process.Pid)
+	}
+	b.ReportMetric(rss/1024, "MiB-RSS")
+}
+
+func vmRSS(b testing.TB, pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
