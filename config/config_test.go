@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -361,6 +362,36 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c, Default()) {
 		t.Errorf("the example's active settings differ from Default():\n%+v", c)
+	}
+}
+
+// TestExampleDocumentsRealKeys uncomments every commented-out setting of
+// the example: each must be a key of the schema with a value of its type
+// (the settings as a whole may conflict, e.g. lxd socket and url).
+func TestExampleDocumentsRealKeys(t *testing.T) {
+	data, err := os.ReadFile("remoted.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting := regexp.MustCompile(`^#(\[|[a-z_]+ = )`)
+	lines := strings.Split(string(data), "\n")
+	n := 0
+	for i, l := range lines {
+		if setting.MatchString(l) {
+			lines[i] = l[1:]
+			n++
+		}
+	}
+	if n < 40 {
+		t.Fatalf("found %d commented settings; the pattern no longer matches the example", n)
+	}
+	_, err = Parse("uncommented.toml", []byte(strings.Join(lines, "\n")))
+	if errors.Is(err, ErrSyntax) || errors.Is(err, ErrUnknownKey) {
+		t.Errorf("the example documents settings that do not parse:\n%v", err)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "lxd.url" {
+		t.Errorf("uncommented example: %v; want only the socket/url conflict", err)
 	}
 }
 

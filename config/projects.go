@@ -85,9 +85,11 @@ type ProjectsProvisioning struct {
 }
 
 func (p ProviderProvisioning) validate(ps *problems, base []pathElem) {
-	for i, a := range append(append([]string(nil), p.Check...), p.Install...) {
-		if strings.ContainsRune(a, 0) {
-			ps.add(ErrInvalidValue, appendIndex(appendKey(base, "check"), i), "contains a NUL byte")
+	for key, args := range map[string][]string{"check": p.Check, "install": p.Install} {
+		for i, a := range args {
+			if strings.ContainsRune(a, 0) {
+				ps.add(ErrInvalidValue, appendIndex(appendKey(base, key), i), "contains a NUL byte")
+			}
 		}
 	}
 	files := func(key string, fs []ContainerFile) {
