@@ -55,7 +55,7 @@ func Args(req providers.RunRequest, extra []string, inContainer bool) []string {
 // --dangerously-skip-permissions as root.
 func forcedEnv(req providers.RunRequest) map[string]string {
 	if req.Mode == providers.ModePlan {
-		return nil
+		return map[string]string{}
 	}
 	return map[string]string{"IS_SANDBOX": "1"}
 }

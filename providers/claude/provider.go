@@ -121,14 +121,16 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 			}
 			return fmt.Errorf("prepare project %s: %w", req.ProjectID, err)
 		}
-		fixed := map[string]string{"HOME": "/root", "LANG": "C.UTF-8"}
+		fixed := map[string]string{"LANG": "C.UTF-8"}
 		maps.Copy(fixed, p.cfg.Env)
+		forced := forcedEnv(req)
+		forced["HOME"] = "/root" // where credentials are provisioned; no secret may move it
 		cmd = runner.ContainerCommand(runner.ContainerSpec{
 			Binary:  p.cfg.Binary,
 			Args:    Args(req, p.cfg.Args, true),
 			Fixed:   fixed,
 			Secrets: target.Secrets,
-			Forced:  forcedEnv(req),
+			Forced:  forced,
 			Runtime: req.RuntimeEnv,
 		})
 		launcher = p.cfg.Containers.Container(target.Container)

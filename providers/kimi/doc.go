@@ -1,0 +1,6 @@
+// Package kimi is the Kimi CLI adapter (S24): it runs
+// `kimi --print -p <prompt> --output-format stream-json [--model m] [--session id]`
+// on the host or in a project container and parses its OpenAI-chat-shaped
+// JSON lines. Kimi has no native fork: a fork request starts fresh. It
+// imports providers and providers/runner only.
+package kimi

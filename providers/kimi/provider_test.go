@@ -1,0 +1,281 @@
+package kimi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"remote/providers"
+	"remote/providers/runner"
+)
+
+// fakeEnv makes the re-executed test binary act as the kimi CLI.
+const fakeEnv = "KIMI_FAKE_SCENARIO"
+
+func TestMain(m *testing.M) {
+	if s := os.Getenv(fakeEnv); s != "" {
+		os.Exit(fakeKimi(s))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeKimi prints what the documented print mode prints for a scenario,
+// including blank, malformed and unknown lines, and records its argv.
+func fakeKimi(scenario string) int {
+	wd, _ := os.Getwd()
+	os.WriteFile(os.Getenv("KIMI_FAKE_RECORD"), []byte(strings.Join(append(os.Args[1:], "cwd="+wd, "home="+os.Getenv("HOME")), "\n")), 0o600)
+	session := "0f5a8d3e-aaaa-4bbb-8ccc-111122223333"
+	for i, a := range os.Args {
+		if a == "--session" && i+1 < len(os.Args) {
+			session = os.Args[i+1]
+		}
+	}
+	switch scenario {
+	case "ok":
+		fmt.Println(`{"role":"assistant","content":"Let me check.","tool_calls":[{"type":"function","id":"tc_1","function":{"name":"Shell","arguments":"{\"command\":\"ls\"}"}}]}`)
+		fmt.Println(`{"role":"tool","tool_call_id":"tc_1","content":"file1.py\nfile2.py"}`)
+		fmt.Println(``)
+		fmt.Println(`{"role":"assistant","content":[{"type":"think","think":"two files"},{"type":"text","text":"There are two Python files."}]}`)
+		fmt.Println(`this is not json`)
+		fmt.Println(`{"type":"PlanDisplay","plan":"x"}`)
+		fmt.Printf(`{"role":"meta","type":"session.resume_hint","session_id":%q,"content":"To resume this session: kimi -r %s"}`+"\n", session, session)
+		return 0
+	case "nohint":
+		fmt.Println(`{"role":"assistant","content":"partial"}`)
+		return 0
+	case "notfound":
+		fmt.Fprintf(os.Stderr, "Error: Invalid value for --session: Session not found: %s\n", session)
+		return 2
+	case "crash":
+		fmt.Println(`{"role":"assistant","content":"partial"}`)
+		fmt.Fprintln(os.Stderr, "Traceback: boom")
+		return 1
+	}
+	return 99
+}
+
+type fixture struct {
+	record string
+	p      *Provider
+}
+
+func newFixture(t *testing.T, scenario string, cfg providers.AdapterConfig) *fixture {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(t.TempDir(), "record")
+	cfg.Binary = exe
+	cfg.Env = map[string]string{fakeEnv: scenario, "KIMI_FAKE_RECORD": record}
+	return &fixture{record: record, p: New(cfg)}
+}
+
+func (f *fixture) run(t *testing.T, req providers.RunRequest) ([]string, error) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	err := f.p.Run(context.Background(), req, func(e providers.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Provider != providers.Kimi || e.ConversationID != req.ConversationID {
+			t.Errorf("event %s: provider %q conversation %q", e.Type, e.Provider, e.ConversationID)
+		}
+		s := render(e)
+		if e.Model != "" {
+			s += " model=" + e.Model
+		}
+		got = append(got, s)
+	})
+	return got, err
+}
+
+func (f *fixture) argv(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(f.record)
+	if err != nil {
+		t.Fatalf("fake CLI did not run: %v", err)
+	}
+	return strings.Split(string(b), "\n")
+}
+
+var okEvents = []string{
+	`assistant.delta msg=kimi-1 text="Let me check."`,
+	`tool.started msg=kimi-1 item=tc_1 tool=Shell input={"command":"ls"}`,
+	`tool.completed item=tc_1 tool=Shell output="file1.py\nfile2.py"`,
+	`reasoning.delta msg=kimi-2 text="two files"`,
+	`assistant.delta msg=kimi-2 text="There are two Python files."`,
+	`provider.native native=PlanDisplay`,
+}
+
+func TestRunHost(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	tests := []struct {
+		name     string
+		scenario string
+		req      providers.RunRequest
+		want     []string
+		wantArgs []string
+		wantErr  func(error) bool
+	}{
+		{
+			name: "fresh run", scenario: "ok",
+			req: providers.RunRequest{ConversationID: "c1", Prompt: "list files", Model: "kimi-k2", Cwd: cwd},
+			want: append(slices.Clone(okEvents),
+				"session.updated session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333",
+				"run.completed session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333 model=kimi-k2"),
+			wantArgs: []string{"--print", "-p", "list files", "--output-format", "stream-json", "--model", "kimi-k2", "cwd=" + cwd},
+		},
+		{
+			name: "resume keeps the session", scenario: "ok",
+			req:      providers.RunRequest{ConversationID: "c1", Prompt: "again", ResumeID: "sess-1", Cwd: cwd},
+			want:     append(slices.Clone(okEvents), "run.completed session=sess-1"),
+			wantArgs: []string{"--print", "-p", "again", "--output-format", "stream-json", "--session", "sess-1", "cwd=" + cwd},
+		},
+		{
+			name: "fork clears resume", scenario: "ok",
+			req: providers.RunRequest{ConversationID: "c1", Prompt: "fork", ResumeID: "sess-1", Fork: true, Cwd: cwd},
+			want: append(slices.Clone(okEvents),
+				"session.updated session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333",
+				"run.completed session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333"),
+			wantArgs: []string{"--print", "-p", "fork", "--output-format", "stream-json", "cwd=" + cwd},
+		},
+		{
+			name: "unknown session", scenario: "notfound",
+			req:     providers.RunRequest{ConversationID: "c1", Prompt: "x", ResumeID: "gone", Cwd: cwd},
+			wantErr: func(err error) bool { return errors.Is(err, providers.ErrSessionNotFound) },
+		},
+		{
+			name: "exit 0 without the hint is no completion", scenario: "nohint",
+			req:  providers.RunRequest{ConversationID: "c1", Prompt: "x", Cwd: cwd},
+			want: []string{`assistant.delta msg=kimi-1 text="partial"`},
+		},
+		{
+			name: "crash carries stderr", scenario: "crash",
+			req:  providers.RunRequest{ConversationID: "c1", Prompt: "x", Cwd: cwd},
+			want: []string{`assistant.delta msg=kimi-1 text="partial"`},
+			wantErr: func(err error) bool {
+				var pe *runner.ProcessError
+				return errors.As(err, &pe) && strings.Contains(err.Error(), "Traceback: boom") &&
+					!errors.Is(err, providers.ErrRunFailed) && !errors.Is(err, providers.ErrSessionNotFound)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, tt.scenario, providers.AdapterConfig{})
+			got, err := f.run(t, tt.req)
+			if tt.wantErr != nil {
+				if !tt.wantErr(err) {
+					t.Fatalf("Run = %v", err)
+				}
+			} else if err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if tt.wantArgs != nil {
+				argv := f.argv(t)
+				if !slices.Equal(argv[:len(argv)-1], tt.wantArgs) {
+					t.Errorf("argv %q\nwant %q", argv[:len(argv)-1], tt.wantArgs)
+				}
+			}
+		})
+	}
+}
+
+// fakePreparer and fakeContainers stand in for provisioning.
+type fakePreparer struct {
+	prepare func(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error)
+	sync    func(ctx context.Context, t providers.Target, p providers.ProviderID) error
+}
+
+func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+	return f.prepare(ctx, req, emit)
+}
+func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
+	return f.sync(ctx, t, p)
+}
+
+type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
+
+func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	return f(ctx, cmd)
+}
+
+type containersFunc func(name string) providers.Launcher
+
+func (f containersFunc) Container(name string) providers.Launcher { return f(name) }
+
+func TestRunProject(t *testing.T) {
+	t.Parallel()
+	var gotCmd providers.Command
+	var gotName string
+	synced := 0
+	hostDir := t.TempDir()
+	containers := containersFunc(func(name string) providers.Launcher {
+		gotName = name
+		return launcherFunc(func(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+			gotCmd = cmd
+			cmd.Dir = hostDir // /workspace exists only in the container
+			return (&runner.HostLauncher{}).Start(ctx, cmd)
+		})
+	})
+	prep := fakePreparer{
+		prepare: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+			if req.Provider != providers.Kimi || req.ProjectID != "p1" {
+				t.Errorf("prepare %+v", req)
+			}
+			emit(providers.Event{Type: providers.EventSystem, Subtype: "container_starting"})
+			return providers.Target{ProjectID: "p1", Container: "proj-p1", Secrets: []providers.Secret{
+				{Key: "HOME", Value: "/evil"}, {Key: "API_TOKEN", Value: "s3cret"}, {Key: "RUNTIME_X", Value: "masked"},
+			}}, nil
+		},
+		sync: func(_ context.Context, tg providers.Target, p providers.ProviderID) error {
+			synced++
+			if tg.Container != "proj-p1" || p != providers.Kimi {
+				t.Errorf("sync %+v %s", tg, p)
+			}
+			return errors.New("sync failed (best effort)")
+		},
+	}
+	f := newFixture(t, "ok", providers.AdapterConfig{Containers: containers, Preparer: prep})
+	got, err := f.run(t, providers.RunRequest{ConversationID: "c1", Prompt: "hi", ProjectID: "p1", RuntimeEnv: map[string]string{"RUNTIME_X": "issued"}})
+	if err != nil {
+		t.Fatalf("Run = %v (a failed credential sync must not fail the run)", err)
+	}
+	if got[0] != "system" || len(got) != len(okEvents)+3 {
+		t.Errorf("events %q", got)
+	}
+	if gotName != "proj-p1" || gotCmd.Dir != "/workspace" || synced != 1 {
+		t.Errorf("container %q dir %q synced %d", gotName, gotCmd.Dir, synced)
+	}
+	for _, want := range []string{"HOME=/root", "API_TOKEN=s3cret", "RUNTIME_X=issued", "LANG=C.UTF-8"} {
+		if !slices.Contains(gotCmd.Env, want) {
+			t.Errorf("env %q lacks %s", gotCmd.Env, want)
+		}
+	}
+
+	// Not wired: a clear error.
+	p := New(providers.AdapterConfig{Binary: "kimi"})
+	if err := p.Run(context.Background(), providers.RunRequest{ProjectID: "p1"}, func(providers.Event) {}); !errors.Is(err, ErrNotWired) {
+		t.Fatalf("unwired project run: %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	c, err := New(providers.AdapterConfig{}).Capabilities(context.Background(), providers.CapabilityRequest{})
+	if err != nil || !c.Resume || c.Fork || c.PlanMode || c.Skills != providers.SkillsInstructions || !c.CredentialSync {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
