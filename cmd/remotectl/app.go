@@ -62,13 +62,14 @@ func register(c command) {
 	commands[c.Name] = c
 }
 
-// usageError is a mistake in the command line: exit 2, usage shown.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line: exit 2, usage shown. usage,
+// when set, is the synopsis of the (sub)command that was misused.
+type usageError struct{ msg, usage string }
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // errInterrupted means the user pressed Ctrl-C; what was running was
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "remotectl: unknown command %q (see remotectl help)\n", name)
 		return exitUsage
 	}
-	path, err := socketPath(*socket, *cfgPath, cfgPath != nil && flagSet(fs, "config"))
+	path, err := socketPath(*socket, *cfgPath, flagSet(fs, "config"))
 	if err != nil {
 		fmt.Fprintf(stderr, "remotectl: %v\n", err)
 		return exitFailure
@@ -119,7 +120,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "remotectl %s: %v\nusage: remotectl %s %s\n", name, err, name, cmd.Usage)
+		usage := ue.usage
+		if usage == "" {
+			usage = name + " " + cmd.Usage
+		}
+		fmt.Fprintf(stderr, "remotectl %s: %v\nusage: remotectl %s\n", name, err, usage)
 		return exitUsage
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintf(stderr, "remotectl: %v\n", err)

@@ -113,13 +113,11 @@ func runChat(ctx context.Context, e *env, args []string) error {
 	if !ok {
 		return usagef("unknown subcommand %q", args[0])
 	}
-	if err := sub.Run(ctx, e, args[1:]); err != nil {
-		if ue, ok := err.(*usageError); ok {
-			return usagef("%s: %v (usage: chat %s %s)", sub.Name, ue.msg, sub.Name, sub.Usage)
-		}
-		return err
+	err := sub.Run(ctx, e, args[1:])
+	if ue, ok := err.(*usageError); ok {
+		return &usageError{msg: sub.Name + ": " + ue.msg, usage: "chat " + sub.Name + " " + sub.Usage}
 	}
-	return nil
+	return err
 }
 
 func runChatCreate(ctx context.Context, e *env, args []string) error {

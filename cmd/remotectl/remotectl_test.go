@@ -76,7 +76,7 @@ func TestCommands(t *testing.T) {
 		{"chat show json after id", []string{"chat", "show", "abcdef012345", "--json"}, 0, []string{`"sessions": {`}, nil, true},
 		{"chat show missing", []string{"chat", "show", "abcd"}, 1, nil, []string{`remotectl: not_found: chat "abcd" not found`}, false},
 		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: invalid chat id "NOPE"`}, false},
-		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"want 1 argument(s) (CHAT), got 0", "usage: remotectl chat"}, false},
+		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"remotectl chat: show: want 1 argument(s) (CHAT), got 0\nusage: remotectl chat show CHAT [--json]\n"}, false},
 		{"chat unknown sub", []string{"chat", "frob"}, 2, nil, []string{`unknown subcommand "frob"`}, false},
 		{"chat no sub", []string{"chat"}, 2, nil, []string{"create, fork, list, rm, show"}, false},
 		{"chat create bad provider", []string{"chat", "create", "-provider", "nope"}, 1, nil, []string{`remotectl: bad_request: provider: unknown provider "nope"`}, false},
