@@ -114,6 +114,7 @@ func TestServiceUnitSettings(t *testing.T) {
 		{"Unit", "Wants", []string{"lxd.socket", "lxd.service", "snap.lxd.daemon.service"}},
 		{"Service", "Type", []string{"notify"}},
 		{"Service", "Restart", []string{"on-failure"}},
+		{"Service", "KillMode", []string{"mixed"}},
 		{"Service", "ExecReload", []string{"/bin/kill", "-HUP", "$MAINPID"}},
 		{"Service", "RuntimeDirectory", []string{"remote"}},
 		{"Service", "RuntimeDirectoryPreserve", []string{"yes"}},
