@@ -170,6 +170,7 @@ func (c *Client) dialEvents(ctx context.Context, path string) (*wsConn, error) {
 		resp.Body.Close()
 	}
 	conn.SetReadLimit(maxEventSize)
+	keepReadingOnPongFailure(conn)
 	return &wsConn{conn: conn}, nil
 }
 

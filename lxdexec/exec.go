@@ -197,7 +197,19 @@ func (c *Client) dialOp(ctx context.Context, opURL, secret string) (*wsConn, err
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
+	keepReadingOnPongFailure(conn)
 	return &wsConn{conn: conn}, nil
+}
+
+// keepReadingOnPongFailure replaces gorilla's ping handler, which turns a
+// failed pong (LXD already closed its side) into a read error that throws
+// away frames still buffered, e.g. the last output and the end-of-stream
+// barrier.
+func keepReadingOnPongFailure(conn *websocket.Conn) {
+	conn.SetPingHandler(func(data string) error {
+		_ = conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
+		return nil
+	})
 }
 
 // supervise waits for the operation and for every output stream to be
@@ -335,12 +347,13 @@ func drain(ws *wsConn) {
 }
 
 // normalEnd reports whether err is how LXD ends an exec stream: a close
-// frame, or dropping the connection (1006 / EOF / reset), or our own close.
+// frame, or dropping the connection (1006 / EOF / reset / broken pipe when
+// answering its last ping), or our own close.
 func normalEnd(err error) bool {
 	var ce *websocket.CloseError
 	return errors.As(err, &ce) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 type eofReader struct{}

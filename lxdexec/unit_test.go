@@ -415,6 +415,7 @@ type execFake struct {
 	fds         map[string]func(*websocket.Conn) // by fd name
 	result      chan map[string]any              // final op, sent by a fd script
 	refuse      string                           // fd whose handshake fails
+	before      map[string]func()                // runs before the fd's handshake answer
 }
 
 func (e *execFake) install(f *fakeServer) {
@@ -439,6 +440,9 @@ func (e *execFake) install(f *fakeServer) {
 		if !ok || name == e.refuse {
 			writeError(w, 500, 500, "permission denied")
 			return
+		}
+		if hook := e.before[name]; hook != nil {
+			hook()
 		}
 		conn, err := up.Upgrade(w, r, nil)
 		if err != nil {
@@ -651,6 +655,46 @@ func TestExecCancelSignals(t *testing.T) {
 	}
 	if a, b := <-signals, <-signals; a != 15 || b != 9 {
 		t.Fatalf("signals %d, %d; want 15 then 9", a, b)
+	}
+}
+
+// TestExecPingAfterPeerClosed: LXD pings, sends the last output and the
+// barrier, and drops the socket before the client reads. Answering the ping
+// then fails (EPIPE); the buffered output and barrier must still arrive.
+func TestExecPingAfterPeerClosed(t *testing.T) {
+	f := newFake(t, nil)
+	ef := &execFake{t: t, result: make(chan map[string]any, 1)}
+	fd1Closed := make(chan struct{})
+	ef.before = map[string]func(){"2": func() { <-fd1Closed }}
+	ef.fds = map[string]func(*websocket.Conn){
+		"control": func(c *websocket.Conn) { _, _, _ = c.ReadMessage() },
+		"0":       func(c *websocket.Conn) { _, _ = readUntilText(c) },
+		"1": func(c *websocket.Conn) {
+			_ = c.WriteControl(websocket.PingMessage, []byte("keepalive"), time.Now().Add(time.Second))
+			_ = c.WriteMessage(websocket.BinaryMessage, []byte("last words"))
+			_ = c.WriteMessage(websocket.TextMessage, nil)
+			dropWithoutClose(c)
+			close(fd1Closed)
+		},
+		"2": func(c *websocket.Conn) {
+			_ = c.WriteMessage(websocket.TextMessage, nil)
+			ef.result <- op("ex1", 200, "", map[string]any{"return": 0})
+			dropWithoutClose(c)
+		},
+	}
+	ef.install(f)
+	c := f.client(t, Options{})
+	e, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, e.Stderr()) }()
+	out, err := io.ReadAll(e.Stdout())
+	if err != nil || string(out) != "last words" {
+		t.Fatalf("stdout %q, %v", out, err)
+	}
+	if code, err := e.Wait(); code != 0 || err != nil {
+		t.Fatalf("Wait = %d, %v", code, err)
 	}
 }
 
