@@ -347,13 +347,12 @@ func drain(ws *wsConn) {
 }
 
 // normalEnd reports whether err is how LXD ends an exec stream: a close
-// frame, or dropping the connection (1006 / EOF / reset / broken pipe when
-// answering its last ping), or our own close.
+// frame, or dropping the connection (1006 / EOF / reset), or our own close.
 func normalEnd(err error) bool {
 	var ce *websocket.CloseError
 	return errors.As(err, &ce) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }
 
 type eofReader struct{}
