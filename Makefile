@@ -68,12 +68,17 @@ BINARIES    := remoted remotectl remote-web
 
 .PHONY: install uninstall
 
-install: build
+# Installs the binaries `make build` left in build/bin, building them only
+# when missing, so that `make build && sudo make install` leaves build/
+# owned by the user.
+install:
+	@for b in $(BINARIES); do [ -x build/bin/$$b ] || { $(MAKE) --no-print-directory build; break; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(addprefix build/bin/,$(BINARIES)) $(DESTDIR)$(BINDIR)/
-	sed 's|/usr/local/bin/|$(BINDIR)/|g' systemd/remoted.service > build/remoted.service
-	install -m 0644 build/remoted.service systemd/remoted.socket $(DESTDIR)$(UNITDIR)/
+	sed 's|/usr/local/bin/|$(BINDIR)/|g' systemd/remoted.service > $(DESTDIR)$(UNITDIR)/remoted.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/remoted.service
+	install -m 0644 systemd/remoted.socket $(DESTDIR)$(UNITDIR)/
 	install -m 0644 systemd/remote.sysusers $(DESTDIR)$(SYSUSERSDIR)/remote.conf
 	install -m 0644 systemd/remote.tmpfiles $(DESTDIR)$(TMPFILESDIR)/remote.conf
 	install -m 0644 systemd/remotectl.bash $(DESTDIR)$(BASHCOMPDIR)/remotectl
