@@ -260,7 +260,7 @@ func TestRemotedNotifyProtocol(t *testing.T) {
 	sock := listenNotify(t, false)
 	notes := sock.collect()
 
-	const watchdogUsec = 400_000 // the daemon must ping at about 200 ms
+	const watchdogUsec = 1_000_000 // the daemon must ping at about 500 ms
 	env := daemonEnv("NOTIFY_SOCKET="+sock.name, "WATCHDOG_USEC="+strconv.Itoa(watchdogUsec), "SET_WATCHDOG_PID=1")
 	cmd, exited, _ := startDaemon(t, env, nil, "-config", configPath)
 
@@ -290,7 +290,7 @@ func TestRemotedNotifyProtocol(t *testing.T) {
 	// Watchdog: the next pings come more often than WATCHDOG_USEC (or
 	// systemd would kill the daemon) and not in a busy loop.
 	var pings []time.Time
-	for len(pings) < 6 {
+	for len(pings) < 5 {
 		for _, d := range await(t, notes, exited, "WATCHDOG=1") {
 			if d.has("WATCHDOG=1") {
 				pings = append(pings, d.at)
