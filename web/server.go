@@ -314,11 +314,17 @@ func setSecurityHeaders(h http.Header) {
 }
 
 // sameOrigin reports whether a browser request comes from this origin.
-// Requests without Origin and Sec-Fetch-Site come from non-browser clients,
-// which cannot ride on a victim's cookie, and are let through.
+// Fetch metadata decides when present: browsers set Sec-Fetch-Site and a
+// page cannot forge it, and it stays right where Origin does not (a form
+// POST under Referrer-Policy no-referrer carries "Origin: null"). Without
+// it the Origin header must name this scheme and host. Requests with
+// neither come from non-browser clients, which cannot ride on a victim's
+// cookie, and are let through.
 func sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin", "none":
+		return true
+	case "":
 	default:
 		return false
 	}

@@ -220,7 +220,6 @@ export class ChatView {
       m.body.textContent = m.text;
       return;
     }
-    m.node.dataset.text = m.text;
     if (!this.renderQueued.has(m)) {
       this.renderQueued.add(m);
       requestAnimationFrame(() => {
