@@ -126,6 +126,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintf(stderr, "remotectl %s: %v\nusage: remotectl %s\n", name, err, usage)
 		return exitUsage
+	case errors.As(err, new(*exitCodeError)):
+		// project exec: remotectl exits with the command's own status.
+		var ce *exitCodeError
+		errors.As(err, &ce)
+		return ce.code
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintf(stderr, "remotectl: %v\n", err)
 		return exitInterrupted

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"remote/api"
+)
+
+func init() {
+	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
+}
+
+// projectCommands are the subcommands of `remotectl project`.
+var projectCommands = map[string]command{
+	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"list":   {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
+	"show":   {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
+	"start":  {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
+	"stop":   {Name: "stop", Usage: "NAME [--json]", Summary: "stop the project's container", Run: runProjectStop},
+	"rm":     {Name: "rm", Usage: "NAME [-purge]", Summary: "remove a project (-purge also deletes its container)", Run: runProjectRm},
+	"secret": {Name: "secret", Usage: "set NAME KEY [VALUE|-] | list NAME | rm NAME KEY", Summary: "manage project secrets (values are never shown)", Run: runProjectSecret},
+	"exec":   {Name: "exec", Usage: "NAME [-cwd DIR] [-env K=V]... -- COMMAND [ARG...]", Summary: "run a command in the project's container; exits with its code", Run: runProjectExec},
+	"shell":  {Name: "shell", Usage: "NAME", Summary: "open an interactive shell in the project's container", Run: runProjectShell},
+}
+
+func runProject(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "project", projectCommands, args)
+}
+
+// dispatch runs one subcommand of a command group.
+func dispatch(ctx context.Context, e *env, group string, subs map[string]command, args []string) error {
+	if len(args) == 0 {
+		var names []string
+		for n := range subs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return usagef("missing subcommand: one of %s", strings.Join(names, ", "))
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		return usagef("unknown subcommand %q", args[0])
+	}
+	err := sub.Run(ctx, e, args[1:])
+	var ue *usageError
+	if errors.As(err, &ue) && ue.usage == "" {
+		return &usageError{msg: sub.Name + ": " + ue.msg, usage: group + " " + sub.Name + " " + sub.Usage}
+	}
+	return err
+}
+
+// intsFlag collects repeated integer flags.
+type intsFlag []int
+
+func (f *intsFlag) String() string { return fmt.Sprint(*f) }
+func (f *intsFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", v)
+	}
+	*f = append(*f, n)
+	return nil
+}
+
+func runProjectCreate(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("project create")
+	var req api.CreateProjectRequest
+	var ports intsFlag
+	fs.StringVar(&req.Image, "image", "", "image `alias` (default: the daemon's [lxd] image)")
+	fs.StringVar(&req.Provider, "provider", "", "default provider `id`")
+	fs.Var(&ports, "port", "container `port` (repeatable)")
+	autostart := fs.Bool("autostart", true, "start the container with the daemon")
+	args, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "NAME"); err != nil {
+		return err
+	}
+	req.Name, req.Ports, req.Autostart = args[0], ports, autostart
+	p, err := e.Client.CreateProject(ctx, req)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, p)
+	}
+	_, err = fmt.Fprintf(e.Stdout, "%s (container %s)\n", p.Name, p.Container)
+	return err
+}
+
+func runProjectList(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("project list"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args); err != nil {
+		return err
+	}
+	ps, err := e.Client.Projects(ctx)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, ps)
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintln(tw, "NAME\tCONTAINER\tSTATUS\tAUTOSTART\tPROVIDER\tCREATED")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.Name, p.Container, p.Status, p.Autostart, dash(p.Provider), p.CreatedAt.Local().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printProject(e *env, p api.Project) error {
+	if e.JSON {
+		return writeJSON(e.Stdout, p)
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintf(tw, "name:\t%s\n", p.Name)
+	fmt.Fprintf(tw, "owner:\t%s\n", dash(p.Owner))
+	fmt.Fprintf(tw, "container:\t%s\n", p.Container)
+	fmt.Fprintf(tw, "status:\t%s\n", p.Status)
+	fmt.Fprintf(tw, "image:\t%s\n", dash(p.Image))
+	fmt.Fprintf(tw, "provider:\t%s\n", dash(p.Provider))
+	fmt.Fprintf(tw, "autostart:\t%v\n", p.Autostart)
+	if len(p.Ports) > 0 {
+		fmt.Fprintf(tw, "ports:\t%v\n", p.Ports)
+	}
+	fmt.Fprintf(tw, "created:\t%s\n", p.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+	return tw.Flush()
+}
+
+// oneProject runs a NAME-only subcommand and prints the project it returns.
+func oneProject(ctx context.Context, e *env, name string, args []string, call func(context.Context, string) (api.Project, error)) error {
+	args, err := parse(e.newFlags("project "+name), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "NAME"); err != nil {
+		return err
+	}
+	p, err := call(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	return printProject(e, p)
+}
+
+func runProjectShow(ctx context.Context, e *env, args []string) error {
+	return oneProject(ctx, e, "show", args, e.Client.Project)
+}
+
+func runProjectStart(ctx context.Context, e *env, args []string) error {
+	return oneProject(ctx, e, "start", args, e.Client.StartProject)
+}
+
+func runProjectStop(ctx context.Context, e *env, args []string) error {
+	return oneProject(ctx, e, "stop", args, e.Client.StopProject)
+}
+
+func runProjectRm(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("project rm")
+	purge := fs.Bool("purge", false, "also delete the project's container")
+	args, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "NAME"); err != nil {
+		return err
+	}
+	return e.Client.DeleteProject(ctx, args[0], *purge)
+}
+
+// maxSecretInput bounds a secret value read from stdin.
+const maxSecretInput = 64 << 10
+
+func runProjectSecret(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("project secret"), args)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return usagef("missing action: set, list or rm")
+	}
+	switch args[0] {
+	case "set":
+		if len(args) != 3 && len(args) != 4 {
+			return usagef("set wants NAME KEY [VALUE|-]")
+		}
+		var value string
+		if len(args) == 4 && args[3] != "-" {
+			value = args[3]
+		} else {
+			// From stdin, so the value stays out of shell history and ps.
+			b, err := io.ReadAll(io.LimitReader(e.Stdin, maxSecretInput+1))
+			if err != nil {
+				return fmt.Errorf("read secret value from stdin: %w", err)
+			}
+			if len(b) > maxSecretInput {
+				return fmt.Errorf("secret value on stdin is longer than %d bytes", maxSecretInput)
+			}
+			value = strings.TrimSuffix(string(b), "\n")
+		}
+		return e.Client.PutSecret(ctx, args[1], args[2], value)
+	case "list":
+		if len(args) != 2 {
+			return usagef("list wants NAME")
+		}
+		keys, err := e.Client.Secrets(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		if e.JSON {
+			return writeJSON(e.Stdout, keys)
+		}
+		tw := newTable(e.Stdout)
+		fmt.Fprintln(tw, "KEY\tUPDATED")
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\n", k.Key, k.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+		}
+		return tw.Flush()
+	case "rm":
+		if len(args) != 3 {
+			return usagef("rm wants NAME KEY")
+		}
+		return e.Client.DeleteSecret(ctx, args[1], args[2])
+	default:
+		return usagef("unknown action %q: set, list or rm", args[0])
+	}
+}
+
+// exitCodeError makes remotectl exit with a command's own exit code.
+type exitCodeError struct{ code int }
+
+func (e *exitCodeError) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
+
+// envFlag collects repeated KEY=VALUE flags.
+type envFlag map[string]string
+
+func (f envFlag) String() string { return fmt.Sprint(len(f)) }
+func (f envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	f[k] = val
+	return nil
+}
+
+func runProjectExec(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("project exec")
+	req := api.ExecRequest{Env: map[string]string{}}
+	fs.StringVar(&req.Cwd, "cwd", "", "working `directory` in the container")
+	fs.Var(envFlag(req.Env), "env", "`KEY=VALUE` for the command (repeatable)")
+	args, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) < 2 {
+		return usagef("want NAME and a COMMAND")
+	}
+	req.Command = args[1:]
+	if len(req.Env) == 0 {
+		req.Env = nil
+	}
+	code, err := e.Client.Exec(ctx, args[0], req, e.Stdout, e.Stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		return err
+	}
+	if code != 0 {
+		return &exitCodeError{code: code}
+	}
+	return nil
+}
