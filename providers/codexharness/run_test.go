@@ -72,7 +72,8 @@ func (r *recorder) lines() []string {
 }
 
 func fakeCommand(scenario string) providers.Command {
-	return providers.Command{Path: os.Args[0], Env: []string{fakeEnv + "=" + scenario}}
+	// atexit_sleep_ms=0: a race-enabled child would otherwise linger 1 s at exit.
+	return providers.Command{Path: os.Args[0], Env: []string{fakeEnv + "=" + scenario, "GORACE=atexit_sleep_ms=0"}}
 }
 
 func runFake(t *testing.T, ctx context.Context, scenario string, req providers.RunRequest, rec *recorder, timeout time.Duration) error {
