@@ -1,0 +1,8 @@
+// Package antigravity is the Google Antigravity CLI (agy) adapter (S25).
+// Print mode is unstructured, so the adapter streams raw stdout chunks as
+// assistant deltas (blank lines and Markdown survive), keeps a 4 KiB tail
+// of the combined output for errors, turns sign-in failures into a focused
+// instruction, emits run.completed itself, and discovers the new
+// conversation id from the CLI's brain directory. It imports providers and
+// providers/runner only.
+package antigravity

@@ -1,0 +1,244 @@
+package antigravity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/providers"
+	"remote/providers/runner"
+)
+
+// DefaultBinary is the CLI run when the config names none.
+const DefaultBinary = "agy"
+
+// PrintTimeout is passed as --print-timeout so the CLI does not stop a
+// long turn on its own.
+const PrintTimeout = "240m"
+
+// chunkSize bounds one read of stdout, hence one assistant delta.
+const chunkSize = 32 << 10
+
+// Efforts are the --effort levels passed through; others are dropped.
+var Efforts = []string{"low", "medium", "high"}
+
+// ErrNotWired means a project run was requested but the adapter has no
+// container launchers or preparer.
+var ErrNotWired = errors.New("antigravity: project execution not configured")
+
+// ErrNotSignedIn classifies a run that failed because the CLI has no
+// login; the run.failed event carries SignInInstruction.
+var ErrNotSignedIn = errors.New("antigravity not signed in")
+
+// Provider runs the Antigravity CLI. Create it with New.
+type Provider struct {
+	cfg providers.AdapterConfig
+	log hclog.Logger
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns the Antigravity adapter. An empty cfg.Binary runs
+// DefaultBinary; a nil cfg.Host uses a runner.HostLauncher; a nil logger
+// discards.
+func New(cfg providers.AdapterConfig) *Provider {
+	if cfg.Binary == "" {
+		cfg.Binary = DefaultBinary
+	}
+	if cfg.Host == nil {
+		cfg.Host = &runner.HostLauncher{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Provider{cfg: cfg, log: log.Named("antigravity")}
+}
+
+// ID returns providers.Antigravity.
+func (p *Provider) ID() providers.ProviderID { return providers.Antigravity }
+
+// Capabilities declares resume and plan mode; no fork, no credential sync.
+func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
+	return providers.Capabilities{
+		Label:    "Antigravity",
+		Efforts:  slices.Clone(Efforts),
+		Resume:   true,
+		PlanMode: true,
+		Skills:   providers.SkillsInstructions,
+	}, nil
+}
+
+// Args returns the CLI arguments for req (the prompt follows --print).
+func Args(req providers.RunRequest, extra []string) []string {
+	args := []string{"--print", req.Prompt, "--print-timeout", PrintTimeout}
+	if req.Mode == providers.ModePlan {
+		args = append(args, "--mode", "plan")
+	} else {
+		args = append(args, "--dangerously-skip-permissions")
+	}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if e := req.Preferences.ReasoningEffort; slices.Contains(Efforts, e) {
+		args = append(args, "--effort", e)
+	}
+	if req.ResumeID != "" {
+		args = append(args, "--conversation", req.ResumeID)
+	}
+	return append(args, extra...)
+}
+
+// Run executes one turn (S25). It returns nil on success or cancellation;
+// after a sign-in failure it emits run.failed with SignInInstruction and
+// returns an error wrapping providers.ErrRunFailed and ErrNotSignedIn;
+// another failure returns a *runner.ProcessError carrying the last 4 KiB
+// of the combined output.
+func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+	if req.Fork {
+		req.Fork, req.ResumeID = false, "" // no native fork: start fresh
+	}
+	out := func(ev providers.Event) {
+		if ev.Provider == "" {
+			ev.Provider = providers.Antigravity
+		}
+		if ev.ConversationID == "" {
+			ev.ConversationID = req.ConversationID
+		}
+		if ev.RunID == "" {
+			ev.RunID = req.RunID
+		}
+		emit(ev)
+	}
+
+	var (
+		launcher providers.Launcher
+		cmd      providers.Command
+		list     lister
+	)
+	if req.ProjectID == "" {
+		env := maps.Clone(p.cfg.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, req.RuntimeEnv)
+		dir := req.Cwd
+		if dir == "" {
+			dir, _ = os.UserHomeDir()
+		}
+		home := env["HOME"]
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		launcher = p.cfg.Host
+		cmd = providers.Command{Path: p.cfg.Binary, Args: Args(req, p.cfg.Args), Env: runner.HostEnv(env), Dir: dir}
+		list = hostLister(filepath.Join(home, BrainDir))
+	} else {
+		if p.cfg.Preparer == nil || p.cfg.Containers == nil {
+			return fmt.Errorf("project %s: %w", req.ProjectID, ErrNotWired)
+		}
+		target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
+			Provider: providers.Antigravity, ProjectID: req.ProjectID,
+			EnableBrowser: req.EnableBrowser, EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
+		}, out)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("prepare project %s: %w", req.ProjectID, err)
+		}
+		fixed := map[string]string{"LANG": "C.UTF-8"}
+		maps.Copy(fixed, p.cfg.Env)
+		cmd = runner.ContainerCommand(runner.ContainerSpec{
+			Binary: p.cfg.Binary, Args: Args(req, p.cfg.Args),
+			Fixed: fixed, Secrets: target.Secrets,
+			Forced:  map[string]string{"HOME": "/root"},
+			Runtime: req.RuntimeEnv,
+		})
+		launcher = p.cfg.Containers.Container(target.Container)
+		list = containerLister(launcher, "/root/"+BrainDir)
+	}
+
+	// Session discovery only for a fresh conversation (S25).
+	var before map[string]bool
+	if req.ResumeID == "" {
+		var err error
+		if before, err = list(ctx); err != nil {
+			p.log.Warn("brain directory snapshot failed; no session will be saved", "error", err)
+			before = nil
+		}
+	}
+
+	waitErr, output, err := p.stream(ctx, launcher, cmd, out)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if waitErr != nil {
+		if needsSignIn(output) {
+			out(providers.Event{Type: providers.EventRunFailed, Message: SignInInstruction})
+			return fmt.Errorf("%w: %w: %w", providers.ErrRunFailed, ErrNotSignedIn, waitErr)
+		}
+		return &runner.ProcessError{Err: waitErr, Stderr: output}
+	}
+	if before != nil {
+		if after, err := list(ctx); err != nil {
+			p.log.Warn("brain directory listing failed; no session saved", "error", err)
+		} else if id := newConversation(before, after); id != "" {
+			out(providers.Event{Type: providers.EventSessionUpdated, SessionID: id, Model: req.Model})
+		}
+	}
+	out(providers.Event{Type: providers.EventRunCompleted, Model: req.Model})
+	return nil
+}
+
+// stream runs cmd, emitting stdout chunks as assistant deltas, and returns
+// the process result and the tail of the combined output.
+func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd providers.Command, emit func(providers.Event)) (waitErr error, output string, err error) {
+	proc, err := l.Start(ctx, cmd)
+	if err != nil {
+		return nil, "", fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	if err := proc.Stdin().Close(); err != nil {
+		p.log.Debug("closing stdin failed", "error", err)
+	}
+	var t tail
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(&t, proc.Stderr())
+	}()
+	var ch chunker
+	buf := make([]byte, chunkSize)
+	stdout := proc.Stdout()
+	for {
+		n, rerr := stdout.Read(buf)
+		if n > 0 {
+			t.Write(buf[:n])
+			if text := ch.push(buf[:n]); text != "" {
+				emit(providers.Event{Type: providers.EventAssistantDelta, ItemKind: "message", Role: "assistant", Text: text})
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) && ctx.Err() == nil {
+				p.log.Warn("reading stdout failed", "error", rerr)
+			}
+			break
+		}
+	}
+	if text := ch.flush(); text != "" {
+		emit(providers.Event{Type: providers.EventAssistantDelta, ItemKind: "message", Role: "assistant", Text: text})
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	<-stderrDone
+	return proc.Wait(), t.String(), nil
+}
