@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -132,8 +133,12 @@ func (d *Duration) UnmarshalText(text []byte) error {
 // MarshalText writes the duration in time.Duration.String form.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
-// ProviderIDs are the provider ids [providers.<id>] accepts, in display order.
-var ProviderIDs = []string{"claude", "codex", "minimax", "kimi", "antigravity"}
+// providerIDs are the provider ids [providers.<id>] accepts, in display order.
+var providerIDs = []string{"claude", "codex", "minimax", "kimi", "antigravity"}
+
+// ProviderIDs returns the provider ids [providers.<id>] accepts, in display
+// order, as a fresh slice.
+func ProviderIDs() []string { return slices.Clone(providerIDs) }
 
 // defaultBinaries is the CLI each provider runs unless binary is set.
 var defaultBinaries = map[string]string{
@@ -163,13 +168,13 @@ func Default() Config {
 			CredentialSyncTimeout: Duration{30 * time.Second},
 			TranscriptBytes:       24000,
 		},
-		Providers: make(map[string]Provider, len(ProviderIDs)),
+		Providers: make(map[string]Provider, len(providerIDs)),
 		Web: Web{
 			Listen:     "127.0.0.1:8080",
 			SessionTTL: Duration{12 * time.Hour},
 		},
 	}
-	for _, id := range ProviderIDs {
+	for _, id := range providerIDs {
 		c.Providers[id] = Provider{Binary: defaultBinaries[id]}
 	}
 	return c

@@ -288,8 +288,8 @@ func TestDefaultsFillNamedProviders(t *testing.T) {
 	if got := c.Providers["minimax"].Binary; got != "codex" {
 		t.Errorf("minimax binary = %q, want the default %q", got, "codex")
 	}
-	if len(c.Providers) != len(ProviderIDs) {
-		t.Errorf("providers = %d entries, want %d", len(c.Providers), len(ProviderIDs))
+	if len(c.Providers) != len(ProviderIDs()) {
+		t.Errorf("providers = %d entries, want %d", len(c.Providers), len(ProviderIDs()))
 	}
 }
 

@@ -122,8 +122,8 @@ func (a Agent) validate(ps *problems) {
 
 func (p Provider) validate(ps *problems, id string) {
 	base := keyPath("providers", id)
-	if !slices.Contains(ProviderIDs, id) {
-		ps.add(ErrInvalidValue, base, "unknown provider %q (known: %s)", id, strings.Join(ProviderIDs, ", "))
+	if !slices.Contains(providerIDs, id) {
+		ps.add(ErrInvalidValue, base, "unknown provider %q (known: %s)", id, strings.Join(providerIDs, ", "))
 		return
 	}
 	switch {

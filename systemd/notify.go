@@ -25,14 +25,17 @@ const (
 	envJournalStream = "JOURNAL_STREAM"
 )
 
-// InheritedEnv lists the variables systemd hands the service that belong to
-// remoted alone. Child processes (agent CLIs) must not inherit them: a child
-// could otherwise talk to the service manager in the daemon's name, take the
-// daemon's sockets for its own, or locate the daemon's credentials.
-var InheritedEnv = []string{
-	envNotifySocket, envWatchdogUsec, envWatchdogPID,
-	envListenPID, envListenFDs, envListenFDNames,
-	"CREDENTIALS_DIRECTORY", "INVOCATION_ID", "MANAGERPID", "SYSTEMD_EXEC_PID",
+// InheritedEnv returns the variables systemd hands the service that belong
+// to remoted alone. Child processes (agent CLIs) must not inherit them: a
+// child could otherwise talk to the service manager in the daemon's name,
+// take the daemon's sockets for its own, or locate the daemon's
+// credentials.
+func InheritedEnv() []string {
+	return []string{
+		envNotifySocket, envWatchdogUsec, envWatchdogPID,
+		envListenPID, envListenFDs, envListenFDNames,
+		"CREDENTIALS_DIRECTORY", "INVOCATION_ID", "MANAGERPID", "SYSTEMD_EXEC_PID",
+	}
 }
 
 // maxStatus bounds a STATUS= text; systemd shows one line of it.

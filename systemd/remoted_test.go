@@ -79,7 +79,7 @@ func daemonEnv(extra ...string) []string {
 			continue
 		}
 		skip := false
-		for _, s := range InheritedEnv {
+		for _, s := range InheritedEnv() {
 			skip = skip || k == s
 		}
 		if !skip {
