@@ -239,6 +239,21 @@ func TestRealCodex(t *testing.T) {
 			},
 		},
 		{
+			name:    "plan mode",
+			replies: []fakeopenai.Reply{reply(fakeopenai.Text("1. read\n2. change"))},
+			req:     providers.RunRequest{Mode: providers.ModePlan},
+			want: []string{
+				"run.started",
+				"session.updated session=<thread> model=gpt-fake",
+				"turn.status status=active",
+				"turn.status status=inProgress",
+				"assistant.delta item=msg_1_0 text=1. read\n2. change",
+				"usage.updated",
+				"turn.status status=idle",
+				"run.completed status=completed",
+			},
+		},
+		{
 			name:    "reasoning then text",
 			replies: []fakeopenai.Reply{reply(fakeopenai.Reasoning("Thinking about it"), fakeopenai.Text("The answer"))},
 			want: []string{
@@ -413,6 +428,12 @@ func TestRealCodex(t *testing.T) {
 				got[i] = strings.ReplaceAll(got[i], e.srv.URL, "<url>")
 			}
 			want(t, got, tt.want...)
+			if tt.req.Mode == providers.ModePlan {
+				reqs := e.srv.Requests()
+				if body := strings.ToLower(string(reqs[0].Body)); !strings.Contains(body, "plan mode") {
+					t.Fatalf("plan mode did not reach the model's instructions: %.300s", body)
+				}
+			}
 			_ = big
 			_ = slow
 		})
