@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"remote/internal/testkit"
+	"remote/lxdexec"
 )
 
 // TestEndToEndProject drives the project commands against a real remoted
@@ -52,5 +57,62 @@ func TestEndToEndProject(t *testing.T) {
 	e.must("project", "rm", name, "-purge")
 	if _, _, err := cl.Instance(context.Background(), "remote-"+name); err == nil {
 		t.Fatal("container survived rm -purge")
+	}
+}
+
+// TestEndToEndProjectAutostart restarts remoted while three autostart
+// projects' containers are stopped: all three run again after start-up.
+func TestEndToEndProjectAutostart(t *testing.T) {
+	cl := testkit.LXD(t)
+	e := startE2E(t)
+	var containers []string
+	for i := range 3 {
+		name := strings.TrimPrefix(testkit.ContainerName(fmt.Sprint("auto", i)), "t-")
+		c := "remote-" + name
+		containers = append(containers, c)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			_ = cl.ForceDeleteInstance(ctx, c)
+		})
+		e.must("project", "create", name)
+		e.must("project", "start", name)
+	}
+	// Stop the daemon, then the containers behind its back.
+	_ = e.daemon.Process.Signal(syscall.SIGTERM)
+	_ = e.daemon.Wait()
+	for _, c := range containers {
+		if err := cl.SetState(context.Background(), c, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := exec.Command(e.daemon.Path, e.daemon.Args[1:]...)
+	next.Stdout, next.Stderr = io.Discard, e.daemon.Stderr
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.daemon = next // startE2E's cleanup stops this one
+	deadline := time.Now().Add(60 * time.Second)
+	for _, c := range containers {
+		for {
+			inst, _, err := cl.Instance(context.Background(), c)
+			if err == nil && inst.Status == "Running" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("container %s not running after restart (%v, %v)", c, inst, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for i := 0; ; i++ {
+		r := e.run("", "project", "list")
+		if r.code == 0 && strings.Count(r.stdout, "running") == 3 {
+			break
+		}
+		if i > 300 {
+			t.Fatalf("stored status not corrected: %q %q", r.stdout, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
