@@ -211,11 +211,14 @@ func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd provide
 	if err := proc.Stdin().Close(); err != nil {
 		p.log.Debug("closing stdin failed", "error", err)
 	}
-	var t tail
+	// Separate tails, joined stdout first: the process writes both
+	// streams concurrently, and the stderr explanation must not be pushed
+	// out by stdout data read later.
+	var outTail, errTail tail
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		_, _ = io.Copy(&t, proc.Stderr())
+		_, _ = io.Copy(&errTail, proc.Stderr())
 	}()
 	var ch chunker
 	buf := make([]byte, chunkSize)
@@ -223,7 +226,7 @@ func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd provide
 	for {
 		n, rerr := stdout.Read(buf)
 		if n > 0 {
-			t.Write(buf[:n])
+			outTail.Write(buf[:n])
 			if text := ch.push(buf[:n]); text != "" {
 				emit(providers.Event{Type: providers.EventAssistantDelta, ItemKind: "message", Role: "assistant", Text: text})
 			}
@@ -240,5 +243,5 @@ func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd provide
 	}
 	_, _ = io.Copy(io.Discard, stdout)
 	<-stderrDone
-	return proc.Wait(), t.String(), nil
+	return proc.Wait(), combine(outTail.String(), errTail.String()), nil
 }

@@ -89,3 +89,17 @@ func needsSignIn(output string) bool {
 	}
 	return false
 }
+
+// combine joins the stdout and stderr tails and keeps the last TailSize
+// bytes, cut on a UTF-8 boundary.
+func combine(stdout, stderr string) string {
+	s := strings.TrimSpace(stdout + "\n" + stderr)
+	if len(s) <= TailSize {
+		return s
+	}
+	s = s[len(s)-TailSize:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}

@@ -50,6 +50,20 @@ func TestTail(t *testing.T) {
 	}
 }
 
+func TestCombine(t *testing.T) {
+	t.Parallel()
+	if got := combine("out", "err"); got != "out\nerr" {
+		t.Errorf("combine = %q", got)
+	}
+	if got := combine("", "err"); got != "err" {
+		t.Errorf("combine = %q", got)
+	}
+	big := combine(strings.Repeat("é", TailSize), "fatal")
+	if len(big) > TailSize || !strings.HasSuffix(big, "\nfatal") || !utf8.ValidString(big) {
+		t.Errorf("combine kept %d bytes", len(big))
+	}
+}
+
 func TestNeedsSignIn(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]bool{
