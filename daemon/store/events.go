@@ -216,7 +216,7 @@ func decodeEvent(key, val []byte) (api.Event, error) {
 	if seq <= 0 {
 		return ev, fmt.Errorf("event seq %d: %w", seq, ErrCorrupt)
 	}
-	if err := json.Unmarshal(val, &ev); err != nil {
+	if err := unmarshalEvent(val, &ev); err != nil {
 		return api.Event{}, fmt.Errorf("event %d: %w: %v", seq, ErrCorrupt, err)
 	}
 	if ev.Type == "" {
