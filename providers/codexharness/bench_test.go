@@ -56,3 +56,42 @@ func BenchmarkParseAppServerStream(b *testing.B) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(len(lines)), "lines/op")
 }
+
+// BenchmarkParseLongMessage streams a 2 MiB agent message in 32-byte
+// deltas then its completed snapshot: the per-item text tracking must stay
+// linear in the message size.
+func BenchmarkParseLongMessage(b *testing.B) {
+	const size, chunk = 2 << 20, 32
+	var lines [][]byte
+	delta := make([]byte, chunk)
+	for i := range delta {
+		delta[i] = 'a' + byte(i%26)
+	}
+	for n := 0; n < size/chunk; n++ {
+		lines = append(lines, fmt.Appendf(nil, `{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"U","itemId":"m","delta":%q}}`, delta))
+	}
+	full := make([]byte, 0, size)
+	for n := 0; n < size/chunk; n++ {
+		full = append(full, delta...)
+	}
+	lines = append(lines, fmt.Appendf(nil, `{"method":"item/completed","params":{"threadId":"T","turnId":"U","item":{"id":"m","type":"agentMessage","text":%q}}}`, full))
+	total := 0
+	for _, l := range lines {
+		total += len(l) + 1
+	}
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := NewParser(providers.Codex)
+		p.SetThread("T")
+		for i, l := range lines {
+			evs, err := p.ParseLine(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if last := i == len(lines)-1; last != (len(evs) == 0) {
+				b.Fatalf("line %d gave %d events: each delta one, the whole snapshot none", i, len(evs))
+			}
+		}
+	}
+}

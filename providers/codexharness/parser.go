@@ -44,7 +44,7 @@ type Parser struct {
 	provider providers.ProviderID
 	thread   string            // the parent thread; empty until known
 	turn     string            // the parent turn; empty until known
-	emitted  map[string]string // item key → text emitted so far
+	emitted  map[string]*strings.Builder // item key → text emitted so far
 	started  map[string]bool   // tool items whose tool.started was emitted
 	usage    json.RawMessage
 	held     *providers.Event // a terminal error, folded into run.failed
@@ -53,7 +53,7 @@ type Parser struct {
 
 // NewParser returns a parser whose events name provider.
 func NewParser(provider providers.ProviderID) *Parser {
-	return &Parser{provider: provider, emitted: map[string]string{}, started: map[string]bool{}}
+	return &Parser{provider: provider, emitted: map[string]*strings.Builder{}, started: map[string]bool{}}
 }
 
 // SetThread names the parent thread. Events of other threads become
@@ -231,8 +231,13 @@ func (p *Parser) delta(typ providers.EventType, kind, itemID, key, text string, 
 	if text == "" {
 		return nil
 	}
-	if _, ok := p.emitted[key]; ok || len(p.emitted) < maxTracked {
-		p.emitted[key] += text
+	b, ok := p.emitted[key]
+	if !ok && len(p.emitted) < maxTracked {
+		b = &strings.Builder{}
+		p.emitted[key] = b
+	}
+	if b != nil {
+		b.WriteString(text)
 	}
 	return []providers.Event{{Type: typ, ItemID: itemID, MessageID: itemID, ItemKind: kind, Role: "assistant",
 		Text: text, Native: p.envelope(m, bp, false)}}
@@ -242,12 +247,12 @@ func (p *Parser) delta(typ providers.EventType, kind, itemID, key, text string, 
 // and forgets key. A snapshot that does not extend what was streamed adds
 // nothing: a chat never shows the same text twice.
 func (p *Parser) suffix(key, full string) string {
-	prev, seen := p.emitted[key]
+	b, seen := p.emitted[key]
 	delete(p.emitted, key)
 	if !seen {
 		return full
 	}
-	if strings.HasPrefix(full, prev) {
+	if prev := b.String(); strings.HasPrefix(full, prev) {
 		return full[len(prev):]
 	}
 	return ""
