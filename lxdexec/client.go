@@ -114,7 +114,8 @@ func DiscoverSocket() (string, error) {
 }
 
 // Connect builds a client and reads GET /1.0 once (extensions, server kind,
-// clustering, certificate fingerprint).
+// clustering, certificate fingerprint). A client the server does not trust
+// gets an error matching ErrForbidden.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	c := &Client{project: opts.Project, target: opts.Target, hdr: "X-LXD-"}
 	const bufSize = 128 << 10
@@ -166,6 +167,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if _, err := c.refreshServer(ctx); err != nil {
 		return nil, err
+	}
+	if c.server.Auth != "" && c.server.Auth != "trusted" {
+		// Over HTTPS an unknown certificate still reads GET /1.0; say so
+		// now rather than with a 403 on the first real call.
+		return nil, fmt.Errorf("lxd %s: client certificate %s is not trusted by the server (auth %q): %w",
+			opts.URL, opts.ClientCert, c.server.Auth, ErrForbidden)
 	}
 	if c.server.Server == "incus" {
 		c.hdr = "X-Incus-"

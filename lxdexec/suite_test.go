@@ -17,6 +17,8 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -438,35 +440,26 @@ func testFiles(t *testing.T, c *lxdexec.Client, name string) {
 
 func testProxyDevice(t *testing.T, c *lxdexec.Client, name string) {
 	ctx := testCtx(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(conn, "hello from host\n")
-			conn.Close()
-		}
-	}()
-	if err := c.AddProxyDevice(ctx, name, "model", "tcp:127.0.0.1:18080", "tcp:"+ln.Addr().String()); err != nil {
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "hello from host\n")
+	}))
+	defer host.Close()
+	hostAddr := strings.TrimPrefix(host.URL, "http://")
+	if err := c.AddProxyDevice(ctx, name, "model", "tcp:127.0.0.1:18080", "tcp:"+hostAddr); err != nil {
 		t.Fatalf("AddProxyDevice: %v", err)
 	}
 	inst, _, err := c.Instance(ctx, name)
 	if err != nil || inst.Devices["model"]["type"] != "proxy" || inst.Devices["model"]["bind"] != "instance" {
 		t.Fatalf("devices %v, %v", inst.Devices, err)
 	}
+	// The proxy may take a moment to listen after the hot-plug.
 	out, _, code, err := run(t, ctx, c, name, lxdexec.ExecRequest{Command: []string{"sh", "-c",
-		"for i in 1 2 3 4 5 6 7 8 9 10; do nc 127.0.0.1 18080 </dev/null && exit 0; sleep 0.2; done; exit 1"}}, "")
+		"for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O- http://127.0.0.1:18080/ && exit 0; sleep 0.2; done; exit 1"}}, "")
 	if err != nil || code != 0 || out != "hello from host\n" {
 		t.Fatalf("through proxy: %q exit %d, %v", out, code, err)
 	}
-	if err := c.AddProxyDevice(ctx, name, "", "", ""); !errors.Is(err, lxdexec.ErrBadRequest) && err == nil {
-		t.Fatalf("AddProxyDevice(empty) = %v", err)
+	if err := c.AddProxyDevice(ctx, name, "", "", ""); err == nil {
+		t.Fatal("AddProxyDevice with empty fields succeeded")
 	}
 }
 
@@ -553,6 +546,16 @@ func httpsClient(t *testing.T, unix *lxdexec.Client) *lxdexec.Client {
 	}
 	if s, err := c.Server(ctx); err != nil || s.Auth != "trusted" {
 		t.Fatalf("over https auth = %v, %v; want trusted", s, err)
+	}
+	// An untrusted client certificate is refused at Connect.
+	otherCert, otherKey := clientCert(t)
+	otherCertFile, otherKeyFile := filepath.Join(dir, "other.crt"), filepath.Join(dir, "other.key")
+	_ = os.WriteFile(otherCertFile, otherCert, 0o600)
+	_ = os.WriteFile(otherKeyFile, otherKey, 0o600)
+	untrusted := opts
+	untrusted.ClientCert, untrusted.ClientKey = otherCertFile, otherKeyFile
+	if _, err := lxdexec.Connect(ctx, untrusted); !errors.Is(err, lxdexec.ErrForbidden) {
+		t.Fatalf("Connect with untrusted cert = %v, want ErrForbidden", err)
 	}
 	// A different pinned certificate must be refused.
 	wrong := filepath.Join(dir, "wrong.crt")
