@@ -262,7 +262,40 @@ func sinceQuery(since int64) url.Values {
 // Events returns the chat's stored events with seq > since.
 func (c *Client) Events(ctx context.Context, id string, since int64) ([]api.Event, error) {
 	out := []api.Event{}
-	return out, c.call(ctx, http.MethodGet, chatPath(id, "/events"), sinceQuery(since), nil, &out)
+	err := c.EachEvent(ctx, id, since, func(ev api.Event) error {
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
+
+// EachEvent calls fn for each of the chat's stored events with seq > since,
+// decoding the replay one event at a time so a long chat never sits in
+// memory whole. An error from fn stops the walk and is returned.
+func (c *Client) EachEvent(ctx context.Context, id string, since int64, fn func(api.Event) error) error {
+	path := chatPath(id, "/events")
+	resp, err := c.do(ctx, http.MethodGet, path, sinceQuery(since), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return fmt.Errorf("GET %s: decode answer: want a JSON array (%v)", path, err)
+	}
+	for dec.More() {
+		var ev api.Event
+		if err := dec.Decode(&ev); err != nil {
+			return fmt.Errorf("GET %s: decode event: %w", path, err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("GET %s: decode answer: %w", path, err)
+	}
+	return nil
 }
 
 // Follow streams the chat's events with seq > since, then live events

@@ -80,6 +80,11 @@ func TestChatsRoundTrip(t *testing.T) {
 	if err != nil || len(evs) != 2 || evs[0].Seq != 3 {
 		t.Fatalf("Events(since 2) = %+v, %v", evs, err)
 	}
+	stop := errors.New("stop")
+	n := 0
+	if err := c.EachEvent(ctx, chat.ID, 0, func(api.Event) error { n++; return stop }); err != stop || n != 1 {
+		t.Fatalf("EachEvent stop: %v after %d", err, n)
+	}
 	fork, err := c.ForkChat(ctx, chat.ID)
 	if err != nil || fork.ID == chat.ID || !fork.ForkPending {
 		t.Fatalf("ForkChat = %+v, %v", fork, err)
@@ -245,5 +250,38 @@ func TestFollowStopsWithContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Next did not return after the context was cancelled")
+	}
+}
+
+// TestMalformedAnswers: a 2xx answer that is not what the route promises is
+// an error naming the route, never a silently empty result.
+func TestMalformedAnswers(t *testing.T) {
+	tests := []struct {
+		name, body string
+		call       func(*client.Client) error
+		want       string
+	}{
+		{"events object", `{}`, func(c *client.Client) error { _, err := c.Events(context.Background(), "abcd", 0); return err }, "want a JSON array"},
+		{"events truncated", `[{"seq":1,"type":"user"},`, func(c *client.Client) error { _, err := c.Events(context.Background(), "abcd", 0); return err }, "decode event"},
+		{"chat garbage", `not json`, func(c *client.Client) error { _, err := c.Chat(context.Background(), "abcd"); return err }, "GET /v1/chats/abcd: decode answer"},
+		{"follow garbage", "garbage\n", func(c *client.Client) error {
+			st, err := c.Follow(context.Background(), "abcd", 0)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			_, err = st.Next()
+			return err
+		}, `decode event "garbage"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			startRaw(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tt.body) }))
+			err := tt.call(client.New(sock))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -53,13 +53,9 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 	req.Skills = skills
 
 	// The run's events are those after the chat's current last seq.
-	evs, err := e.Client.Events(ctx, chatID, 0)
-	if err != nil {
-		return err
-	}
 	var last int64
-	if len(evs) > 0 {
-		last = evs[len(evs)-1].Seq
+	if err := e.Client.EachEvent(ctx, chatID, 0, func(ev api.Event) error { last = ev.Seq; return nil }); err != nil {
+		return err
 	}
 	if _, err := e.Client.Prompt(ctx, chatID, req); err != nil {
 		return err
