@@ -1,8 +1,19 @@
 // Package codex is the OpenAI Codex adapter: it runs one fresh
 // `codex app-server` per turn through the shared codexharness, on the host
 // for loose chats and inside the project's container for project chats
-// (S13, S19–S23). It imports providers, providers/runner and
-// providers/codexharness only — nothing of the daemon, store or transport.
+// (S13, S19–S23).
+//
+// Approvals and sandbox (codexharness.ResolvePolicies): by default a thread
+// runs with approval "never" and sandbox "danger-full-access", as the
+// origin did. A chat whose preferences ask for approvals ("on-request",
+// "untrusted", "on-failure") gets them, and each one reaches the user as an
+// interaction card that waits for an explicit answer (S21). The sandbox
+// preference is honoured on the host; inside a container the container is
+// the sandbox (Codex has no bubblewrap there), so it stays
+// "danger-full-access".
+//
+// It imports providers, providers/runner and providers/codexharness only —
+// nothing of the daemon, store or transport.
 package codex
 
 import (
@@ -143,6 +154,9 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
 	}, emit)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while preparing: a normal stop (S29)
+		}
 		return fmt.Errorf("codex: prepare project %q: %w", req.ProjectID, err)
 	}
 	runtimeEnv := map[string]string{}

@@ -42,10 +42,10 @@ type Usage struct {
 // concurrent use.
 type Parser struct {
 	provider providers.ProviderID
-	thread   string            // the parent thread; empty until known
-	turn     string            // the parent turn; empty until known
+	thread   string                      // the parent thread; empty until known
+	turn     string                      // the parent turn; empty until known
 	emitted  map[string]*strings.Builder // item key → text emitted so far
-	started  map[string]bool   // tool items whose tool.started was emitted
+	started  map[string]bool             // tool items whose tool.started was emitted
 	usage    json.RawMessage
 	held     *providers.Event // a terminal error, folded into run.failed
 	status   string           // terminal turn status once the parent turn completed

@@ -227,6 +227,9 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
 	}, emit)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while preparing: a normal stop (S29)
+		}
 		return fmt.Errorf("minimax: prepare project %q: %w", req.ProjectID, err)
 	}
 	cmd := runner.ContainerCommand(runner.ContainerSpec{
