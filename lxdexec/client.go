@@ -110,7 +110,7 @@ func DiscoverSocket() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("lxd: no unix socket found (tried %s): %w", strings.Join(cands, ", "), ErrNotFound)
+	return "", fmt.Errorf("lxd: no unix socket found (tried %s): %w", strings.Join(cands, ", "), ErrUnreachable)
 }
 
 // Connect builds a client and reads GET /1.0 once (extensions, server kind,
@@ -392,7 +392,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("lxd %s %s: %w", method, stripQuery(path), err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lxd %s %s: %w", method, stripQuery(path), ctx.Err())
+		}
+		return nil, fmt.Errorf("lxd %s %s: %w: %w", method, stripQuery(path), ErrUnreachable, err)
 	}
 	return resp, nil
 }
@@ -450,7 +453,7 @@ func stripQuery(p string) string {
 // decoding LXD's envelope when there is one.
 func errorFromHandshake(path string, resp *http.Response, err error) error {
 	if resp == nil {
-		return fmt.Errorf("lxd websocket %s: %w", path, err)
+		return fmt.Errorf("lxd websocket %s: %w: %w", path, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	_, derr := decodeResponse("GET", path, resp.StatusCode, resp.Body)

@@ -34,6 +34,10 @@ var (
 	ErrIsDirectory = errors.New("lxd: path is a directory")
 	// ErrProtocol: LXD answered with something this client cannot decode.
 	ErrProtocol = errors.New("lxd: protocol error")
+	// ErrUnreachable: LXD could not be reached or the connection failed
+	// (no socket, connection refused or reset, TLS or pinning failure);
+	// LXD itself did not answer.
+	ErrUnreachable = errors.New("lxd: unreachable")
 	// ErrStreamBroken: an exec output stream ended without its end-of-stream
 	// marker, so output may be incomplete.
 	ErrStreamBroken = errors.New("lxd: exec stream broken")

@@ -17,6 +17,7 @@ type fakeServer struct {
 	mux  *http.ServeMux
 	sock string
 	env  map[string]any
+	srv  *http.Server
 }
 
 func newFake(t *testing.T, env map[string]any, extensions ...string) *fakeServer {
@@ -38,9 +39,9 @@ func newFake(t *testing.T, env map[string]any, extensions ...string) *fakeServer
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: f.mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
+	f.srv = &http.Server{Handler: f.mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = f.srv.Serve(ln) }()
+	t.Cleanup(func() { f.srv.Close() })
 	return f
 }
 

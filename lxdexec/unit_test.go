@@ -825,6 +825,25 @@ func TestDiscoverSocket(t *testing.T) {
 	}
 }
 
+func TestUnreachable(t *testing.T) {
+	f := newFake(t, nil)
+	c := f.client(t, Options{})
+	f.srv.Close() // closes the listener (removing the socket) and idle connections
+	if _, _, err := c.Instance(context.Background(), "c1"); !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrUnreachable only", err)
+	}
+	if _, err := Connect(context.Background(), Options{Socket: f.sock}); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Connect(missing socket) = %v, want ErrUnreachable", err)
+	}
+	t.Setenv("LXD_SOCKET", "/nonexistent/a.sock")
+	t.Setenv("LXD_DIR", "/nonexistent")
+	t.Setenv("INCUS_SOCKET", "/nonexistent/b.sock")
+	t.Setenv("INCUS_DIR", "/nonexistent")
+	if _, err := DiscoverSocket(); err != nil && !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("DiscoverSocket = %v, want ErrUnreachable when nothing exists", err)
+	}
+}
+
 func TestConnectOptionsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
