@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -153,6 +154,28 @@ func Start() (*Server, error) {
 		return nil, fmt.Errorf("fakeopenai: listen on loopback: %w", err)
 	}
 	return Serve(ln), nil
+}
+
+// StartOn listens on addr (e.g. "127.0.0.1:18080", or "0.0.0.0:PORT" for
+// a container's proxy device to reach) and serves until Close.
+func StartOn(addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakeopenai: listen on %s: %w", addr, err)
+	}
+	return Serve(ln), nil
+}
+
+// New starts a server on a random loopback port for the test t and closes
+// it when t ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // Serve serves on ln (for example a fixed address a container proxy device

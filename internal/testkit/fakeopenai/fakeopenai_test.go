@@ -98,11 +98,7 @@ func TestScriptedReplies(t *testing.T) {
 }
 
 func TestRequireAPIKey(t *testing.T) {
-	s, err := Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := New(t)
 	s.RequireAPIKey("other")
 	s.SetFallback(&Reply{Items: []Item{Text("x")}})
 	if status, _, _ := sse(t, s, context.Background(), `{}`); status != 401 {
@@ -115,14 +111,19 @@ func TestRequireAPIKey(t *testing.T) {
 }
 
 func TestHangEndsWithClient(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Serve(ln)
+	addr := probe.Addr().String()
+	probe.Close()
+	s, err := StartOn(addr)
+	if err != nil {
+		t.Skipf("port %s taken again: %v", addr, err)
+	}
 	defer s.Close()
-	if !strings.HasSuffix(s.URL, ln.Addr().String()+"/v1") || s.Addr() != ln.Addr().String() {
-		t.Fatalf("URL %s for listener %s", s.URL, ln.Addr())
+	if s.URL != "http://"+addr+"/v1" || s.Addr() != addr {
+		t.Fatalf("URL %s for address %s", s.URL, addr)
 	}
 	s.Enqueue(Reply{Items: []Item{Text("slow")}, Hang: true})
 	ctx, cancel := context.WithCancel(context.Background())
