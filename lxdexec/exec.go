@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -110,6 +111,12 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 	}
 	if len(req.Command) == 0 {
 		return nil, fmt.Errorf("exec in %q: empty command: %w", instance, ErrBadRequest)
+	}
+	for k := range req.Env {
+		// Only the key is named: values may be secrets.
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("exec %q in %q: invalid environment key %q: %w", req.Command[0], instance, k, ErrBadRequest)
+		}
 	}
 	body := execPost{
 		Command: req.Command, Environment: req.Env, Cwd: req.Cwd, User: req.User, Group: req.Group,

@@ -698,6 +698,28 @@ func TestExecPingAfterPeerClosed(t *testing.T) {
 	}
 }
 
+func TestExecBadRequest(t *testing.T) {
+	f := newFake(t, nil)
+	c := f.client(t, Options{})
+	for _, tc := range []struct {
+		name string
+		inst string
+		req  ExecRequest
+	}{
+		{"empty command", "c1", ExecRequest{}},
+		{"bad instance", "a/b", ExecRequest{Command: []string{"x"}}},
+		{"env key with =", "c1", ExecRequest{Command: []string{"x"}, Env: map[string]string{"A=B": "secret-value"}}},
+		{"empty env key", "c1", ExecRequest{Command: []string{"x"}, Env: map[string]string{"": "v"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Exec(context.Background(), tc.inst, tc.req)
+			if !errors.Is(err, ErrBadRequest) || strings.Contains(err.Error(), "secret-value") {
+				t.Fatalf("err = %v, want ErrBadRequest without the value", err)
+			}
+		})
+	}
+}
+
 func TestExecBadSecret(t *testing.T) {
 	f := newFake(t, nil)
 	ef := &execFake{t: t, result: make(chan map[string]any, 1), refuse: "2"}
