@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,4 +61,42 @@ func BenchmarkParser(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	_ = bytes.MinRead
+}
+
+// BenchmarkEncodingJSONEnvelope is the alternative the scanner replaced:
+// encoding/json decoding the same lines into a struct of the top-level
+// fields plus the stream event (no event mapping at all).
+func BenchmarkEncodingJSONEnvelope(b *testing.B) {
+	lines := benchStream(200)
+	size := 0
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	type env struct {
+		Type      string          `json:"type"`
+		Subtype   string          `json:"subtype"`
+		SessionID string          `json:"session_id"`
+		Event     json.RawMessage `json:"event"`
+		Message   json.RawMessage `json:"message"`
+	}
+	type ev struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type, Text, Thinking string
+		} `json:"delta"`
+	}
+	for b.Loop() {
+		for _, l := range lines {
+			var e env
+			if err := json.Unmarshal(l, &e); err != nil {
+				b.Fatal(err)
+			}
+			if e.Type == "stream_event" {
+				var se ev
+				_ = json.Unmarshal(e.Event, &se)
+			}
+		}
+	}
 }

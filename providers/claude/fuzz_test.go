@@ -60,7 +60,8 @@ func FuzzScan(f *testing.F) {
 		trimmed := bytes.TrimLeft(data, " \t\r\n")
 		wantOK := json.Valid(data) && len(trimmed) > 0 && trimmed[0] == '{'
 		var got map[string]string
-		err := walkObject(data, func(k string, v []byte) error {
+		err := walkObject(data, func(kb, v []byte) error {
+			k := string(kb)
 			if got == nil {
 				got = map[string]string{}
 			}

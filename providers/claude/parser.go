@@ -42,6 +42,7 @@ type Parser struct {
 	streamed        map[string]uint8  // message id → kinds streamed as deltas
 	tools           map[string]string // tool_use id → tool name
 	sessionNotFound bool
+	buf             []providers.Event // reused result slice
 }
 
 const (
@@ -81,21 +82,21 @@ type envelope struct {
 }
 
 func (env *envelope) decode(line []byte) error {
-	return walkObject(line, func(k string, v []byte) error {
+	return walkObject(line, func(k []byte, v []byte) error {
 		var err error
-		switch k {
+		switch string(k) {
 		case "type":
-			env.Type, err = jsonStringLike(k, v, recordTypes...)
+			env.Type, err = jsonStringLike("type", v, recordTypes...)
 		case "subtype":
-			env.Subtype, err = jsonString(k, v)
+			env.Subtype, err = jsonString("subtype", v)
 		case "session_id":
-			env.SessionID, err = jsonStringLike(k, v, env.lastSession)
+			env.SessionID, err = jsonStringLike("session_id", v, env.lastSession)
 		case "model":
-			env.Model, err = jsonString(k, v)
+			env.Model, err = jsonString("model", v)
 		case "api_message_id":
-			env.APIMessageID, err = jsonStringLike(k, v, env.lastMsgID)
+			env.APIMessageID, err = jsonStringLike("api_message_id", v, env.lastMsgID)
 		case "terminal_reason":
-			env.TerminalReason, err = jsonString(k, v)
+			env.TerminalReason, err = jsonString("terminal_reason", v)
 		case "event":
 			env.Event = v
 		case "message":
@@ -113,13 +114,13 @@ func (env *envelope) decode(line []byte) error {
 		case "rate_limit_info":
 			env.RateLimitInfo = v
 		case "is_error":
-			env.IsError, err = jsonBool(k, v)
+			env.IsError, err = jsonBool("is_error", v)
 		case "total_cost_usd":
-			env.TotalCostUSD, err = jsonFloat(k, v)
+			env.TotalCostUSD, err = jsonFloat("total_cost_usd", v)
 		case "duration_ms":
-			env.DurationMs, err = jsonInt(k, v)
+			env.DurationMs, err = jsonInt("duration_ms", v)
 		case "num_turns":
-			env.NumTurns, err = jsonInt(k, v)
+			env.NumTurns, err = jsonInt("num_turns", v)
 		}
 		return err
 	})
@@ -143,11 +144,11 @@ var (
 
 func (se *streamEvent) decode(raw []byte) error {
 	var delta []byte
-	err := walkObject(raw, func(k string, v []byte) error {
+	err := walkObject(raw, func(k []byte, v []byte) error {
 		var err error
-		switch k {
+		switch string(k) {
 		case "type":
-			se.Type, err = jsonStringLike(k, v, eventTypes...)
+			se.Type, err = jsonStringLike("type", v, eventTypes...)
 		case "message":
 			se.Message = v
 		case "delta":
@@ -159,11 +160,11 @@ func (se *streamEvent) decode(raw []byte) error {
 		return err
 	}
 	var text, thinking []byte
-	err = walkObject(delta, func(k string, v []byte) error {
+	err = walkObject(delta, func(k []byte, v []byte) error {
 		var err error
-		switch k {
+		switch string(k) {
 		case "type":
-			se.DeltaType, err = jsonStringLike(k, v, deltaTypes...)
+			se.DeltaType, err = jsonStringLike("type", v, deltaTypes...)
 		case "text":
 			text = v
 		case "thinking":
@@ -193,17 +194,17 @@ type contentBlock struct {
 }
 
 func (b *contentBlock) decode(raw []byte) error {
-	return walkObject(raw, func(k string, v []byte) error {
+	return walkObject(raw, func(k []byte, v []byte) error {
 		var err error
-		switch k {
+		switch string(k) {
 		case "type":
-			b.Type, err = jsonString(k, v)
+			b.Type, err = jsonString("type", v)
 		case "id":
-			b.ID, err = jsonString(k, v)
+			b.ID, err = jsonString("id", v)
 		case "name":
-			b.Name, err = jsonString(k, v)
+			b.Name, err = jsonString("name", v)
 		case "tool_use_id":
-			b.ToolUseID, err = jsonString(k, v)
+			b.ToolUseID, err = jsonString("tool_use_id", v)
 		case "text":
 			b.Text = v
 		case "thinking":
@@ -213,7 +214,7 @@ func (b *contentBlock) decode(raw []byte) error {
 		case "content":
 			b.Content = v
 		case "is_error":
-			b.IsError, err = jsonBool(k, v)
+			b.IsError, err = jsonBool("is_error", v)
 		}
 		return err
 	})
@@ -226,13 +227,13 @@ type message struct {
 }
 
 func (m *message) decode(raw []byte) error {
-	return walkObject(raw, func(k string, v []byte) error {
+	return walkObject(raw, func(k []byte, v []byte) error {
 		var err error
-		switch k {
+		switch string(k) {
 		case "id":
-			m.ID, err = jsonString(k, v)
+			m.ID, err = jsonString("id", v)
 		case "model":
-			m.Model, err = jsonString(k, v)
+			m.Model, err = jsonString("model", v)
 		case "content":
 			m.Content = v
 		}
@@ -258,7 +259,18 @@ func blocks(content []byte) ([]contentBlock, error) {
 // ParseLine parses one stream-json line. Invalid top-level JSON is an
 // error (RunProcess logs and skips the line); a malformed nested message
 // yields only the session event already derived from the line.
+//
+// The returned slice is reused by the next call (RunProcess emits the
+// events before reading on); copy it to keep it.
 func (p *Parser) ParseLine(line []byte) ([]providers.Event, error) {
+	evs, err := p.parse(line, p.buf[:0])
+	if cap(evs) <= 16 { // bounded: a rare huge line does not pin memory
+		p.buf = evs[:0]
+	}
+	return evs, err
+}
+
+func (p *Parser) parse(line []byte, evs []providers.Event) ([]providers.Event, error) {
 	env := envelope{lastSession: p.sessionID, lastMsgID: p.msgID}
 	if err := env.decode(line); err != nil {
 		return nil, fmt.Errorf("claude stream-json line: %w", err)
@@ -266,7 +278,6 @@ func (p *Parser) ParseLine(line []byte) ([]providers.Event, error) {
 	if env.Type == "" {
 		return nil, fmt.Errorf("claude stream-json line: no type")
 	}
-	var evs []providers.Event
 	if env.Model != "" && env.Type == "system" {
 		p.model = env.Model
 	}

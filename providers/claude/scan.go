@@ -273,8 +273,9 @@ func (s *scanner) object(fn func(key []byte, plainKey bool, val []byte) error) e
 }
 
 // walkObject validates that data is exactly one JSON object and calls fn
-// for each of its members, with keys decoded.
-func walkObject(data []byte, fn func(key string, val []byte) error) error {
+// for each of its members, with keys decoded. key and val alias data
+// unless the key needed unescaping.
+func walkObject(data []byte, fn func(key, val []byte) error) error {
 	s := scanner{data: data}
 	s.ws()
 	if s.pos >= len(data) {
@@ -287,15 +288,14 @@ func walkObject(data []byte, fn func(key string, val []byte) error) error {
 		return fmt.Errorf("%w: not an object", errNotObject)
 	}
 	err := s.object(func(key []byte, plainKey bool, val []byte) error {
-		k := string(key) // the compiler avoids the copy in comparisons below
 		if !plainKey {
 			var dk string
 			if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &dk) != nil {
 				return s.fail("invalid key")
 			}
-			k = dk
+			key = []byte(dk)
 		}
-		return fn(k, val)
+		return fn(key, val)
 	})
 	if err != nil {
 		return err
