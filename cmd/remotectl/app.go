@@ -63,14 +63,31 @@ func register(c command) {
 }
 
 // usageError is a mistake in the command line: exit 2, usage shown. usage,
-// when set, is the synopsis of the (sub)command that was misused.
-type usageError struct{ msg, usage string }
+// when set, is the synopsis of the (sub)command that was misused; a wrapped
+// helpError makes it a request for help instead.
+type usageError struct {
+	msg, usage string
+	help       *helpError
+}
+
+func (e *usageError) Unwrap() error {
+	if e.help == nil {
+		return nil
+	}
+	return e.help
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// helpError is -h or -help on a command: its synopsis and flags go to
+// stdout and remotectl exits 0.
+type helpError struct{ fs *flag.FlagSet }
+
+func (e *helpError) Error() string { return "help requested" }
 
 // errInterrupted means the user pressed Ctrl-C; what was running was
 // cancelled.
@@ -116,8 +133,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	e.Client = client.New(path)
 	err = cmd.Run(ctx, e, fs.Args()[1:])
 	var ue *usageError
+	var he *helpError
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		usage := name + " " + cmd.Usage
+		if errors.As(err, &ue) && ue.usage != "" {
+			usage = ue.usage
+		}
+		fmt.Fprintf(stdout, "usage: remotectl %s\n", usage)
+		he.fs.SetOutput(stdout)
+		he.fs.PrintDefaults()
 		return exitOK
 	case errors.As(err, &ue):
 		usage := ue.usage
@@ -200,6 +227,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpError{fs}
+			}
 			return nil, usagef("%v", err)
 		}
 		rest := fs.Args()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -114,8 +115,13 @@ func runChat(ctx context.Context, e *env, args []string) error {
 		return usagef("unknown subcommand %q", args[0])
 	}
 	err := sub.Run(ctx, e, args[1:])
+	usage := "chat " + sub.Name + " " + sub.Usage
+	var he *helpError
+	if errors.As(err, &he) {
+		return &usageError{msg: "help requested", usage: usage, help: he}
+	}
 	if ue, ok := err.(*usageError); ok {
-		return &usageError{msg: sub.Name + ": " + ue.msg, usage: "chat " + sub.Name + " " + sub.Usage}
+		return &usageError{msg: sub.Name + ": " + ue.msg, usage: usage}
 	}
 	return err
 }

@@ -84,6 +84,8 @@ func TestCommands(t *testing.T) {
 		{"events since json", []string{"events", "abcdef012345", "-since", "2", "--json"}, 0, []string{`"type": "complete"`}, nil, true},
 		{"unknown command", []string{"frob"}, 2, nil, []string{`unknown command "frob"`}, false},
 		{"unknown flag", []string{"info", "-x"}, 2, nil, []string{"flag provided but not defined: -x"}, false},
+		{"chat create help", []string{"chat", "create", "-h"}, 0, []string{"usage: remotectl chat create [-provider ID]", "-provider id"}, nil, false},
+		{"tail help", []string{"tail", "--help"}, 0, []string{"usage: remotectl tail CHAT", "-since seq"}, nil, false},
 		{"cancel idle", []string{"cancel", "abcdef012345"}, 1, nil, []string{"remotectl: not_found: no prompt is currently running"}, false},
 		{"prompt no text", []string{"prompt", "abcdef012345"}, 2, nil, []string{"want CHAT and TEXT"}, false},
 		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{`not_found: chat "abcd" not found`}, false},
