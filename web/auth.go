@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"remote/api"
 )
 
 // Errors of authentication. They are classes for callers to test with
@@ -29,6 +32,10 @@ var (
 	ErrBadUser = errors.New("bad web user")
 )
 
+// userName is what the daemon accepts in X-Remote-User (daemon/access.go);
+// a configured user outside it could log in but never use the API.
+var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
+
 // maxPasswordBytes is bcrypt's input limit; longer passwords are refused
 // rather than silently truncated.
 const maxPasswordBytes = 72
@@ -44,8 +51,8 @@ type users struct {
 func newUsers(list []User) (*users, error) {
 	u := &users{hashes: make(map[string][]byte, len(list))}
 	for i, usr := range list {
-		if usr.Name == "" {
-			return nil, fmt.Errorf("%w: users[%d] has an empty name", ErrBadUser, i)
+		if !userName.MatchString(usr.Name) {
+			return nil, fmt.Errorf("%w: users[%d] name %q: want letters, digits and . _ @ + - (starting with a letter or digit, at most 128), the names the daemon accepts in %s", ErrBadUser, i, usr.Name, api.HeaderUser)
 		}
 		if _, dup := u.hashes[usr.Name]; dup {
 			return nil, fmt.Errorf("%w: users[%d] %q is listed twice", ErrBadUser, i, usr.Name)

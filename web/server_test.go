@@ -690,6 +690,7 @@ func TestNewRejectsBadUsers(t *testing.T) {
 	}{
 		{"not bcrypt", []User{{Name: "a", PasswordHash: "plaintext"}}},
 		{"empty name", []User{{Name: "", PasswordHash: good}}},
+		{"name the daemon refuses", []User{{Name: "Jane Doe", PasswordHash: good}}},
 		{"duplicate", []User{{Name: "a", PasswordHash: good}, {Name: "a", PasswordHash: good}}},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@
 // work is in package web.
 //
 //	remote-web -config /etc/remote/remoted.toml
+//	remote-web -config var/remote-web.toml -socket var/remoted.sock   # beside make run
 //	remote-web -hash-password < password.txt
 package main
 
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +45,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", defaultConfig, "TOML config shared with remoted")
 	hash := fs.Bool("hash-password", false, "read a password from stdin and print a bcrypt hash for [[web.users]] password_hash")
 	listen := fs.String("listen", "", "override [web] listen (host:port)")
+	socket := fs.String("socket", "", "override [daemon] socket (e.g. ./var/remoted.sock under make run)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,6 +71,14 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	})
 	if *listen != "" {
 		cfg.Web.Listen = *listen
+	}
+	if *socket != "" {
+		abs, err := filepath.Abs(*socket)
+		if err != nil {
+			fmt.Fprintf(stderr, "remote-web: -socket %q: %v\n", *socket, err)
+			return 2
+		}
+		cfg.Daemon.Socket = abs
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
