@@ -605,3 +605,36 @@ func (r *recorder) waitedOnApproval() bool {
 	}
 	return false
 }
+
+// TestRealCodexCancelWhileApprovalPending: a cancel never answers the
+// pending request for the user. Codex 0.169 ends the interrupted turn
+// without settling the request, so the harness closes its card as expired.
+func TestRealCodexCancelWhileApprovalPending(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Enqueue(reply(fakeopenai.Shell("echo never-run")), reply(fakeopenai.Text("unused")))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{hook: func(ev providers.Event) {
+		if ev.Type == providers.EventInteractionRequest {
+			cancel()
+		}
+	}}
+	req := providers.RunRequest{Preferences: providers.RunPreferences{ApprovalPolicy: "untrusted"},
+		InteractionResponses: make(chan providers.InteractionResponse)}
+	if err := e.run(t, ctx, req, rec); err != nil {
+		t.Fatalf("Run = %v, want nil after a cancel", err)
+	}
+	var tail []string
+	for _, s := range withoutMidTurnActive(rec.sequence(t)) {
+		if strings.HasPrefix(s, "interaction.") || strings.HasPrefix(s, "run.") || strings.HasPrefix(s, "tool.") {
+			tail = append(tail, s)
+		}
+	}
+	want(t, tail,
+		"run.started",
+		`tool.started item=call_1_0 tool=Bash input={"command":"/bin/bash -lc 'echo never-run'","cwd":"<cwd>"} status=inProgress`,
+		"interaction.request item=call_1_0 tool=item/commandExecution/requestApproval interaction=0 status=pending",
+		"interaction.resolved item=call_1_0 tool=item/commandExecution/requestApproval interaction=0 status=expired",
+		"run.interrupted status=interrupted",
+	)
+}

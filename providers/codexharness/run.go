@@ -174,6 +174,7 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	}
 	stamp(providers.Event{Type: providers.EventRunStarted, Model: cfg.Settings.Model})
 	runErr := s.run(ctx)
+	s.expirePending()
 	for _, ev := range s.parser.Flush() {
 		stamp(ev)
 	}
@@ -301,6 +302,7 @@ type session struct {
 
 	nextID    int64
 	pending   map[string]pendingRequest
+	order     []string // pending ids in arrival order
 	responses <-chan providers.InteractionResponse
 
 	threadID, turnID string
@@ -494,7 +496,11 @@ func (s *session) pump(ctx context.Context, id int64) (Message, error) {
 				if m.Method == "serverRequest/resolved" && s.resolvedByServer(m) {
 					continue
 				}
-				for _, ev := range s.parser.Parse(m) {
+				evs := s.parser.Parse(m)
+				if _, done := s.parser.Terminal(); done {
+					s.expirePending()
+				}
+				for _, ev := range evs {
 					s.emit(ev)
 				}
 			}
@@ -541,6 +547,9 @@ func (s *session) serverRequest(m Message) error {
 		return &ProtocolError{Op: m.Method, Err: fmt.Errorf("more than %d pending server requests", MaxPending)}
 	}
 	ev := s.parser.interactionRequest(m)
+	if _, dup := s.pending[m.ID]; !dup {
+		s.order = append(s.order, m.ID)
+	}
 	s.pending[m.ID] = pendingRequest{method: m.Method, itemID: ev.ItemID}
 	s.emit(ev)
 	return nil
@@ -580,6 +589,23 @@ func (s *session) answer(r providers.InteractionResponse) error {
 		Native: &providers.NativeEnvelope{SchemaVersion: providers.NativeSchemaVersion, Method: pr.method,
 			ThreadID: s.threadID, TurnID: s.turnID, ItemID: pr.itemID, RequestID: id}})
 	return nil
+}
+
+// expirePending closes the cards of requests still pending when the turn
+// ended (Codex does not settle them on an interrupt): interaction.resolved
+// with status "expired". Nothing is answered on the user's behalf; the
+// request simply can no longer be answered.
+func (s *session) expirePending() {
+	for _, id := range s.order {
+		pr, ok := s.pending[id]
+		if !ok {
+			continue
+		}
+		delete(s.pending, id)
+		s.emit(providers.Event{Type: providers.EventInteractionResolved, InteractionID: id, ToolName: pr.method,
+			ItemID: pr.itemID, Status: "expired"})
+	}
+	s.order = s.order[:0]
 }
 
 // resolvedByServer handles serverRequest/resolved: a request still pending

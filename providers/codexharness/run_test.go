@@ -192,6 +192,19 @@ func TestRunApprovalsStayPendingUntilAnswered(t *testing.T) {
 	})
 }
 
+func TestRunExpiresRequestsPendingAtTurnEnd(t *testing.T) {
+	rec := &recorder{}
+	if err := runFake(t, context.Background(), "abandoned", providers.RunRequest{}, rec, 0); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := rec.lines()
+	diff(t, got[len(got)-3:], []string{
+		`interaction.request item=f-1 tool=item/fileChange/requestApproval interaction="a-1" status=pending`,
+		`interaction.resolved item=f-1 tool=item/fileChange/requestApproval interaction="a-1" status=expired`,
+		"run.completed status=completed",
+	})
+}
+
 func TestRunCancelInterruptsTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
