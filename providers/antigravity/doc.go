@@ -4,5 +4,5 @@
 // of the combined output for errors, turns sign-in failures into a focused
 // instruction, emits run.completed itself, and discovers the new
 // conversation id from the CLI's brain directory. It imports providers and
-// providers/runner only.
+// providers/runner only (never the daemon, store or transport).
 package antigravity

@@ -2,5 +2,6 @@
 // `kimi --print -p <prompt> --output-format stream-json [--model m] [--session id]`
 // on the host or in a project container and parses its OpenAI-chat-shaped
 // JSON lines. Kimi has no native fork: a fork request starts fresh. It
-// imports providers and providers/runner only.
+// imports providers and providers/runner only (never the daemon, store or
+// transport).
 package kimi

@@ -1,5 +1,10 @@
-// Package runner owns how provider CLIs are run: the host and LXD exec
-// implementations of providers.Launcher, RunProcess for line-oriented CLIs,
-// and ContainerCommand, the pure assembly of a container command and its
-// environment. It imports providers and lxdexec only.
+// Package runner owns how provider CLIs are run: HostLauncher (os/exec, a
+// process group per child, SIGTERM then SIGKILL on cancel) and LXDLauncher
+// (LXD exec through lxdexec, never the lxc binary), both implementations of
+// providers.Launcher; HostEnv, the filtered environment of a host run;
+// RunProcess, the S15 loop for line-oriented CLIs; and ContainerCommand, the
+// pure S11 assembly of a container command and its environment.
+//
+// It imports providers and lxdexec only, and must never import the daemon,
+// the store, the transport or any adapter.
 package runner
