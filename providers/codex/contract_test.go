@@ -2,15 +2,16 @@ package codex
 
 import (
 	"context"
-
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeopenai"
@@ -656,4 +657,32 @@ func TestRealCodexCancelWhileApprovalPending(t *testing.T) {
 		"interaction.resolved item=call_1_0 tool=item/commandExecution/requestApproval interaction=0 status=expired",
 		"run.interrupted status=interrupted",
 	)
+}
+
+// TestRealCodexPreferences: model, reasoning effort and service tier from
+// the request reach the model call.
+func TestRealCodexPreferences(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Enqueue(reply(fakeopenai.Text("ok")))
+	rec := &recorder{}
+	req := providers.RunRequest{Model: "gpt-other", Preferences: providers.RunPreferences{ReasoningEffort: "high", ServiceTier: "flex"}}
+	if err := e.run(t, context.Background(), req, rec); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var body struct {
+		Model       string `json:"model"`
+		ServiceTier string `json:"service_tier"`
+		Reasoning   struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+	}
+	if err := json.Unmarshal(e.srv.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Model != "gpt-other" || body.Reasoning.Effort != "high" || body.ServiceTier != "flex" {
+		t.Fatalf("model call carried %+v", body)
+	}
+	if s := rec.sequence(t); s[1] != "session.updated session=<thread> model=gpt-other" {
+		t.Fatalf("session event %q", s[1])
+	}
 }

@@ -28,6 +28,7 @@ type RPCError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// Error renders the code and the server's message.
 func (e *RPCError) Error() string { return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message) }
 
 // Message is one decoded app-server line.

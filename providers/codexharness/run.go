@@ -39,6 +39,7 @@ type ProtocolError struct {
 	Stderr string
 }
 
+// Error names the failed step, the cause and the captured stderr.
 func (e *ProtocolError) Error() string {
 	msg := fmt.Sprintf("app-server %s: %v", e.Op, e.Err)
 	if s := strings.TrimSpace(e.Stderr); s != "" {
