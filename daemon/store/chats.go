@@ -66,6 +66,8 @@ func (s *Store) Chats() ([]api.Chat, error) {
 // UpdateChat applies fn to the stored chat and saves the result, atomically.
 // If fn returns an error, or changes the id, nothing changes and the error
 // is returned. It returns the chat as saved.
+// fn runs inside the write transaction: it must be quick and must not
+// call the store.
 func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error) {
 	var c api.Chat
 	if err := checkChatID(id); err != nil {

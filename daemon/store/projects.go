@@ -55,6 +55,8 @@ func (s *Store) Projects() ([]api.Project, error) {
 // UpdateProject applies fn to the stored project and saves the result,
 // atomically. If fn returns an error, or changes the name, nothing changes.
 // It returns the project as saved.
+// fn runs inside the write transaction: it must be quick and must not
+// call the store.
 func (s *Store) UpdateProject(name string, fn func(*api.Project) error) (api.Project, error) {
 	var p api.Project
 	if err := checkProject(name); err != nil {
