@@ -5,7 +5,30 @@
 // providers.Launcher (initialize, thread start/resume/fork, turn start,
 // pending server requests, native interrupt on cancel).
 //
+// Decisions beyond the spec's text, checked against Codex 0.169:
+//   - Every server→client request, known or not, is shown as
+//     interaction.request (InteractionID = the JSON text of its id) and stays
+//     pending until an explicit InteractionResponse names it; nothing is ever
+//     answered for the user, not even -32601 for unknown methods. Requests
+//     still pending when the turn ends (Codex does not settle them on an
+//     interrupt) are closed with interaction.resolved status "expired".
+//     interaction.resolved carries a status (approved, denied, cancelled,
+//     answered, error, resolved, expired), never the answer itself.
+//   - Tool output deltas and reasoning part announcements are dropped: the
+//     completed item carries the whole output. Streaming deltas of child
+//     threads are dropped too; their other notifications become collaboration
+//     events and never end the run.
+//   - A terminal `error` notification followed by a failed turn/completed
+//     with the same message yields only run.failed, so a chat shows the
+//     failure once.
+//   - Token usage counts only for the current turn: a resumed thread replays
+//     its last usage before the turn starts, and that becomes provider.native.
+//   - A cancel before turn/start skips the turn; after it, turn/interrupt is
+//     sent and the process gets InterruptTimeout to report the interrupted
+//     turn before it is killed. Either way the run ends run.interrupted and
+//     Run returns nil.
+//
 // It imports only the providers contracts; it must not import the daemon,
-// store, transport, lxdexec or any adapter package. Building the command line
-// and environment is the adapters' job.
+// store, transport, lxdexec, runner or any adapter package. Building the
+// command line and environment is the adapters' job.
 package codexharness
