@@ -170,10 +170,7 @@ func TestCLIContract(t *testing.T) {
 		t.Parallel()
 		c := newCLI(t,
 			fakeanthropic.ToolUse("Bash", `{"command":"echo contract-out","description":"print"}`),
-			fakeanthropic.Reply{
-				Blocks: []fakeanthropic.Block{fakeanthropic.TextBlock("done")},
-				When:   func(r *fakeanthropic.Request) bool { return len(r.LastToolResult()) == 1 },
-			})
+			fakeanthropic.AfterToolResult(fakeanthropic.Text("done")))
 		evs, err := c.run(providers.RunRequest{Prompt: "run echo"})
 		if err != nil {
 			t.Fatalf("Run: %v", err)

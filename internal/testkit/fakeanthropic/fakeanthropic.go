@@ -105,6 +105,13 @@ func ToolUse(name, input string) Reply { return Reply{Blocks: []Block{ToolUseBlo
 // 500, 529, ...) and the real API's error body for it.
 func Error(status int) Reply { return Reply{Status: status, Sticky: true} }
 
+// AfterToolResult returns r restricted to a request whose last user
+// message carries a tool_result: the answer after the CLI ran a tool.
+func AfterToolResult(r Reply) Reply {
+	r.When = func(req *Request) bool { return len(req.LastToolResult()) > 0 }
+	return r
+}
+
 // Slow returns r with delay slept before each block.
 func Slow(delay time.Duration, r Reply) Reply { r.Delay = delay; return r }
 

@@ -125,7 +125,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestQueueWhenAndFallback(t *testing.T) {
-	s := New(t, Reply{Blocks: []Block{TextBlock("after tool")}, When: func(r *Request) bool { return len(r.LastToolResult()) > 0 }})
+	s := New(t, AfterToolResult(Text("after tool")))
 	// A request without a tool result gets the fallback, not the queued reply.
 	resp := post(t, s.URL+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(resp.Body)
