@@ -36,7 +36,8 @@ import (
 // ContainerCodexHome is CODEX_HOME inside a project container.
 const ContainerCodexHome = "/root/.codex"
 
-// DefaultSyncTimeout bounds the credential sync after a project run (S12).
+// DefaultSyncTimeout bounds the credential sync after a project run when
+// Options.SyncTimeout is zero (S12's default).
 const DefaultSyncTimeout = 30 * time.Second
 
 // ErrAPIKeyAuth means the host's Codex auth record is an API-key login;
@@ -54,10 +55,21 @@ var Models = []string{"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"}
 // Efforts are the reasoning efforts Codex accepts.
 var Efforts = []string{"minimal", "low", "medium", "high", "xhigh"}
 
+// Options are Codex's own knobs beside the common AdapterConfig.
+type Options struct {
+	// SyncTimeout bounds the credential sync after a successful project run
+	// (S12, the daemon's configured value); DefaultSyncTimeout when zero.
+	SyncTimeout time.Duration
+	// InterruptTimeout bounds the wait for an interrupted turn to end (S22);
+	// codexharness.DefaultInterval when zero.
+	InterruptTimeout time.Duration
+}
+
 // Provider runs Codex. It is safe for concurrent runs.
 type Provider struct {
-	cfg providers.AdapterConfig
-	log hclog.Logger
+	cfg  providers.AdapterConfig
+	opts Options
+	log  hclog.Logger
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -67,6 +79,14 @@ var _ providers.Provider = (*Provider)(nil)
 // adds environment (CODEX_HOME there selects the host's Codex home, else
 // $HOME/.codex). OPENAI_API_KEY is always removed (S13).
 func New(cfg providers.AdapterConfig) *Provider {
+	return NewWithOptions(cfg, Options{})
+}
+
+// NewWithOptions is New with Codex's own options.
+func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
 	if cfg.Binary == "" {
 		cfg.Binary = "codex"
 	}
@@ -74,7 +94,7 @@ func New(cfg providers.AdapterConfig) *Provider {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Provider{cfg: cfg, log: log.Named("codex")}
+	return &Provider{cfg: cfg, opts: opts, log: log.Named("codex")}
 }
 
 // ID returns providers.Codex.
@@ -124,7 +144,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		Plan: req.Mode == providers.ModePlan,
 	}
 	args := append([]string{"app-server"}, p.cfg.Args...)
-	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log}
+	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout}
 
 	if !inContainer {
 		if p.cfg.Host == nil {
@@ -179,7 +199,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	hcfg.Settings = settings
 	err = codexharness.Run(ctx, p.cfg.Containers.Container(target.Container), cmd, req, hcfg, emit)
 	if err == nil && ctx.Err() == nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultSyncTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.SyncTimeout)
 		if serr := p.cfg.Preparer.SyncCredentials(sctx, target, providers.Codex); serr != nil {
 			p.log.Warn("credential sync after run failed", "project", req.ProjectID, "error", serr)
 		}
