@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -71,6 +72,9 @@ type Options struct {
 	// empty).
 	Models       map[string]int
 	DefaultModel string
+	// InterruptTimeout bounds the wait for an interrupted turn to end (S22);
+	// codexharness.DefaultInterval when zero.
+	InterruptTimeout time.Duration
 }
 
 // Provider runs MiniMax through the Codex app-server. It is safe for
@@ -184,7 +188,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// MiniMax has no service tiers.
 		Effort: req.Preferences.ReasoningEffort, Plan: req.Mode == providers.ModePlan,
 	}
-	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log}
+	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout}
 	args := p.Args(model)
 	userEnv := withoutProtected(p.cfg.Env)
 	runtimeEnv := withoutProtected(req.RuntimeEnv)
