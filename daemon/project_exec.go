@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 )
 
 // execChunk is the largest output piece one NDJSON frame carries.
-const execChunk = 32 << 10
+const execChunk = 128 << 10
 
 // exec runs a command in the project's container and streams its output
 // as NDJSON frames, then the exit code. Frames of one stream keep their
@@ -69,7 +70,7 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	fw := &frameWriter{enc: json.NewEncoder(w), rc: http.NewResponseController(w)}
+	fw := &frameWriter{w: w, enc: json.NewEncoder(w), rc: http.NewResponseController(w)}
 	_ = fw.rc.Flush()
 
 	var wg sync.WaitGroup
@@ -80,21 +81,7 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, execChunk)
-			for {
-				n, rerr := s.r.Read(buf)
-				if n > 0 {
-					if werr := fw.write(api.ExecFrame{Stream: s.name, Data: buf[:n]}); werr != nil {
-						// The client is gone: keep draining so Wait returns;
-						// ctx cancellation stops the process.
-						_, _ = io.Copy(io.Discard, s.r)
-						return
-					}
-				}
-				if rerr != nil {
-					return
-				}
-			}
+			streamFrames(s.r, func(p []byte) error { return fw.data(s.name, p) })
 		}()
 	}
 	wg.Wait()
@@ -110,13 +97,76 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// execReadAhead is how many chunks of one stream may wait for the client
+// while LXD keeps delivering (bounded memory: execReadAhead × execChunk).
+const execReadAhead = 4
+
+// streamFrames copies r to send in order, chunk by chunk. A reader
+// goroutine keeps reading while send writes the previous chunk, so LXD's
+// stream and the client's socket work in parallel. When send fails (the
+// client is gone) the rest of r is drained, so the exec can finish.
+func streamFrames(r io.Reader, send func([]byte) error) {
+	chunks := make(chan []byte, execReadAhead)
+	free := make(chan []byte, execReadAhead+1)
+	for range execReadAhead + 1 {
+		free <- make([]byte, execChunk)
+	}
+	go func() {
+		defer close(chunks)
+		for {
+			buf := <-free
+			n, err := r.Read(buf)
+			if n > 0 {
+				chunks <- buf[:n]
+			} else {
+				free <- buf
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for c := range chunks {
+		if !failed && send(c) != nil {
+			failed = true
+		}
+		free <- c[:cap(c)]
+	}
+}
+
 // frameWriter serializes NDJSON frames from several goroutines and flushes
 // after each (a frame is at most execChunk bytes of data).
 type frameWriter struct {
 	mu  sync.Mutex
+	w   io.Writer
 	enc *json.Encoder
 	rc  *http.ResponseController
+	buf []byte
 	err error
+}
+
+// data writes one output frame, encoded by hand: it is the hot path of
+// exec throughput and its shape is fixed ({"stream":..,"data":base64}).
+func (f *frameWriter) data(stream string, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	f.buf = append(f.buf[:0], `{"stream":"`...)
+	f.buf = append(f.buf, stream...)
+	f.buf = append(f.buf, `","data":"`...)
+	f.buf = base64.StdEncoding.AppendEncode(f.buf, p)
+	f.buf = append(f.buf, "\"}\n"...)
+	if _, err := f.w.Write(f.buf); err != nil {
+		f.err = err
+		return err
+	}
+	if err := f.rc.Flush(); err != nil {
+		f.err = err
+	}
+	return f.err
 }
 
 func (f *frameWriter) write(fr api.ExecFrame) error {

@@ -57,7 +57,7 @@ type projectEnvOpts struct {
 	profiles  []string
 }
 
-func newProjectEnv(t *testing.T, o projectEnvOpts) *projectEnv {
+func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	t.Helper()
 	cl := testkit.LXD(t)
 	logs := &syncBuffer{}
