@@ -363,9 +363,10 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 	}
 }
 
-// TestE2ETerminal: the Projects view creates a project, opens its terminal
-// (xterm.js over /v1/projects/{name}/terminal through remote-web) and a
-// typed command's output appears.
+// TestE2ETerminal: the Projects view creates and starts a project, sets a
+// secret (only its name comes back), opens the terminal (xterm.js over
+// /v1/projects/{name}/terminal through remote-web) where a typed command's
+// output appears, and stops the project.
 func TestE2ETerminal(t *testing.T) {
 	cl := testkit.LXD(t)
 	model := fakeanthropic.New(t)
@@ -386,6 +387,20 @@ func TestE2ETerminal(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.project[data-project="`+name+`"] .start`)),
 		waitJS(`(document.querySelector('.project[data-project="`+name+`"] .badge')||{}).textContent === 'running'`),
 	)
+	card := `.project[data-project="` + name + `"]`
+	const secretValue = "e2e-secret-value-0451"
+	steps(t, ctx, "set a secret",
+		chromedp.Click(chromedp.CSS(card+" .project-secrets summary")),
+		waitJS(`document.querySelector('`+card+` .secrets').innerText.includes('No secrets')`),
+		chromedp.SendKeys(chromedp.CSS(card+" .secret-key"), "E2E_TOKEN"),
+		chromedp.SendKeys(chromedp.CSS(card+" .secret-value"), secretValue),
+		chromedp.Click(chromedp.CSS(card+" .project-secrets button[type=submit]")),
+		waitJS(`document.querySelector('`+card+` .secrets').innerText.includes('E2E_TOKEN')`),
+	)
+	if text := eval[string](t, ctx, `document.body.innerText + document.body.innerHTML`); strings.Contains(text, secretValue) {
+		t.Error("the secret's value is in the page")
+	}
+	screenshot(t, ctx, "e2e-project-secrets")
 	steps(t, ctx, "open terminal and run a command",
 		chromedp.Click(chromedp.CSS(`.project[data-project="`+name+`"] .terminal-link`)),
 		waitJS(`(document.querySelector('#terminal')||{dataset:{}}).dataset.connected === 'true'`),
@@ -395,4 +410,10 @@ func TestE2ETerminal(t *testing.T) {
 		waitJS(`document.querySelector('.xterm-rows').innerText.includes('e2e-42')`),
 	)
 	screenshot(t, ctx, "e2e-terminal")
+	steps(t, ctx, "stop the project",
+		chromedp.Navigate(s.base+"/#/projects"),
+		chromedp.WaitVisible(chromedp.CSS(card+" .stop")),
+		chromedp.Click(chromedp.CSS(card+" .stop")),
+		waitJS(`(document.querySelector('`+card+` .badge')||{}).textContent === 'stopped'`),
+	)
 }
