@@ -242,7 +242,6 @@ func TestProjectChatRealClaude(t *testing.T) {
 	})
 }
 
-
 func dump(evs []api.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
@@ -250,7 +249,6 @@ func dump(evs []api.Event) string {
 	}
 	return b.String()
 }
-
 
 // observeCLI waits (bounded) for the claude process in the container, and
 // returns its environment and working directory read from /proc; it also
