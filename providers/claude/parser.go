@@ -13,7 +13,7 @@ import (
 const MaxToolOutput = 256 << 10
 
 // maxTracked bounds the per-run correlation maps (tool names, streamed
-// messages); the oldest half is forgotten when full.
+// messages); a full map is cleared, so a runaway stream cannot grow it.
 const maxTracked = 4096
 
 // sessionNotFoundText is the CLI's message for --resume of an unknown
