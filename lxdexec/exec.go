@@ -59,9 +59,9 @@ type Exec struct {
 	fd0         *wsConn
 	conns       []*wsConn
 	stdin       *execStdin
-	stdout      *io.PipeReader
+	stdout      io.Reader
 	stderr      io.Reader
-	pipes       []*io.PipeReader
+	streams     []*streamReader
 	done        chan struct{}
 	exitCode    int
 	err         error
@@ -167,21 +167,11 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 
 	e := &Exec{interactive: req.Interactive, control: conns[0], fd0: conns[1], conns: conns, done: make(chan struct{})}
 	e.stdin = &execStdin{conn: e.fd0, interactive: req.Interactive, done: e.done}
-	var delivered sync.WaitGroup
-	outR, outW := io.Pipe()
-	e.stdout = outR
-	e.pipes = append(e.pipes, outR)
+	delivered := make(chan struct{}, 2) // one send per output stream at its end
 	if req.Interactive {
-		e.stderr = eofReader{}
-		delivered.Add(1)
-		go pump(e.fd0, outW, &delivered, true)
+		e.stdout, e.stderr = e.newStream(e.fd0, delivered, true), eofReader{}
 	} else {
-		errR, errW := io.Pipe()
-		e.stderr = errR
-		e.pipes = append(e.pipes, errR)
-		delivered.Add(2)
-		go pump(conns[2], outW, &delivered, false)
-		go pump(conns[3], errW, &delivered, false)
+		e.stdout, e.stderr = e.newStream(conns[2], delivered, false), e.newStream(conns[3], delivered, false)
 		go drain(e.fd0)
 	}
 	go drain(e.control)
@@ -190,7 +180,7 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	go e.supervise(ctx, c, opURL, grace, &delivered)
+	go e.supervise(ctx, c, opURL, grace, delivered)
 	return e, nil
 }
 
@@ -222,7 +212,7 @@ func keepReadingOnPongFailure(conn *websocket.Conn) {
 // supervise waits for the operation and for every output stream to be
 // delivered, handles cancellation, then closes everything and records the
 // result.
-func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace time.Duration, delivered *sync.WaitGroup) {
+func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace time.Duration, delivered <-chan struct{}) {
 	waitCtx, cancelWait := context.WithCancel(context.Background())
 	defer cancelWait()
 	type opResult struct {
@@ -234,12 +224,11 @@ func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace tim
 		op, err := c.WaitOperation(waitCtx, opURL)
 		opCh <- opResult{op, err}
 	}()
-	streams := make(chan struct{})
-	go func() { delivered.Wait(); close(streams) }()
-
 	var (
 		res                opResult
-		gotOp, gotStreams  bool
+		gotOp              bool
+		pending            = len(e.streams)
+		gotStreams         = pending == 0
 		ctxDone            = ctx.Done()
 		killTimer, aborted <-chan time.Time
 		cancelled          bool
@@ -248,8 +237,9 @@ func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace tim
 		select {
 		case res = <-opCh:
 			gotOp = true
-		case <-streams:
-			gotStreams, streams = true, nil
+		case <-delivered:
+			pending--
+			gotStreams = pending == 0
 		case <-ctxDone:
 			ctxDone, cancelled = nil, true
 			_ = e.Signal(int(syscall.SIGTERM))
@@ -264,6 +254,8 @@ func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace tim
 			aborted = nil
 			cancelWait()
 			e.closeAll(fmt.Errorf("exec aborted: %w", ctx.Err()))
+			// A caller that stopped reading must not keep Wait blocked.
+			gotStreams, delivered = true, nil
 		}
 	}
 	e.closeAll(nil)
@@ -284,62 +276,110 @@ func (e *Exec) supervise(ctx context.Context, c *Client, opURL string, grace tim
 	close(e.done)
 }
 
-// closeAll drops every websocket; with a non-nil err it also fails the
-// output pipes so blocked deliveries end.
+// closeAll drops every websocket; with a non-nil err, output streams not
+// yet at their end report err instead of EOF.
 func (e *Exec) closeAll(err error) {
+	if err != nil {
+		for _, s := range e.streams {
+			s.abort(err)
+		}
+	}
 	for _, w := range e.conns {
 		w.conn.Close()
 	}
-	if err != nil {
-		for _, p := range e.pipes {
-			p.CloseWithError(err)
+}
+
+// streamReader reads one output websocket directly in the caller's Read,
+// so output flows with backpressure and no extra copy or goroutine, until
+// the end-of-stream barrier (an empty Text message), a close, or a dropped
+// connection. replyBarrier answers the server's barrier (interactive fd 0:
+// the operation stays running until the client sends its own).
+type streamReader struct {
+	ws           *wsConn
+	replyBarrier bool
+	delivered    chan<- struct{}
+	cur          io.Reader // the current Binary message
+	ended        bool
+	final        error // returned once ended; nil means io.EOF
+	mu           sync.Mutex
+	aborted      error // set by closeAll
+}
+
+func (e *Exec) newStream(ws *wsConn, delivered chan<- struct{}, replyBarrier bool) *streamReader {
+	s := &streamReader{ws: ws, replyBarrier: replyBarrier, delivered: delivered}
+	e.streams = append(e.streams, s)
+	return s
+}
+
+func (s *streamReader) abort(err error) {
+	s.mu.Lock()
+	s.aborted = err
+	s.mu.Unlock()
+}
+
+// end marks the stream delivered and keeps the socket read (pings,
+// closes) in the background.
+func (s *streamReader) end(err error) {
+	s.ended, s.final, s.cur = true, err, nil
+	s.delivered <- struct{}{} // buffered for every stream: never blocks
+	go drain(s.ws)
+}
+
+// Read returns output data; io.EOF after LXD's end-of-stream.
+func (s *streamReader) Read(p []byte) (int, error) {
+	for {
+		if s.ended {
+			if s.final != nil {
+				return 0, s.final
+			}
+			return 0, io.EOF
+		}
+		if s.cur != nil {
+			n, err := s.cur.Read(p)
+			if err == io.EOF {
+				s.cur = nil
+				if n > 0 {
+					return n, nil
+				}
+				continue
+			}
+			if err != nil {
+				s.end(s.classify(err))
+				return n, nil
+			}
+			return n, nil
+		}
+		typ, r, err := s.ws.conn.NextReader()
+		if err != nil {
+			s.end(s.classify(err))
+			continue
+		}
+		switch typ {
+		case websocket.BinaryMessage:
+			s.cur = r
+		case websocket.TextMessage:
+			if s.replyBarrier {
+				_ = s.ws.write(websocket.TextMessage, nil, 5*time.Second)
+			}
+			s.end(nil)
 		}
 	}
 }
 
-// pump copies one output websocket into w until the end-of-stream barrier
-// (an empty Text message), a close, or a dropped connection. replyBarrier
-// answers the server's barrier (interactive fd 0: the operation stays
-// running until the client sends its own).
-func pump(ws *wsConn, w *io.PipeWriter, delivered *sync.WaitGroup, replyBarrier bool) {
-	buf := make([]byte, 32<<10)
-	ended := false
-	end := func(err error) {
-		if !ended {
-			ended = true
-			w.CloseWithError(err)
-			delivered.Done()
-		}
-	}
-	discard := false
-	for {
-		typ, r, err := ws.conn.NextReader()
-		if err != nil {
-			if normalEnd(err) {
-				end(nil)
-			} else {
-				end(fmt.Errorf("%w: %v", ErrStreamBroken, err))
-			}
-			return
-		}
-		switch typ {
-		case websocket.BinaryMessage:
-			if ended || discard {
-				_, _ = io.CopyBuffer(io.Discard, r, buf)
-				continue
-			}
-			if _, err := io.CopyBuffer(w, r, buf); err != nil {
-				// The reader went away: keep the socket drained so the
-				// command is not stalled, drop the data.
-				discard = true
-				_, _ = io.CopyBuffer(io.Discard, r, buf)
-			}
-		case websocket.TextMessage:
-			end(nil)
-			if replyBarrier {
-				_ = ws.write(websocket.TextMessage, nil, 5*time.Second)
-			}
-		}
+// classify maps a read error to the stream's final result: nil (EOF) for
+// the ways LXD ends exec streams, the abort reason after closeAll, else
+// ErrStreamBroken.
+func (s *streamReader) classify(err error) error {
+	s.mu.Lock()
+	aborted := s.aborted
+	s.mu.Unlock()
+	switch {
+	case aborted != nil:
+		return aborted
+	case normalEnd(err):
+		return nil
+	default:
+		return fmt.Errorf("%w: %v", ErrStreamBroken, err)
 	}
 }
 

@@ -646,12 +646,14 @@ func TestExecCancelSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, e.Stderr()) }()
-	go func() { _, _ = io.Copy(io.Discard, e.Stdout()) }()
+	// The caller reads nothing: Wait must still return after cancel.
 	cancel()
 	code, err := e.Wait()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait = %d, %v; want context.Canceled", code, err)
+	}
+	if _, err := io.ReadAll(e.Stdout()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stdout after abort: %v, want context.Canceled", err)
 	}
 	if a, b := <-signals, <-signals; a != 15 || b != 9 {
 		t.Fatalf("signals %d, %d; want 15 then 9", a, b)
