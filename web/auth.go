@@ -21,8 +21,6 @@ import (
 var (
 	// ErrBadCredentials means the user name or the password did not match.
 	ErrBadCredentials = errors.New("invalid username or password")
-	// ErrRateLimited means too many login attempts for a user or an address.
-	ErrRateLimited = errors.New("too many login attempts")
 	// ErrNoSession means the request carries no valid, unexpired session.
 	ErrNoSession = errors.New("no valid session")
 	// ErrTooManySessions means the session table is full of live sessions.

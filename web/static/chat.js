@@ -68,7 +68,9 @@ export class ChatView {
     this.conn.textContent = 'connecting…';
     const ws = new WebSocket(wsURL(`/ws/chat/${encodeURIComponent(this.id)}?since=${this.lastSeq}`));
     this.ws = ws;
+    let opened = false;
     ws.onopen = () => {
+      opened = true;
       this.backoff = 250;
       this.conn.textContent = '';
     };
@@ -83,6 +85,9 @@ export class ChatView {
     ws.onclose = (e) => {
       if (this.ws !== ws || this.closed) return;
       this.ws = null;
+      // A refused handshake may mean the session ended: api() sends the
+      // browser to the login page on 401.
+      if (!opened) api('GET', '/v1/info').catch(() => {});
       const wait = this.backoff;
       this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
       this.conn.textContent = `disconnected${e.reason ? ' (' + e.reason + ')' : ''}; reconnecting in ${Math.round(wait / 100) / 10}s`;
