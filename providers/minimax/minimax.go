@@ -34,10 +34,10 @@ const (
 )
 
 // DefaultModels is the catalog declared when Options.Models is empty, with
-// each model's context window.
+// each model's context window (the origin's values; the live catalog the
+// origin fetched is the operator's to configure through Options.Models).
 var DefaultModels = map[string]int{
 	"MiniMax-M2.7": 204800,
-	"MiniMax-M2.5": 204800,
 	"MiniMax-M3":   1000000,
 }
 
