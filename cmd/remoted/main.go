@@ -279,8 +279,9 @@ func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *s
 	}
 }
 
-// reload re-reads the config: log level, provider settings and allowed
-// roots change in place; everything else needs a restart.
+// reload re-reads the config: log level, provider settings, the allowed
+// peers and the allowed roots change in place; everything else (socket,
+// state, LXD, host user) needs a restart.
 func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
 	cfg, source, err := loadConfig(f)
 	if err != nil {
@@ -289,6 +290,7 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
 	reg.Configure(adapters(), providerSettings(cfg), ports)
+	srv.SetAccess(daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs})
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
 	}
