@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,9 +288,10 @@ func (d *scriptDaemon) read(c *websocket.Conn) {
 }
 
 // TestPageChatFlow drives the page in chromium against a scripted daemon:
-// safe Markdown, thinking, tool card pairing, the interaction card's
-// Accept, the running indicator, and exactly-once events across a dropped
-// connection and a reload.
+// the prompt box (Shift+Enter newline, Enter sends), Cancel, safe Markdown,
+// thinking, tool card pairing, the interaction card's Accept, the running
+// indicator, and exactly-once events across a dropped connection and a
+// reload.
 func TestPageChatFlow(t *testing.T) {
 	ctx := newBrowser(t)
 	d := startScriptDaemon(t)
@@ -308,10 +310,14 @@ func TestPageChatFlow(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#prompt")))
 	steps(t, ctx, "chat flow",
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
-		chromedp.SendKeys(chromedp.CSS("#prompt"), "list the files\n"),
+		chromedp.SendKeys(chromedp.CSS("#prompt"), "list the files"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)),
+		chromedp.SendKeys(chromedp.CSS("#prompt"), "please\n"),
 		// The interaction card arrives only after the dropped socket reconnected.
 		chromedp.WaitVisible(chromedp.CSS(`.interaction.pending button.accept`)),
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'true'`),
+		waitJS(`!document.querySelector('#cancel').disabled`),
+		chromedp.Click(chromedp.CSS(`#cancel`)),
 		chromedp.Click(chromedp.CSS(`.interaction.pending button.accept`)),
 		chromedp.WaitVisible(chromedp.CSS(`.notice-complete`)),
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
@@ -335,18 +341,29 @@ func TestPageChatFlow(t *testing.T) {
 	}
 	d.mu.Lock()
 	sinces := append([]int64(nil), d.since...)
+	frames := append([]api.ClientMessage(nil), d.frames...)
+	d.mu.Unlock()
 	var answered *api.ClientMessage
-	for i := range d.frames {
-		if d.frames[i].Type == "interaction_response" {
-			answered = &d.frames[i]
+	for i := range frames {
+		if frames[i].Type == "interaction_response" {
+			answered = &frames[i]
 		}
 	}
-	d.mu.Unlock()
 	if len(sinces) < 2 || sinces[0] != 0 || sinces[1] == 0 {
 		t.Errorf("since on each connect = %v, want 0 then the last seq seen", sinces)
 	}
 	if answered == nil || answered.InteractionID != `"req-7"` || string(answered.Result) != `{"decision":"accept"}` {
 		t.Errorf("interaction answer = %+v", answered)
+	}
+	var types []string
+	for _, f := range frames {
+		types = append(types, f.Type)
+	}
+	if want := []string{"prompt", "cancel", "interaction_response"}; !slices.Equal(types, want) {
+		t.Errorf("client frames %v, want %v", types, want)
+	}
+	if len(frames) > 0 && frames[0].Text != "list the files\nplease" {
+		t.Errorf("prompt text %q: Shift+Enter must add a newline, Enter send", frames[0].Text)
 	}
 
 	d.mu.Lock()
