@@ -55,11 +55,16 @@ type projectEnvOpts struct {
 	providers []func(ports providers.AdapterConfig) providers.Provider
 	steps     *provisioning.StepsOptions
 	profiles  []string
+	lxd       *lxdexec.Client // nil: testkit.LXD
+	resync    time.Duration   // reconciler resync interval; 0: default
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	t.Helper()
-	cl := testkit.LXD(t)
+	cl := o.lxd
+	if cl == nil {
+		cl = testkit.LXD(t)
+	}
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})
 	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
@@ -84,7 +89,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{Preparer: prep, Projects: st, Lister: e.conn, Events: e.conn, Logger: log})
+		rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{Preparer: prep, Projects: st, Lister: e.conn, Events: e.conn, Logger: log, Resync: o.resync})
 		if err != nil {
 			t.Fatal(err)
 		}
