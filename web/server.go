@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -130,6 +131,11 @@ func New(opts Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
 	p := r.URL.Path
+	if c := path.Clean(p); c != p && c+"/" != p {
+		// "/v1/../metrics" and its encoded forms must not reach the daemon.
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "path is not in clean form: "+p)
+		return
+	}
 	switch {
 	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/ws/"):
 		s.serveAPI(w, r)

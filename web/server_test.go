@@ -581,11 +581,24 @@ func TestDaemonDown(t *testing.T) {
 func TestOnlyAPIIsProxied(t *testing.T) {
 	h := newHarness(t, false)
 	c := h.loggedIn(t)
-	for _, path := range []string{"/metrics", "/v1", "/ws", "/debug/pprof/", "/v2/x"} {
-		t.Run(path, func(t *testing.T) {
-			resp, _ := get(t, c, h.srv.URL+path, nil)
-			if resp.StatusCode != http.StatusNotFound {
-				t.Errorf("status %d, want 404", resp.StatusCode)
+	for _, tt := range []struct {
+		path string
+		want int
+	}{
+		{"/metrics", http.StatusNotFound},
+		{"/v1", http.StatusNotFound},
+		{"/ws", http.StatusNotFound},
+		{"/debug/pprof/", http.StatusNotFound},
+		{"/v2/x", http.StatusNotFound},
+		{"/v1/../metrics", http.StatusBadRequest},
+		{"/v1/%2e%2e/metrics", http.StatusBadRequest},
+		{"/ws/chat/..%2f..%2fmetrics", http.StatusBadRequest},
+		{"/v1//metrics", http.StatusBadRequest},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, _ := get(t, c, h.srv.URL+tt.path, nil)
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
 			}
 		})
 	}
