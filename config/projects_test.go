@@ -62,3 +62,24 @@ start_parallel = 8
 		})
 	}
 }
+
+// FuzzFileMode: a mode that parses is at most 0777 and round-trips.
+func FuzzFileMode(f *testing.F) {
+	for _, s := range []string{"0644", "0755", "644", "0o600", "999", "", "-1", "07777"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var m FileMode
+		if m.UnmarshalText([]byte(s)) != nil {
+			return
+		}
+		if m > 0o777 {
+			t.Fatalf("%q gave %o", s, m)
+		}
+		out, _ := m.MarshalText()
+		var back FileMode
+		if err := back.UnmarshalText(out); err != nil || back != m {
+			t.Fatalf("%q: round trip %q → %o (%v)", s, out, back, err)
+		}
+	})
+}

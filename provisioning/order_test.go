@@ -46,7 +46,9 @@ func (r recDeps) step(name string) error {
 	}
 	return nil
 }
-func (r recDeps) EnsureCLI(context.Context, Container, providers.ProviderID) error { return r.step("cli") }
+func (r recDeps) EnsureCLI(context.Context, Container, providers.ProviderID) error {
+	return r.step("cli")
+}
 func (r recDeps) PushCredentials(context.Context, Container, providers.ProviderID) error {
 	return r.step("credentials")
 }

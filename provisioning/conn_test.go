@@ -1,0 +1,34 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/internal/testkit"
+	"remote/lxdexec"
+)
+
+func TestConnUnavailableUntilDialed(t *testing.T) {
+	c := NewConn(nil)
+	if _, _, err := c.Instance(context.Background(), "x"); !errors.Is(err, ErrUnavailable) || !IsUnavailable(err) {
+		t.Fatalf("before dial: %v, want ErrUnavailable", err)
+	}
+	// A socket that never answers: Dial keeps retrying until ctx ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	c.Dial(ctx, lxdexec.Options{Socket: filepath.Join(t.TempDir(), "none.socket")}, hclog.NewNullLogger())
+	if c.Client() != nil {
+		t.Fatal("connected to a missing socket")
+	}
+	// The real LXD: Dial connects and calls go through.
+	testkit.LXD(t)
+	c.Dial(context.Background(), lxdexec.Options{}, hclog.NewNullLogger())
+	if _, err := c.Instances(context.Background()); err != nil {
+		t.Fatalf("after dial: %v", err)
+	}
+}

@@ -1,0 +1,58 @@
+package provisioning
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzAPIKeyAuth: any bytes decide without panicking, and only an explicit
+// auth_mode of API-key authentication is refused.
+func FuzzAPIKeyAuth(f *testing.F) {
+	for _, s := range []string{
+		`{"auth_mode":"apikey"}`, `{"auth_mode":"ApiKey"}`, `{"auth_mode":"api_key","OPENAI_API_KEY":"sk"}`,
+		`{"auth_mode":"chatgpt"}`, `{"OPENAI_API_KEY":"sk-x"}`, `{}`, `[]`, `not json`, `{"auth_mode":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := apiKeyAuth(b)
+		if got && !strings.Contains(strings.ToLower(string(b)), "auth_mode") {
+			t.Fatalf("refused a record without auth_mode: %q", b)
+		}
+	})
+}
+
+// FuzzValidSkillName: an accepted skill name is always one safe path
+// element.
+func FuzzValidSkillName(f *testing.F) {
+	for _, s := range []string{"demo", "scheduled-tasks", "a.b_c", "../x", "a/b", ".hidden", "", "..", "x\x00", strings.Repeat("a", 200)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if !ValidSkillName(name) {
+			return
+		}
+		if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || strings.Contains(name, "..") || len(name) > 128 {
+			t.Fatalf("accepted unsafe skill name %q", name)
+		}
+		if containerJoin(SkillsRoot, name) != SkillsRoot+"/"+name {
+			t.Fatalf("skill %q escapes %s", name, SkillsRoot)
+		}
+	})
+}
+
+// FuzzLifecycleStatus: every action maps to a known status or none.
+func FuzzLifecycleStatus(f *testing.F) {
+	for _, s := range []string{"instance-started", "instance-stopped", "instance-shutdown", "instance-deleted", "instance-updated", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, action string) {
+		st, ok := lifecycleStatus(action)
+		switch {
+		case !ok && st != "":
+			t.Fatalf("%q: status %q without ok", action, st)
+		case ok && st != StatusRunning && st != StatusStopped && st != StatusMissing:
+			t.Fatalf("%q: unknown status %q", action, st)
+		}
+	})
+}
