@@ -4,6 +4,7 @@
 // caller named in X-Remote-User from the session and same-origin checks on
 // every WebSocket and state-changing request), and the embedded page.
 //
-// It imports api (the wire types) and the standard library; never daemon,
-// and not config either: cmd/remote-web maps the TOML onto Options.
+// It imports api (the wire types), hclog and bcrypt; never daemon, and not
+// config either: cmd/remote-web maps the TOML onto Options. The page's
+// browser libraries under static/vendor are vendored by `make vendor-web`.
 package web
