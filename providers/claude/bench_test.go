@@ -1,11 +1,12 @@
 package claude
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchStream builds a stream shaped like what Claude Code 2.1.328 prints
@@ -49,6 +50,7 @@ func BenchmarkParser(b *testing.B) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	events := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
 		p := NewParser("")
 		for _, l := range lines {
@@ -60,7 +62,7 @@ func BenchmarkParser(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-	_ = bytes.MinRead
+	reportCPU(b, cpu0, size)
 }
 
 // BenchmarkEncodingJSONEnvelope is the alternative the scanner replaced:
@@ -87,6 +89,7 @@ func BenchmarkEncodingJSONEnvelope(b *testing.B) {
 			Type, Text, Thinking string
 		} `json:"delta"`
 	}
+	cpu0 := cpuTime()
 	for b.Loop() {
 		for _, l := range lines {
 			var e env
@@ -98,5 +101,21 @@ func BenchmarkEncodingJSONEnvelope(b *testing.B) {
 				_ = json.Unmarshal(e.Event, &se)
 			}
 		}
+	}
+	reportCPU(b, cpu0, size)
+}
+
+// cpuTime is the process's user+system CPU time: on a shared machine the
+// wall-clock MB/s depends on the neighbours, MB per CPU-second does not.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds the MB/cpu-s metric (GC work included).
+func reportCPU(b *testing.B, since time.Duration, size int) {
+	if cpu := (cpuTime() - since).Seconds(); cpu > 0 {
+		b.ReportMetric(float64(size)*float64(b.N)/1e6/cpu, "MB/cpu-s")
 	}
 }
