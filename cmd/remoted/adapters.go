@@ -3,7 +3,11 @@ package main
 import (
 	"remote/daemon"
 	"remote/providers"
+	"remote/providers/antigravity"
 	"remote/providers/claude"
+	"remote/providers/codex"
+	"remote/providers/kimi"
+	"remote/providers/minimax"
 )
 
 // adapters lists the provider adapters built into this remoted; each is
@@ -11,5 +15,14 @@ import (
 func adapters() map[providers.ProviderID]daemon.Constructor {
 	return map[providers.ProviderID]daemon.Constructor{
 		providers.Claude: func(c providers.AdapterConfig) providers.Provider { return claude.New(c) },
+		providers.Codex:  func(c providers.AdapterConfig) providers.Provider { return codex.New(c) },
+		// MiniMax's endpoint comes from [providers.minimax] env
+		// MINIMAX_BASE_URL (default api.minimax.io); its key from
+		// MINIMAX_API_KEY there, which reaches only the CLI's environment.
+		providers.MiniMax: func(c providers.AdapterConfig) providers.Provider {
+			return minimax.New(c, minimax.Options{BaseURL: c.Env["MINIMAX_BASE_URL"]})
+		},
+		providers.Kimi:        func(c providers.AdapterConfig) providers.Provider { return kimi.New(c) },
+		providers.Antigravity: func(c providers.AdapterConfig) providers.Provider { return antigravity.New(c) },
 	}
 }
