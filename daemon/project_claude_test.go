@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,8 +124,12 @@ func TestProjectChatRealClaude(t *testing.T) {
 	for _, lib := range glibcLibs {
 		install = append(install, provisioning.File{Host: lib, Container: lib, Mode: 0o755})
 	}
+	var hang atomic.Bool
+	release := make(chan struct{})
+	defer close(release)
 	e := newProjectEnv(t, projectEnvOpts{
 		profiles: []string{"default", profile},
+		stepsLXD: func(l provisioning.LXD) provisioning.LXD { return &hangingPull{LXD: l, hang: &hang, release: release} },
 		steps: &provisioning.StepsOptions{Providers: map[providers.ProviderID]provisioning.ProviderSetup{
 			providers.Claude: {
 				Check:        []string{"/usr/local/bin/claude", "--version"},
@@ -228,6 +233,19 @@ func TestProjectChatRealClaude(t *testing.T) {
 		}
 	})
 
+	t.Run("a hanging credential sync is abandoned and the run completes", func(t *testing.T) {
+		hang.Store(true)
+		defer hang.Store(false)
+		model.Push(fakeanthropic.Text("synced or not"))
+		evs := e.prompt(t, chat.ID, "alice", "one more")
+		if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) {
+			t.Fatalf("events: %s", dump(evs))
+		}
+		if !strings.Contains(e.logs.String(), "credential sync") {
+			t.Error("the abandoned sync was not logged")
+		}
+	})
+
 	t.Run("the secret value never leaves the container", func(t *testing.T) {
 		for _, path := range []string{"/v1/projects/" + name, "/v1/projects", "/v1/projects/" + name + "/secrets", "/v1/chats/" + chat.ID, "/v1/chats/" + chat.ID + "/events"} {
 			_, body := e.do("GET", path, "alice", nil)
@@ -276,4 +294,20 @@ echo '{"token":"rotated-in-container"}' > /root/.claude/.credentials.json`
 		time.Sleep(100 * time.Millisecond)
 	}
 	return ""
+}
+
+// hangingPull makes PullFile (the credential sync's read) hang, ignoring
+// its context like a wedged transfer, while hang is set.
+type hangingPull struct {
+	provisioning.LXD
+	hang    *atomic.Bool
+	release chan struct{}
+}
+
+func (h *hangingPull) PullFile(ctx context.Context, instance, path string) (io.ReadCloser, *lxdexec.FileInfo, error) {
+	if h.hang.Load() {
+		<-h.release
+		return nil, nil, fmt.Errorf("released")
+	}
+	return h.LXD.PullFile(ctx, instance, path)
 }

@@ -57,6 +57,8 @@ type projectEnvOpts struct {
 	profiles  []string
 	lxd       *lxdexec.Client // nil: testkit.LXD
 	resync    time.Duration   // reconciler resync interval; 0: default
+	// stepsLXD wraps the LXD the provisioning steps use (fault injection).
+	stepsLXD func(provisioning.LXD) provisioning.LXD
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -79,6 +81,9 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if o.steps != nil {
 			so := *o.steps
 			so.LXD, so.Logger = e.conn, log.Named("steps")
+			if o.stepsLXD != nil {
+				so.LXD = o.stepsLXD(e.conn)
+			}
 			deps, _ = provisioning.NewDependencies(so)
 		}
 		prep, err := provisioning.New(provisioning.Options{
