@@ -59,6 +59,7 @@ func runSuite(t *testing.T, c *lxdexec.Client) {
 			{"exec-not-found", testExecCommandNotFound},
 			{"exec-64MiB", testExecLargeOutput},
 			{"exec-cancel", testExecCancel},
+			{"exec-cancel-kill", testExecCancelKill},
 			{"exec-pty-resize", testExecPTY},
 			{"files", testFiles},
 			{"proxy-device", testProxyDevice},
@@ -281,7 +282,8 @@ func testExecLargeOutput(t *testing.T, c *lxdexec.Client, name string) {
 
 func testExecCancel(t *testing.T, c *lxdexec.Client, name string) {
 	ctx, cancel := context.WithCancel(testCtx(t))
-	e, err := c.Exec(ctx, name, lxdexec.ExecRequest{Command: []string{"sleep", "1000"}})
+	// A long grace: the SIGTERM must end it, SIGKILL must not be needed.
+	e, err := c.Exec(ctx, name, lxdexec.ExecRequest{Command: []string{"sleep", "1000"}, KillGrace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +309,27 @@ func testExecCancel(t *testing.T, c *lxdexec.Client, name string) {
 	out, _, _, err := run(t, testCtx(t), c, name, lxdexec.ExecRequest{Command: []string{"ps", "-o", "args"}}, "")
 	if err != nil || strings.Contains(out, "sleep 1000") {
 		t.Fatalf("process list after cancel: %q, %v", out, err)
+	}
+}
+
+// testExecCancelKill: a command that ignores SIGTERM gets SIGKILL after
+// the grace period.
+func testExecCancelKill(t *testing.T, c *lxdexec.Client, name string) {
+	ctx, cancel := context.WithCancel(testCtx(t))
+	e, err := c.Exec(ctx, name, lxdexec.ExecRequest{KillGrace: 200 * time.Millisecond,
+		Command: []string{"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, e.Stderr()) }()
+	ready := make([]byte, 6)
+	if _, err := io.ReadFull(e.Stdout(), ready); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, e.Stdout()) }()
+	cancel()
+	if code, err := e.Wait(); !errors.Is(err, context.Canceled) || code != 128+9 {
+		t.Fatalf("Wait = %d, %v; want 137 and context.Canceled", code, err)
 	}
 }
 
