@@ -279,6 +279,10 @@ func (c *Client) Server(ctx context.Context) (*Server, error) {
 	return s, nil
 }
 
+// Close releases the client's idle connections. In-flight requests and
+// exec or event streams are not affected.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
 // HasExtension reports whether the server listed the API extension at
 // Connect.
 func (c *Client) HasExtension(name string) bool { return c.server.HasExtension(name) }
@@ -418,7 +422,8 @@ func (c *Client) syncJSON(ctx context.Context, method, path string, body, out an
 	return nil
 }
 
-// path builds an API path from escaped segments plus the project query.
+// instancePath builds /1.0/instances[/name]suffix with the query and
+// ?project=.
 func (c *Client) instancePath(name string, suffix string, query url.Values) string {
 	p := "/1.0/instances"
 	if name != "" {
