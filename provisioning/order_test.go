@@ -55,8 +55,11 @@ func (r recDeps) PushCredentials(context.Context, Container, providers.ProviderI
 func (r recDeps) SyncCredentials(context.Context, Container, providers.ProviderID) error {
 	return r.step("sync")
 }
-func (r recDeps) PublishWorkspace(context.Context, Container, providers.ProviderID, []string) error {
-	return r.step("workspace")
+func (r recDeps) PublishInstructions(context.Context, Container, providers.ProviderID) error {
+	return r.step("instructions")
+}
+func (r recDeps) PublishSkills(context.Context, Container, providers.ProviderID, []string) error {
+	return r.step("skills")
 }
 func (r recDeps) PublishScheduleTools(context.Context, Container, providers.ProviderID) error {
 	return r.step("schedule")
@@ -81,13 +84,13 @@ func TestPrepareOrder(t *testing.T) {
 		wantErr  bool
 	}{
 		{name: "stopped, ports, schedule", stored: StatusStopped, lxd: "Stopped", ports: []int{80}, schedule: true,
-			want: []string{"ev:container_starting", "lxd:start", "ev:container_preparing", "cli", "credentials", "workspace", "assets", "browser", "schedule", "autostart", "secrets"}},
+			want: []string{"ev:container_starting", "lxd:start", "ev:container_preparing", "cli", "credentials", "instructions", "assets", "skills", "browser", "schedule", "autostart", "secrets"}},
 		{name: "running, no ports", stored: StatusRunning, lxd: "Running",
-			want: []string{"cli", "credentials", "workspace", "assets", "browser", "autostart", "secrets"}},
+			want: []string{"cli", "credentials", "instructions", "assets", "skills", "browser", "autostart", "secrets"}},
 		{name: "stale stored status", stored: StatusRunning, lxd: "Stopped",
-			want: []string{"ev:container_starting", "lxd:start", "cli", "credentials", "workspace", "assets", "browser", "autostart", "secrets"}},
-		{name: "failed step stops the preparation", stored: StatusRunning, lxd: "Running", fail: "workspace",
-			want: []string{"cli", "credentials", "workspace"}, wantErr: true},
+			want: []string{"ev:container_starting", "lxd:start", "cli", "credentials", "instructions", "assets", "skills", "browser", "autostart", "secrets"}},
+		{name: "failed step stops the preparation", stored: StatusRunning, lxd: "Running", fail: "assets",
+			want: []string{"cli", "credentials", "instructions", "assets"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

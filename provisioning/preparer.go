@@ -49,9 +49,11 @@ type CredentialProvisioner interface {
 	SyncCredentials(ctx context.Context, c Container, p providers.ProviderID) error
 }
 
-// WorkspacePublisher publishes shared instructions and skill links.
+// WorkspacePublisher publishes shared instructions and skills with their
+// links.
 type WorkspacePublisher interface {
-	PublishWorkspace(ctx context.Context, c Container, p providers.ProviderID, skills []string) error
+	PublishInstructions(ctx context.Context, c Container, p providers.ProviderID) error
+	PublishSkills(ctx context.Context, c Container, p providers.ProviderID, selected []string) error
 	// PublishScheduleTools publishes the scheduled-tasks skill and helper.
 	PublishScheduleTools(ctx context.Context, c Container, p providers.ProviderID) error
 }
@@ -220,10 +222,13 @@ func (p *Preparer) provision(ctx context.Context, c Container, req providers.Pre
 	if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
 		return err
 	}
-	if err := d.Workspace.PublishWorkspace(ctx, c, req.Provider, req.Skills); err != nil {
+	if err := d.Workspace.PublishInstructions(ctx, c, req.Provider); err != nil {
 		return err
 	}
 	if err := d.Assets.PublishAssets(ctx, c, req.Provider); err != nil {
+		return err
+	}
+	if err := d.Workspace.PublishSkills(ctx, c, req.Provider, req.Skills); err != nil {
 		return err
 	}
 	if err := d.Browser.ApplyBrowser(ctx, c, req.Provider, req.EnableBrowser); err != nil {

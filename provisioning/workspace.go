@@ -29,12 +29,28 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// PublishWorkspace publishes the shared instructions to the provider's
-// user-level instruction path (never into /workspace) and every skill of
-// the skills directory under /workspace/.agents/skills/<name>/ with a link
-// where the provider looks for skills. A selected skill that is not a
-// plain name, or that does not exist, is refused.
-func (s *Steps) PublishWorkspace(ctx context.Context, c Container, p providers.ProviderID, selected []string) error {
+// PublishInstructions publishes the shared instructions to the provider's
+// user-level instruction path (never into /workspace).
+func (s *Steps) PublishInstructions(ctx context.Context, c Container, p providers.ProviderID) error {
+	st, err := s.setup(p)
+	if err != nil {
+		return err
+	}
+	if s.opts.InstructionsDir == "" || st.InstructionsPath == "" {
+		return nil
+	}
+	doc, err := s.instructions()
+	if err != nil || len(doc) == 0 {
+		return err
+	}
+	return s.publish(ctx, c, st.InstructionsPath, doc, 0o644)
+}
+
+// PublishSkills publishes every skill of the skills directory under
+// /workspace/.agents/skills/<name>/ with a link where the provider looks
+// for skills. A selected skill that is not a plain name, or that does not
+// exist, is refused.
+func (s *Steps) PublishSkills(ctx context.Context, c Container, p providers.ProviderID, selected []string) error {
 	st, err := s.setup(p)
 	if err != nil {
 		return err
@@ -42,17 +58,6 @@ func (s *Steps) PublishWorkspace(ctx context.Context, c Container, p providers.P
 	for _, name := range selected {
 		if !ValidSkillName(name) {
 			return fmt.Errorf("%w: %q is not a plain name", ErrBadSkill, name)
-		}
-	}
-	if s.opts.InstructionsDir != "" && st.InstructionsPath != "" {
-		doc, err := s.instructions()
-		if err != nil {
-			return err
-		}
-		if len(doc) > 0 {
-			if err := s.publish(ctx, c, st.InstructionsPath, doc, 0o644); err != nil {
-				return err
-			}
 		}
 	}
 	available := map[string]bool{}
