@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -118,5 +119,5 @@ func classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) || !IsUnavailable(err) {
 		return err
 	}
-	return errors.Join(ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
