@@ -3,6 +3,7 @@ package lxdexec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -163,10 +164,25 @@ func (c *Client) Mkdir(ctx context.Context, instance, p string, opts FileOptions
 		}
 		cur += "/" + part
 		if err := c.PushFile(ctx, instance, cur, nil, opts); err != nil {
+			// A concurrent Mkdir of the same tree makes LXD's sftp mkdir
+			// fail with "file exists" (500): a directory that is there now
+			// is what was asked for.
+			if c.isDir(ctx, instance, cur) {
+				continue
+			}
 			return fmt.Errorf("mkdir %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// isDir reports whether p exists in the instance as a directory.
+func (c *Client) isDir(ctx context.Context, instance, p string) bool {
+	rc, info, err := c.PullFile(ctx, instance, p)
+	if rc != nil {
+		rc.Close()
+	}
+	return errors.Is(err, ErrIsDirectory) && info != nil && info.Type == FileTypeDirectory
 }
 
 // PullFile reads path from the instance. For a symlink the content is the

@@ -62,6 +62,7 @@ func runSuite(t *testing.T, c *lxdexec.Client) {
 			{"exec-cancel-kill", testExecCancelKill},
 			{"exec-pty-resize", testExecPTY},
 			{"files", testFiles},
+			{"mkdir-concurrent", testMkdirConcurrent},
 			{"proxy-device", testProxyDevice},
 		} {
 			t.Run(tc.name, func(t *testing.T) { tc.fn(t, c, name) })
@@ -624,4 +625,21 @@ func clientCert(t *testing.T) (certPEM, keyPEM []byte) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
+
+// testMkdirConcurrent creates one tree from several goroutines at once, as
+// concurrent project preparations do: every Mkdir succeeds.
+func testMkdirConcurrent(t *testing.T, c *lxdexec.Client, name string) {
+	ctx := testCtx(t)
+	errs := make(chan error, 8)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			errs <- c.Mkdir(ctx, name, "/workspace/race/x/y/z", lxdexec.FileOptions{Mode: 0o755})
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Mkdir: %v", err)
+		}
+	}
 }
