@@ -20,6 +20,7 @@ import (
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/providers/runner"
 	"remote/provisioning"
 )
 
@@ -106,7 +107,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		opts.RouteProviders = append(opts.RouteProviders, routes)
 		opts.Projects = ProjectChatCheck{Store: st}
 		if len(o.providers) > 0 {
-			ports := providers.AdapterConfig{Containers: provisioning.Launchers{LXD: e.conn}, Preparer: prep, Logger: log}
+			ports := providers.AdapterConfig{Containers: &runner.LXDLauncher{Client: cl}, Preparer: prep, Logger: log}
 			m := map[providers.ProviderID]providers.Provider{}
 			for _, mk := range o.providers {
 				p := mk(ports)

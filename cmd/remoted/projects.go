@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,6 +12,7 @@ import (
 	"remote/daemon/store"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/providers/runner"
 	"remote/provisioning"
 )
 
@@ -71,7 +73,7 @@ func wireProjects(cfg config.Config, st *store.Store, lxd *lxdexec.Client, log h
 		Chats:      daemon.ProjectChatCheck{Store: st},
 		Routes:     []daemon.RouteProvider{routes},
 		Preparer:   prep,
-		Containers: provisioning.Launchers{LXD: conn},
+		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {
 			conn.Dial(ctx, opts, log.Named("lxd"))
 			_ = rec.Run(ctx)
@@ -127,4 +129,29 @@ func files(in []config.ContainerFile) []provisioning.File {
 		out = append(out, provisioning.File{Host: f.Host, Container: f.Container, Mode: os.FileMode(f.Mode)})
 	}
 	return out
+}
+
+// connLaunchers runs project commands with runner.LXDLauncher over the
+// LXD connection as it is when the run starts: while LXD has not been
+// reached yet, a run fails with provisioning.ErrUnavailable instead of
+// the daemon needing a restart.
+type connLaunchers struct{ conn *provisioning.Conn }
+
+var _ providers.ContainerLaunchers = connLaunchers{}
+
+func (l connLaunchers) Container(name string) providers.Launcher {
+	return connLauncher{conn: l.conn, name: name}
+}
+
+type connLauncher struct {
+	conn *provisioning.Conn
+	name string
+}
+
+func (l connLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	cl := l.conn.Client()
+	if cl == nil {
+		return nil, fmt.Errorf("exec %s in %q: %w", cmd.Path, l.name, provisioning.ErrUnavailable)
+	}
+	return (&runner.LXDLauncher{Client: cl, Instance: l.name}).Start(ctx, cmd)
 }
