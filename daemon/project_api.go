@@ -43,9 +43,7 @@ type ProjectsOptions struct {
 	Store    ProjectStore
 	Preparer *provisioning.Preparer
 	Exec     ProjectExecer
-	// Reconciler, when set, answers 503 fast while LXD is known to be down.
-	Reconciler *provisioning.Reconciler
-	Logger     hclog.Logger
+	Logger   hclog.Logger
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -139,14 +137,6 @@ func (p *Projects) visible(r *http.Request, proj api.Project) bool {
 	return proj.Owner == "" || proj.Owner == UserFrom(r.Context())
 }
 
-// lxdReady answers 503 at once while the reconciler knows LXD is down.
-func (p *Projects) lxdReady() error {
-	if p.o.Reconciler == nil {
-		return nil
-	}
-	return p.o.Reconciler.Available()
-}
-
 func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateProjectRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -228,9 +218,6 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 		return BadRequest("invalid purge %q: true or false", purge)
 	}
 	if purge == "true" {
-		if err := p.lxdReady(); err != nil {
-			return err
-		}
 		if err := p.o.Preparer.Delete(r.Context(), proj); err != nil {
 			return err
 		}
@@ -248,9 +235,6 @@ func (p *Projects) start(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := p.lxdReady(); err != nil {
-		return err
-	}
 	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
 		return err
 	}
@@ -260,9 +244,6 @@ func (p *Projects) start(w http.ResponseWriter, r *http.Request) error {
 func (p *Projects) stop(w http.ResponseWriter, r *http.Request) error {
 	proj, err := p.lookup(r)
 	if err != nil {
-		return err
-	}
-	if err := p.lxdReady(); err != nil {
 		return err
 	}
 	if err := p.o.Preparer.Stop(r.Context(), proj); err != nil {

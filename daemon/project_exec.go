@@ -48,9 +48,6 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 	if req.Cwd != "" && !path.IsAbs(req.Cwd) {
 		return BadRequest("cwd %q: must be absolute", req.Cwd)
 	}
-	if err := p.lxdReady(); err != nil {
-		return err
-	}
 	ctx := r.Context()
 	if _, err := p.o.Preparer.Start(ctx, proj); err != nil {
 		return err
@@ -215,9 +212,6 @@ func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 			}
 			*dst = n
 		}
-	}
-	if err := p.lxdReady(); err != nil {
-		return err
 	}
 	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
 		return err

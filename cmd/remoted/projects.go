@@ -64,7 +64,7 @@ func wireProjects(cfg config.Config, st *store.Store, lxd *lxdexec.Client, log h
 	if err != nil {
 		return projectWiring{}, err
 	}
-	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Reconciler: rec, Logger: log.Named("api")})
+	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")})
 	if err != nil {
 		return projectWiring{}, err
 	}
