@@ -345,7 +345,14 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 		waitJS(`!!document.querySelector('.interaction.pending button.accept') || document.querySelector('#chat-log').innerText.includes('codex-e2e-finished')`),
 	)
 	if eval[bool](t, ctx, `!document.querySelector('.interaction.pending button.accept')`) {
+		// The Codex chat itself works through the page; only the approval
+		// step cannot be reached.
+		steps(t, ctx, "codex run completes", waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`))
 		screenshot(t, ctx, "e2e-codex-no-approval")
+		text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
+		if !strings.Contains(text, "codex-e2e-finished") || eval[int](t, ctx, `document.querySelectorAll('.tool.done').length`) != 1 {
+			t.Fatalf("codex run through the page: want one finished tool card and the final text:\n%s", text)
+		}
 		t.Skip("remoted ran the Codex command without asking: it passes no approval policy to the Codex adapter " +
 			"(RunRequest.Preferences.ApprovalPolicy is never set, so codexharness uses \"never\"); no approval card can appear")
 	}

@@ -3,6 +3,7 @@
 import { el, api, wsURL, notice, pretty, renderMarkdown } from './lib.js';
 
 const MAX_BACKOFF_MS = 10000;
+const ROUTINE_TURN = new Set(['active', 'inProgress', 'idle', 'completed', 'running', 'started']);
 // Provider bookkeeping that is not worth a line in the chat.
 const QUIET_SYSTEM = new Set(['init', 'status', 'hook_started', 'hook_response']);
 
@@ -194,7 +195,9 @@ export class ChatView {
         this.log.append(notice('complete', 'run complete'));
         return;
       case 'turn_status':
-        if (ev.status) this.log.append(notice('status', `turn ${ev.status}`));
+        // Routine progress is what the running indicator shows; only the
+        // unusual (interrupted, failed, ...) earns a line.
+        if (ev.status && !ROUTINE_TURN.has(ev.status)) this.log.append(notice('status', `turn ${ev.status}`));
         return;
       case 'session':
       case 'usage_update':
