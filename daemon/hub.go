@@ -15,8 +15,10 @@ import (
 )
 
 // DefaultSubscriberQueue is how many live events a subscriber may lag
-// behind before it is dropped.
-const DefaultSubscriberQueue = 4096
+// behind before it is dropped. It is at least the store's largest group
+// commit (8192 events), so one commit's burst alone never drops an idle
+// follower; slots hold pointers, so a queue costs 64 KiB.
+const DefaultSubscriberQueue = 8192
 
 // replayPage bounds how many events one store read holds, so a slow reader
 // never keeps a store transaction open while it writes to the network.
@@ -55,7 +57,7 @@ type Run struct {
 }
 
 type subscriber struct {
-	ch      chan api.Event
+	ch      chan *api.Event
 	dropped chan struct{}
 	once    sync.Once
 }
@@ -217,9 +219,10 @@ func (h *Hub) Broadcast(chatID string, ev api.Event) {
 }
 
 func (h *Hub) broadcastLocked(r *room, ev api.Event) {
+	p := &ev // shared read-only by every subscriber
 	for s := range r.subs {
 		select {
-		case s.ch <- ev:
+		case s.ch <- p:
 		default:
 			delete(r.subs, s)
 			s.drop()
@@ -246,7 +249,7 @@ func (h *Hub) Subscribers(chatID string) int {
 // queue length behind gets an error wrapping ErrSlowSubscriber and can
 // resume with since = the last seq it received.
 func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(api.Event) error) error {
-	sub := &subscriber{ch: make(chan api.Event, h.queueLen), dropped: make(chan struct{})}
+	sub := &subscriber{ch: make(chan *api.Event, h.queueLen), dropped: make(chan struct{})}
 	h.mu.Lock()
 	r := h.roomLocked(chatID)
 	r.subs[sub] = struct{}{}
@@ -303,14 +306,14 @@ func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(
 		case <-ctx.Done():
 			return nil
 		case ev := <-sub.ch:
-			if err := deliver(ev); err != nil {
+			if err := deliver(*ev); err != nil {
 				return err
 			}
 		case <-sub.dropped:
 			for {
 				select {
 				case ev := <-sub.ch:
-					if err := deliver(ev); err != nil {
+					if err := deliver(*ev); err != nil {
 						return err
 					}
 				default:

@@ -412,15 +412,24 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 	return req, nil
 }
 
-// history returns the user and assistant_text events before seq.
+// history returns the user and assistant_text events before seq, keeping
+// only as many of the newest as the transcript bound can use (plus slack
+// for the transcript's labels), so memory stays bounded on long chats.
 func (s *Service) history(chatID string, before int64) ([]api.Event, error) {
 	var out []api.Event
+	keep := 2*s.transcriptBytes + 4096
+	total := 0
 	err := s.store.Events(chatID, 0, 0, func(ev api.Event) error {
 		if ev.Seq >= before {
 			return errStopWalk
 		}
 		if ev.Type == api.EventUser || ev.Type == api.EventAssistantText {
 			out = append(out, api.Event{Type: ev.Type, Text: ev.Text})
+			total += len(ev.Text)
+			for len(out) > 1 && total-len(out[0].Text) > keep {
+				total -= len(out[0].Text)
+				out = out[1:]
+			}
 		}
 		return nil
 	})
