@@ -296,3 +296,36 @@ func TestPrepareSecretsBestEffort(t *testing.T) {
 		t.Fatalf("target %+v err %v, want no secrets and no error", tgt, err)
 	}
 }
+
+func TestPrepareReplacedContainer(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	req := providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}
+	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Replaced outside the daemon: same name, new container, no marker.
+	if err := f.cl.ForceDeleteInstance(ctx, f.name); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cl.CreateInstance(ctx, lxdexec.InstancesPost{Name: f.name, Source: lxdexec.InstanceSource{Alias: testkit.TestImage}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
+		t.Fatalf("Prepare on a replaced container: %v", err)
+	}
+	if out := sh(t, f.cl, f.name, "fakecli --version; cat /root/.claude/CLAUDE.md"); !strings.Contains(out, "fakecli 1.0") || !strings.Contains(out, "Be brief.") {
+		t.Fatalf("replaced container not provisioned again:\n%s", out)
+	}
+	inst, _, _ := f.cl.Instance(ctx, f.name)
+	if inst.Config[MarkerKey] != f.project {
+		t.Fatalf("marker %q", inst.Config[MarkerKey])
+	}
+	// A container marked as another project's is refused, never touched.
+	if err := f.cl.UpdateInstance(ctx, f.name, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: "other"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.prep.Prepare(ctx, req, nil); !errors.Is(err, ErrForeignContainer) {
+		t.Fatalf("err %v, want ErrForeignContainer", err)
+	}
+}
