@@ -2,8 +2,11 @@
 // process group per child, SIGTERM then SIGKILL on cancel) and LXDLauncher
 // (LXD exec through lxdexec, never the lxc binary), both implementations of
 // providers.Launcher; HostEnv, the filtered environment of a host run;
-// RunProcess, the S15 loop for line-oriented CLIs; and ContainerCommand, the
-// pure S11 assembly of a container command and its environment.
+// RunProcess, the S15 loop for line-oriented CLIs; ContainerCommand, the
+// pure S11 assembly of a container command and its environment; and the
+// steps every adapter shares around them: PrepareProject and ResolveLaunch
+// (where and how a turn runs), SyncCredentials (S12), StampEvents and
+// AdapterLogger.
 //
 // It imports providers and lxdexec only, and must never import the daemon,
 // the store, the transport or any adapter.

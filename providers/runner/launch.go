@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/providers"
+)
+
+// ContainerHome is HOME inside a project container: where project
+// preparation provisions credentials, so no secret or setting may move it.
+const ContainerHome = "/root"
+
+// AdapterLogger returns l named name, or a discarding logger when l is nil:
+// the logger every adapter derives from AdapterConfig.Logger.
+func AdapterLogger(l hclog.Logger, name string) hclog.Logger {
+	if l == nil {
+		l = hclog.NewNullLogger()
+	}
+	return l.Named(name)
+}
+
+// StampEvents returns an emit that fills, on each event that leaves them
+// empty, the provider, and req's conversation and run ids, then passes the
+// event to emit. Fields an event already carries are kept.
+func StampEvents(emit func(providers.Event), provider providers.ProviderID, req providers.RunRequest) func(providers.Event) {
+	conversationID, runID := req.ConversationID, req.RunID
+	return func(ev providers.Event) {
+		if ev.Provider == "" {
+			ev.Provider = provider
+		}
+		if ev.ConversationID == "" {
+			ev.ConversationID = conversationID
+		}
+		if ev.RunID == "" {
+			ev.RunID = runID
+		}
+		emit(ev)
+	}
+}
+
+// PrepareProject makes req's project ready for provider through
+// cfg.Preparer (S9, S10; its system events go to emit) and returns the
+// prepared target and the launcher of its container.
+//
+// Without cfg.Preparer or cfg.Containers it returns an error wrapping
+// notWired, the adapter's own class for that. A preparation failure is
+// returned wrapped with the project id; when ctx ended during preparation
+// that error is the cancellation, and the adapter treats it as a normal
+// stop (S29) by checking ctx.Err().
+func PrepareProject(ctx context.Context, cfg providers.AdapterConfig, provider providers.ProviderID, notWired error,
+	req providers.RunRequest, emit func(providers.Event)) (providers.Target, providers.Launcher, error) {
+	if cfg.Preparer == nil || cfg.Containers == nil {
+		return providers.Target{}, nil, fmt.Errorf("project %q: %w", req.ProjectID, notWired)
+	}
+	target, err := cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
+		Provider: provider, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
+		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
+	}, emit)
+	if err != nil {
+		return providers.Target{}, nil, fmt.Errorf("prepare project %q: %w", req.ProjectID, err)
+	}
+	return target, cfg.Containers.Container(target.Container), nil
+}
+
+// LaunchSpec is what an adapter that runs its CLI once per turn fixes about
+// the command of one request (ResolveLaunch).
+type LaunchSpec struct {
+	Provider providers.ProviderID // whose setup the project preparer makes
+	NotWired error                // the adapter's class for a project run without Preparer or Containers
+	// HostArgs and ContainerArgs are the CLI arguments on the host and in a
+	// project container.
+	HostArgs, ContainerArgs []string
+	// Forced is the adapter's own environment: over AdapterConfig.Env and
+	// project secrets, under req.RuntimeEnv. A container run also forces
+	// HOME to ContainerHome.
+	Forced map[string]string
+}
+
+// Launch is where and how one turn runs.
+type Launch struct {
+	Launcher providers.Launcher
+	Command  providers.Command
+	// Target is the prepared project of a project run; zero on the host.
+	Target providers.Target
+}
+
+// ResolveLaunch returns the launch of req for an adapter configured with
+// cfg (cfg.Binary and cfg.Host set).
+//
+// Without req.ProjectID the command runs through cfg.Host with HostEnv of
+// cfg.Env < spec.Forced < req.RuntimeEnv, in req.Cwd or else the daemon
+// user's home directory.
+//
+// With req.ProjectID the project is prepared first (PrepareProject, with
+// its errors) and the command runs in its container (ContainerCommand):
+// LANG=C.UTF-8 < cfg.Env < project secrets < spec.Forced and
+// HOME=ContainerHome < req.RuntimeEnv, in DefaultContainerCwd.
+func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec LaunchSpec,
+	req providers.RunRequest, emit func(providers.Event)) (Launch, error) {
+	if req.ProjectID == "" {
+		env := maps.Clone(cfg.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, spec.Forced)
+		maps.Copy(env, req.RuntimeEnv)
+		dir := req.Cwd
+		if dir == "" {
+			dir, _ = os.UserHomeDir()
+		}
+		return Launch{
+			Launcher: cfg.Host,
+			Command:  providers.Command{Path: cfg.Binary, Args: spec.HostArgs, Env: HostEnv(env), Dir: dir},
+		}, nil
+	}
+	target, launcher, err := PrepareProject(ctx, cfg, spec.Provider, spec.NotWired, req, emit)
+	if err != nil {
+		return Launch{}, err
+	}
+	fixed := map[string]string{"LANG": "C.UTF-8"}
+	maps.Copy(fixed, cfg.Env)
+	forced := make(map[string]string, len(spec.Forced)+1)
+	maps.Copy(forced, spec.Forced)
+	forced["HOME"] = ContainerHome
+	cmd := ContainerCommand(ContainerSpec{
+		Binary:  cfg.Binary,
+		Args:    spec.ContainerArgs,
+		Fixed:   fixed,
+		Secrets: target.Secrets,
+		Forced:  forced,
+		Runtime: req.RuntimeEnv,
+	})
+	return Launch{Launcher: launcher, Command: cmd, Target: target}, nil
+}
+
+// SyncCredentials copies provider id's credentials back from target's
+// container after a successful project run (S12), bounded by timeout
+// from ctx. It is best effort: a failure is logged on log as a warning
+// and never returned.
+func SyncCredentials(ctx context.Context, preparer providers.ProjectPreparer, target providers.Target,
+	id providers.ProviderID, timeout time.Duration, log hclog.Logger) {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := preparer.SyncCredentials(sctx, target, id); err != nil {
+		log.Warn("credential sync after run failed", "error", err)
+	}
+}
+
+// WithoutEnv returns env (KEY=VALUE entries) without any entry of key.
+// env itself is not modified.
+func WithoutEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"remote/providers"
+)
+
+// fakePreparer is a ProjectPreparer with func fields; nil funcs succeed.
+type fakePreparer struct {
+	prepare func(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error)
+	sync    func(ctx context.Context, t providers.Target, p providers.ProviderID) error
+}
+
+func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+	if f.prepare == nil {
+		return providers.Target{}, nil
+	}
+	return f.prepare(ctx, req, emit)
+}
+
+func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
+	if f.sync == nil {
+		return nil
+	}
+	return f.sync(ctx, t, p)
+}
+
+// namedLauncher is a Launcher that only records which container it is for.
+type namedLauncher struct{ name string }
+
+func (namedLauncher) Start(context.Context, providers.Command) (providers.Process, error) {
+	return nil, errors.New("not started in this test")
+}
+
+type fakeContainers struct{}
+
+func (fakeContainers) Container(name string) providers.Launcher { return namedLauncher{name: name} }
+
+var errTestNotWired = errors.New("test: project execution not configured")
+
+func TestResolveLaunchHost(t *testing.T) {
+	t.Setenv("HOME", "/home/daemon")
+	host := &HostLauncher{}
+	cfg := providers.AdapterConfig{Binary: "cli", Host: host, Env: map[string]string{"A": "cfg", "B": "cfg", "C": "cfg"}}
+	spec := LaunchSpec{
+		Provider: providers.Claude, NotWired: errTestNotWired,
+		HostArgs: []string{"--host"}, ContainerArgs: []string{"--container"},
+		Forced: map[string]string{"B": "forced", "C": "forced"},
+	}
+	tests := []struct {
+		name    string
+		req     providers.RunRequest
+		wantDir string
+	}{
+		{"cwd given", providers.RunRequest{Cwd: "/srv/app", RuntimeEnv: map[string]string{"C": "runtime"}}, "/srv/app"},
+		{"cwd defaults to home", providers.RunRequest{RuntimeEnv: map[string]string{"C": "runtime"}}, "/home/daemon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := ResolveLaunch(context.Background(), cfg, spec, tt.req, func(providers.Event) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Launcher != host || l.Target.Container != "" || l.Target.Secrets != nil {
+				t.Fatalf("launcher %v target %+v, want the host launcher and no target", l.Launcher, l.Target)
+			}
+			if l.Command.Path != "cli" || !slices.Equal(l.Command.Args, []string{"--host"}) || l.Command.Dir != tt.wantDir {
+				t.Fatalf("command %+v", l.Command)
+			}
+			for _, want := range []string{"A=cfg", "B=forced", "C=runtime", "HOME=/home/daemon"} {
+				if !slices.Contains(l.Command.Env, want) {
+					t.Errorf("env %q lacks %s", l.Command.Env, want)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveLaunchProject(t *testing.T) {
+	var got providers.PrepareRequest
+	var events []providers.Event
+	cfg := providers.AdapterConfig{
+		Binary: "cli", Env: map[string]string{"A": "cfg", "LANG": "en_US.UTF-8", "HOME": "/cfg"},
+		Containers: fakeContainers{},
+		Preparer: fakePreparer{prepare: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+			got = req
+			emit(providers.Event{Type: providers.EventSystem})
+			return providers.Target{ProjectID: "p1", Container: "c1", Secrets: []providers.Secret{{Key: "S", Value: "secret"}, {Key: "HOME", Value: "/moved"}}}, nil
+		}},
+	}
+	forced := map[string]string{"F": "forced"}
+	spec := LaunchSpec{Provider: providers.Kimi, NotWired: errTestNotWired, HostArgs: []string{"--host"}, ContainerArgs: []string{"--container"}, Forced: forced}
+	req := providers.RunRequest{ProjectID: "p1", EnableBrowser: true, EnableScheduleTools: true, Skills: []string{"s"}, RuntimeEnv: map[string]string{"R": "runtime"}}
+	l, err := ResolveLaunch(context.Background(), cfg, spec, req, func(ev providers.Event) { events = append(events, ev) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReq := providers.PrepareRequest{Provider: providers.Kimi, ProjectID: "p1", EnableBrowser: true, EnableScheduleTools: true, Skills: []string{"s"}}
+	if got.Provider != wantReq.Provider || got.ProjectID != wantReq.ProjectID || !got.EnableBrowser || !got.EnableScheduleTools || !slices.Equal(got.Skills, wantReq.Skills) {
+		t.Errorf("prepare request %+v, want %+v", got, wantReq)
+	}
+	if len(events) != 1 {
+		t.Errorf("preparation events %v, want the one emitted", events)
+	}
+	if l.Launcher != (namedLauncher{name: "c1"}) || l.Target.Container != "c1" {
+		t.Fatalf("launcher %v target %+v", l.Launcher, l.Target)
+	}
+	wantEnv := []string{"A=cfg", "F=forced", "HOME=/root", "LANG=en_US.UTF-8", "R=runtime", "S=secret"}
+	if !slices.Equal(l.Command.Env, wantEnv) || l.Command.Dir != DefaultContainerCwd || !slices.Equal(l.Command.Args, []string{"--container"}) {
+		t.Fatalf("command %+v, want env %q", l.Command, wantEnv)
+	}
+	if len(forced) != 1 {
+		t.Errorf("spec.Forced was modified: %v", forced)
+	}
+}
+
+func TestResolveLaunchProjectErrors(t *testing.T) {
+	errPrepare := errors.New("container unavailable")
+	wired := providers.AdapterConfig{Binary: "cli", Containers: fakeContainers{}, Preparer: fakePreparer{
+		prepare: func(ctx context.Context, _ providers.PrepareRequest, _ func(providers.Event)) (providers.Target, error) {
+			if ctx.Err() != nil {
+				return providers.Target{}, ctx.Err()
+			}
+			return providers.Target{}, errPrepare
+		}}}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		cfg  providers.AdapterConfig
+		want error
+	}{
+		{"no preparer", context.Background(), providers.AdapterConfig{Containers: fakeContainers{}}, errTestNotWired},
+		{"no containers", context.Background(), providers.AdapterConfig{Preparer: fakePreparer{}}, errTestNotWired},
+		{"preparation fails", context.Background(), wired, errPrepare},
+		{"cancelled while preparing", cancelled, wired, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ResolveLaunch(tt.ctx, tt.cfg, LaunchSpec{NotWired: errTestNotWired}, providers.RunRequest{ProjectID: "p1"}, func(providers.Event) {})
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), `"p1"`) {
+				t.Fatalf("err %v, want %v naming the project", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestStampEvents(t *testing.T) {
+	var got []providers.Event
+	out := StampEvents(func(ev providers.Event) { got = append(got, ev) }, providers.Codex, providers.RunRequest{ConversationID: "c", RunID: "r"})
+	out(providers.Event{Type: providers.EventRunStarted})
+	out(providers.Event{Type: providers.EventRunStarted, Provider: providers.Claude, ConversationID: "c2", RunID: "r2"})
+	want := []providers.Event{
+		{Type: providers.EventRunStarted, Provider: providers.Codex, ConversationID: "c", RunID: "r"},
+		{Type: providers.EventRunStarted, Provider: providers.Claude, ConversationID: "c2", RunID: "r2"},
+	}
+	if len(got) != 2 || got[0].Provider != want[0].Provider || got[0].ConversationID != "c" || got[0].RunID != "r" ||
+		got[1].Provider != want[1].Provider || got[1].ConversationID != "c2" || got[1].RunID != "r2" {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestSyncCredentials(t *testing.T) {
+	tests := []struct {
+		name string
+		sync func(ctx context.Context, t providers.Target, p providers.ProviderID) error
+	}{
+		{"success", nil},
+		{"failure is only logged", func(context.Context, providers.Target, providers.ProviderID) error { return errors.New("copy failed") }},
+		{"bounded by the timeout", func(ctx context.Context, _ providers.Target, _ providers.ProviderID) error {
+			<-ctx.Done() // returns only because of the timeout
+			return ctx.Err()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gotTarget providers.Target
+			var gotID providers.ProviderID
+			sync := tt.sync
+			p := fakePreparer{sync: func(ctx context.Context, tg providers.Target, id providers.ProviderID) error {
+				gotTarget, gotID = tg, id
+				if _, ok := ctx.Deadline(); !ok {
+					t.Error("sync context has no deadline")
+				}
+				if sync == nil {
+					return nil
+				}
+				return sync(ctx, tg, id)
+			}}
+			SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Kimi, time.Millisecond, AdapterLogger(nil, "test"))
+			if gotTarget.Container != "c1" || gotID != providers.Kimi {
+				t.Fatalf("synced %+v for %s", gotTarget, gotID)
+			}
+		})
+	}
+}
+
+func TestWithoutEnv(t *testing.T) {
+	env := []string{"A=1", "KEY=secret", "KEYS=kept", "KEY=again"}
+	got := WithoutEnv(env, "KEY")
+	if want := []string{"A=1", "KEYS=kept"}; !slices.Equal(got, want) {
+		t.Fatalf("WithoutEnv = %q, want %q", got, want)
+	}
+	if env[1] != "KEY=secret" {
+		t.Fatalf("input modified: %q", env)
+	}
+}
