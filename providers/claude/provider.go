@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,11 +37,7 @@ func New(cfg providers.AdapterConfig) *Provider {
 	if cfg.Host == nil {
 		cfg.Host = &runner.HostLauncher{}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Provider{cfg: cfg, log: log.Named("claude")}
+	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "claude")}
 }
 
 // ID returns providers.Claude.
@@ -72,72 +66,25 @@ func slicesClone(s []string) []string { return append([]string(nil), s...) }
 // providers.ErrSessionNotFound when req.ResumeID names no session, or the
 // process error with the CLI's stderr.
 func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
-	out := func(ev providers.Event) {
-		if ev.Provider == "" {
-			ev.Provider = providers.Claude
-		}
-		if ev.ConversationID == "" {
-			ev.ConversationID = req.ConversationID
-		}
-		if ev.RunID == "" {
-			ev.RunID = req.RunID
-		}
-		emit(ev)
-	}
+	out := runner.StampEvents(emit, providers.Claude, req)
 	if req.Fork && req.ResumeID == "" {
 		req.Fork = false // nothing to fork: a fresh session
 	}
 
-	var (
-		launcher providers.Launcher
-		cmd      providers.Command
-		target   providers.Target
-	)
-	if req.ProjectID == "" {
-		env := maps.Clone(p.cfg.Env)
-		if env == nil {
-			env = map[string]string{}
+	launch, err := runner.ResolveLaunch(ctx, p.cfg, runner.LaunchSpec{
+		Provider: providers.Claude, NotWired: ErrNotWired,
+		HostArgs: Args(req, p.cfg.Args, false), ContainerArgs: Args(req, p.cfg.Args, true),
+		Forced: forcedEnv(req),
+	}, req, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while preparing: a normal stop (S29)
 		}
-		maps.Copy(env, forcedEnv(req))
-		maps.Copy(env, req.RuntimeEnv)
-		dir := req.Cwd
-		if dir == "" {
-			dir, _ = os.UserHomeDir()
-		}
-		launcher = p.cfg.Host
-		cmd = providers.Command{Path: p.cfg.Binary, Args: Args(req, p.cfg.Args, false), Env: runner.HostEnv(env), Dir: dir}
-	} else {
-		if p.cfg.Preparer == nil || p.cfg.Containers == nil {
-			return fmt.Errorf("project %s: %w", req.ProjectID, ErrNotWired)
-		}
-		var err error
-		target, err = p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-			Provider: providers.Claude, ProjectID: req.ProjectID,
-			EnableBrowser: req.EnableBrowser, EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
-		}, out)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("prepare project %s: %w", req.ProjectID, err)
-		}
-		fixed := map[string]string{"LANG": "C.UTF-8"}
-		maps.Copy(fixed, p.cfg.Env)
-		forced := forcedEnv(req)
-		forced["HOME"] = "/root" // where credentials are provisioned; no secret may move it
-		cmd = runner.ContainerCommand(runner.ContainerSpec{
-			Binary:  p.cfg.Binary,
-			Args:    Args(req, p.cfg.Args, true),
-			Fixed:   fixed,
-			Secrets: target.Secrets,
-			Forced:  forced,
-			Runtime: req.RuntimeEnv,
-		})
-		launcher = p.cfg.Containers.Container(target.Container)
+		return err
 	}
 
 	parser := NewParser(req.ResumeID)
-	err := runner.RunProcess(ctx, launcher, cmd, parser, out, runner.ProcessOptions{Stdin: req.Prompt, Logger: p.log})
+	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Stdin: req.Prompt, Logger: p.log})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -148,11 +95,8 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		return err
 	}
 	if req.ProjectID != "" {
-		sctx, cancel := context.WithTimeout(ctx, CredentialSyncTimeout)
-		defer cancel()
-		if err := p.cfg.Preparer.SyncCredentials(sctx, target, providers.Claude); err != nil {
-			p.log.Warn("credential sync after run failed", "project", req.ProjectID, "error", err)
-		}
+		runner.SyncCredentials(ctx, p.cfg.Preparer, launch.Target, providers.Claude, CredentialSyncTimeout,
+			p.log.With("project", req.ProjectID))
 	}
 	return nil
 }
