@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
 	"strings"
 	"time"
 
@@ -43,11 +41,7 @@ func New(cfg providers.AdapterConfig) *Provider {
 	if cfg.Host == nil {
 		cfg.Host = &runner.HostLauncher{}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Provider{cfg: cfg, log: log.Named("kimi")}
+	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "kimi")}
 }
 
 // ID returns providers.Kimi.
@@ -86,67 +80,27 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// No native fork: start a fresh session from visible history.
 		req.Fork, req.ResumeID = false, ""
 	}
+	stamp := runner.StampEvents(emit, providers.Kimi, req)
 	out := func(ev providers.Event) {
-		if ev.Provider == "" {
-			ev.Provider = providers.Kimi
-		}
-		if ev.ConversationID == "" {
-			ev.ConversationID = req.ConversationID
-		}
-		if ev.RunID == "" {
-			ev.RunID = req.RunID
-		}
 		if ev.Type == providers.EventRunCompleted && ev.Model == "" {
 			ev.Model = req.Model
 		}
-		emit(ev)
+		stamp(ev)
 	}
 
-	var (
-		launcher providers.Launcher
-		cmd      providers.Command
-		target   providers.Target
-	)
-	if req.ProjectID == "" {
-		env := maps.Clone(p.cfg.Env)
-		if env == nil {
-			env = map[string]string{}
+	args := Args(req, p.cfg.Args) // the prompt is in argv on both sides
+	launch, err := runner.ResolveLaunch(ctx, p.cfg, runner.LaunchSpec{
+		Provider: providers.Kimi, NotWired: ErrNotWired, HostArgs: args, ContainerArgs: args,
+	}, req, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while preparing: a normal stop (S29)
 		}
-		maps.Copy(env, req.RuntimeEnv)
-		dir := req.Cwd
-		if dir == "" {
-			dir, _ = os.UserHomeDir()
-		}
-		launcher = p.cfg.Host
-		cmd = providers.Command{Path: p.cfg.Binary, Args: Args(req, p.cfg.Args), Env: runner.HostEnv(env), Dir: dir}
-	} else {
-		if p.cfg.Preparer == nil || p.cfg.Containers == nil {
-			return fmt.Errorf("project %s: %w", req.ProjectID, ErrNotWired)
-		}
-		var err error
-		target, err = p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-			Provider: providers.Kimi, ProjectID: req.ProjectID,
-			EnableBrowser: req.EnableBrowser, EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
-		}, out)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("prepare project %s: %w", req.ProjectID, err)
-		}
-		fixed := map[string]string{"LANG": "C.UTF-8"}
-		maps.Copy(fixed, p.cfg.Env)
-		cmd = runner.ContainerCommand(runner.ContainerSpec{
-			Binary: p.cfg.Binary, Args: Args(req, p.cfg.Args),
-			Fixed: fixed, Secrets: target.Secrets,
-			Forced:  map[string]string{"HOME": "/root"}, // where credentials are provisioned; no secret may move it
-			Runtime: req.RuntimeEnv,
-		})
-		launcher = p.cfg.Containers.Container(target.Container)
+		return err
 	}
 
 	parser := NewParser(req.ResumeID)
-	err := runner.RunProcess(ctx, launcher, cmd, parser, out, runner.ProcessOptions{Logger: p.log})
+	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Logger: p.log})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -160,11 +114,8 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		return err
 	}
 	if req.ProjectID != "" {
-		sctx, cancel := context.WithTimeout(ctx, CredentialSyncTimeout)
-		defer cancel()
-		if err := p.cfg.Preparer.SyncCredentials(sctx, target, providers.Kimi); err != nil {
-			p.log.Warn("credential sync after run failed", "project", req.ProjectID, "error", err)
-		}
+		runner.SyncCredentials(ctx, p.cfg.Preparer, launch.Target, providers.Kimi, CredentialSyncTimeout,
+			p.log.With("project", req.ProjectID))
 	}
 	return nil
 }
