@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -55,11 +55,7 @@ func New(cfg providers.AdapterConfig) *Provider {
 	if cfg.Host == nil {
 		cfg.Host = &runner.HostLauncher{}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Provider{cfg: cfg, log: log.Named("antigravity")}
+	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "antigravity")}
 }
 
 // ID returns providers.Antigravity.
@@ -105,71 +101,31 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	if req.Fork {
 		req.Fork, req.ResumeID = false, "" // no native fork: start fresh
 	}
-	out := func(ev providers.Event) {
-		if ev.Provider == "" {
-			ev.Provider = providers.Antigravity
-		}
-		if ev.ConversationID == "" {
-			ev.ConversationID = req.ConversationID
-		}
-		if ev.RunID == "" {
-			ev.RunID = req.RunID
-		}
-		emit(ev)
-	}
+	out := runner.StampEvents(emit, providers.Antigravity, req)
 
-	var (
-		launcher providers.Launcher
-		cmd      providers.Command
-		list     lister
-	)
+	// The prompt is in argv on both sides. No credential sync: the
+	// adapter declares none.
+	args := Args(req, p.cfg.Args)
+	launch, err := runner.ResolveLaunch(ctx, p.cfg, runner.LaunchSpec{
+		Provider: providers.Antigravity, NotWired: ErrNotWired, HostArgs: args, ContainerArgs: args,
+	}, req, out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled while preparing: a normal stop (S29)
+		}
+		return err
+	}
+	launcher, cmd := launch.Launcher, launch.Command
+	var list lister
 	if req.ProjectID == "" {
-		env := maps.Clone(p.cfg.Env)
-		if env == nil {
-			env = map[string]string{}
-		}
-		maps.Copy(env, req.RuntimeEnv)
-		dir := req.Cwd
-		if dir == "" {
-			dir, _ = os.UserHomeDir()
-		}
-		home := env["HOME"]
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
-		launcher = p.cfg.Host
-		cmd = providers.Command{Path: p.cfg.Binary, Args: Args(req, p.cfg.Args), Env: runner.HostEnv(env), Dir: dir}
-		list = hostLister(filepath.Join(home, BrainDir))
+		list = hostLister(filepath.Join(hostHome(cmd.Env), BrainDir))
 	} else {
-		if p.cfg.Preparer == nil || p.cfg.Containers == nil {
-			return fmt.Errorf("project %s: %w", req.ProjectID, ErrNotWired)
-		}
-		target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-			Provider: providers.Antigravity, ProjectID: req.ProjectID,
-			EnableBrowser: req.EnableBrowser, EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
-		}, out)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("prepare project %s: %w", req.ProjectID, err)
-		}
-		fixed := map[string]string{"LANG": "C.UTF-8"}
-		maps.Copy(fixed, p.cfg.Env)
-		cmd = runner.ContainerCommand(runner.ContainerSpec{
-			Binary: p.cfg.Binary, Args: Args(req, p.cfg.Args),
-			Fixed: fixed, Secrets: target.Secrets,
-			Forced:  map[string]string{"HOME": "/root"},
-			Runtime: req.RuntimeEnv,
-		})
-		launcher = p.cfg.Containers.Container(target.Container)
-		list = containerLister(launcher, "/root/"+BrainDir)
+		list = containerLister(launcher, runner.ContainerHome+"/"+BrainDir)
 	}
 
 	// Session discovery only for a fresh conversation (S25).
 	var before map[string]bool
 	if req.ResumeID == "" {
-		var err error
 		if before, err = list(ctx); err != nil {
 			p.log.Warn("brain directory snapshot failed; no session will be saved", "error", err)
 			before = nil
@@ -199,6 +155,19 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	out(providers.Event{Type: providers.EventRunCompleted, Model: req.Model})
 	return nil
+}
+
+// hostHome is HOME of a host command's environment (the configured or
+// runtime HOME, else the daemon's), or the daemon user's home directory
+// when that is empty.
+func hostHome(env []string) string {
+	for _, kv := range env {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok && h != "" {
+			return h
+		}
+	}
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // stream runs cmd, emitting stdout chunks as assistant deltas, and returns
