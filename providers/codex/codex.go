@@ -90,11 +90,7 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 	if cfg.Binary == "" {
 		cfg.Binary = "codex"
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Provider{cfg: cfg, opts: opts, log: log.Named("codex")}
+	return &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
 }
 
 // ID returns providers.Codex.
@@ -159,25 +155,21 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		}
 		extra["CODEX_HOME"] = home
 		delete(extra, "OPENAI_API_KEY")
-		env := dropKey(runner.HostEnv(extra), "OPENAI_API_KEY")
+		env := runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY")
 		settings.Cwd = req.Cwd
 		hcfg.Settings = settings
 		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
 		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
 	}
 
-	if p.cfg.Preparer == nil || p.cfg.Containers == nil {
-		return fmt.Errorf("codex: project %q: %w", req.ProjectID, ErrNotWired)
-	}
-	target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-		Provider: providers.Codex, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
-		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
-	}, emit)
+	// Preparation events go to emit as they are; codexharness stamps only
+	// the run's own events.
+	target, launcher, err := runner.PrepareProject(ctx, p.cfg, providers.Codex, ErrNotWired, req, emit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // cancelled while preparing: a normal stop (S29)
 		}
-		return fmt.Errorf("codex: prepare project %q: %w", req.ProjectID, err)
+		return fmt.Errorf("codex: %w", err)
 	}
 	runtimeEnv := map[string]string{}
 	for k, v := range req.RuntimeEnv {
@@ -190,33 +182,21 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		Args:            args,
 		Fixed:           p.cfg.Env,
 		Secrets:         target.Secrets,
-		Forced:          map[string]string{"HOME": "/root", "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
+		Forced:          map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
 		Runtime:         runtimeEnv,
 		ExcludedSecrets: []string{"OPENAI_API_KEY", "CODEX_HOME", "HOME"},
 	})
-	cmd.Env = dropKey(cmd.Env, "OPENAI_API_KEY")
+	cmd.Env = runner.WithoutEnv(cmd.Env, "OPENAI_API_KEY")
 	settings.Cwd = cmd.Dir
 	hcfg.Settings = settings
-	err = codexharness.Run(ctx, p.cfg.Containers.Container(target.Container), cmd, req, hcfg, emit)
+	err = codexharness.Run(ctx, launcher, cmd, req, hcfg, emit)
 	if err == nil && ctx.Err() == nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.SyncTimeout)
-		if serr := p.cfg.Preparer.SyncCredentials(sctx, target, providers.Codex); serr != nil {
-			p.log.Warn("credential sync after run failed", "project", req.ProjectID, "error", serr)
-		}
-		cancel()
+		// Not cut short by a cancel arriving during the sync: only the
+		// timeout bounds it.
+		runner.SyncCredentials(context.WithoutCancel(ctx), p.cfg.Preparer, target, providers.Codex, p.opts.SyncTimeout,
+			p.log.With("project", req.ProjectID))
 	}
 	return err
-}
-
-// dropKey removes every KEY=... entry of key from env.
-func dropKey(env []string, key string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // CheckAuthRecord refuses a Codex auth record (auth.json) that is API-key
