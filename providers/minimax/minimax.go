@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -106,11 +105,7 @@ func New(cfg providers.AdapterConfig, opts Options) *Provider {
 	if opts.APIKey == "" {
 		opts.APIKey = cfg.Env[KeyVar]
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Provider{cfg: cfg, opts: opts, log: log.Named("minimax")}
+	return &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "minimax")}
 }
 
 // ID returns providers.MiniMax.
@@ -216,40 +211,35 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		if h := p.cfg.Env["HOME"]; h != "" {
 			extra["HOME"] = h
 		}
-		env := dropKey(runner.HostEnv(extra), "OPENAI_API_KEY")
+		env := runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY")
 		settings.Cwd = req.Cwd
 		hcfg.Settings = settings
 		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
 		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
 	}
 
-	if p.cfg.Preparer == nil || p.cfg.Containers == nil {
-		return fmt.Errorf("minimax: project %q: %w", req.ProjectID, ErrNotWired)
-	}
-	target, err := p.cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-		Provider: providers.MiniMax, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
-		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
-	}, emit)
+	// No credential sync after the run: the key is managed (S19).
+	target, launcher, err := runner.PrepareProject(ctx, p.cfg, providers.MiniMax, ErrNotWired, req, emit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // cancelled while preparing: a normal stop (S29)
 		}
-		return fmt.Errorf("minimax: prepare project %q: %w", req.ProjectID, err)
+		return fmt.Errorf("minimax: %w", err)
 	}
 	cmd := runner.ContainerCommand(runner.ContainerSpec{
 		Binary:  p.cfg.Binary,
 		Args:    args,
 		Fixed:   userEnv,
 		Secrets: target.Secrets,
-		Forced: map[string]string{"HOME": "/root", "CODEX_HOME": ContainerCodexHome,
+		Forced: map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome,
 			KeyVar: p.opts.APIKey, "OPENAI_API_KEY": ""},
 		Runtime:         runtimeEnv,
 		ExcludedSecrets: protected,
 	})
-	cmd.Env = dropKey(cmd.Env, "OPENAI_API_KEY")
+	cmd.Env = runner.WithoutEnv(cmd.Env, "OPENAI_API_KEY")
 	settings.Cwd = cmd.Dir
 	hcfg.Settings = settings
-	return codexharness.Run(ctx, p.cfg.Containers.Container(target.Container), cmd, req, hcfg, emit)
+	return codexharness.Run(ctx, launcher, cmd, req, hcfg, emit)
 }
 
 // withoutProtected copies m without the variables the adapter owns.
@@ -260,16 +250,6 @@ func withoutProtected(m map[string]string) map[string]string {
 	}
 	for _, k := range protected {
 		delete(out, k)
-	}
-	return out
-}
-
-func dropKey(env []string, key string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
 	}
 	return out
 }
