@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,24 @@ import (
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 )
+
+// syncBuffer is a bytes.Buffer safe for the child's writes and our reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // buildRemoted compiles this command once per test binary run.
 func buildRemoted(t testing.TB) string {
@@ -44,7 +63,7 @@ type daemonProc struct {
 	config string
 	sock   string
 	cmd    *exec.Cmd
-	logs   *bytes.Buffer
+	logs   *syncBuffer
 	client *http.Client
 }
 
@@ -64,7 +83,7 @@ func newDaemon(t testing.TB, bin, configText, sock string) *daemonProc {
 
 func (d *daemonProc) start() {
 	d.t.Helper()
-	d.logs = &bytes.Buffer{}
+	d.logs = &syncBuffer{}
 	d.cmd = exec.Command(d.bin, "-config", d.config)
 	d.cmd.Stderr = d.logs
 	if err := d.cmd.Start(); err != nil {
@@ -214,6 +233,18 @@ func TestCrashRecovery(t *testing.T) {
 	_, body = d.do("GET", "/v1/info", nil)
 	if !strings.Contains(string(body), `"reachable":false`) {
 		t.Errorf("info with LXD unreachable: %s", body)
+	}
+	// SIGHUP reloads in place; the daemon keeps serving.
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(d.logs.String(), "reloaded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload logged:\n%s", d.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, _ := d.do("GET", "/v1/chats", nil); st != 200 {
+		t.Errorf("after reload: %d", st)
 	}
 	// Graceful stop: SIGTERM ends cleanly and removes the socket.
 	d.cmd.Process.Signal(syscall.SIGTERM)
