@@ -1,5 +1,16 @@
 // Package daemon owns remoted's Unix-socket HTTP API: peer-credential access
-// control, the route table and error mapping, the chat WebSocket, the prompt
-// service and the run hub. It builds on config, providers, provisioning,
-// lxdexec and the store; nothing outside cmd/ imports it.
+// control (access.go), the route table and its single error mapping
+// (routes.go, errors.go, httpx.go), the chat WebSocket (ws.go), event replay
+// and follow streams (events.go), the prompt service (service.go,
+// promptbuild.go, projection.go, sessions.go), the run hub (hub.go) and the
+// provider registry (registry.go). It builds on config, providers,
+// provisioning, lxdexec and the store; nothing outside cmd/ imports it, and
+// it never imports a provider adapter (cmd/remoted wires those).
+//
+// Extending it: the project routes live in project*.go and join the table
+// through Options.RouteProviders (a RouteProvider returns []Route); project
+// chats are admitted through Options.Projects (ProjectChats). Their handlers
+// use decodeBody, writeJSON, UserFrom and the error classes, and get the same
+// peer check, Origin rule, access check and JSON error envelope as every
+// other route.
 package daemon

@@ -179,6 +179,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if int(hostUser.UID) != os.Getuid() && os.Getuid() != 0 {
+		return fmt.Errorf("[agent] host_user %q: running agents as another user needs remoted to run as root", hostUser.Name)
+	}
 	if hostUser.UID == 0 {
 		log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
 	}
