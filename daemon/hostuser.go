@@ -84,3 +84,6 @@ func (r Roots) Check(cwd string) (string, error) {
 	}
 	return "", BadRequest("cwd: %q is outside the allowed roots (%s)", cwd, strings.Join(r.dirs, ", "))
 }
+
+// uidString formats an id for messages.
+func uidString(id uint32) string { return strconv.FormatUint(uint64(id), 10) }

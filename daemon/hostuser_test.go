@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"remote/api"
+	"remote/providers"
+	"remote/providers/runner"
+)
+
+// idProvider runs `sh -c 'id -u; echo $HOME; pwd'` through the host
+// launcher it was given and reports the output as assistant text, so a test
+// can see who a loose chat's agent runs as, where, and with which HOME.
+type idProvider struct{ host providers.Launcher }
+
+func (p *idProvider) ID() providers.ProviderID { return providers.Claude }
+
+func (p *idProvider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
+	return providers.Capabilities{Label: "id"}, nil
+}
+
+func (p *idProvider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+	proc, err := p.host.Start(ctx, providers.Command{Path: "/bin/sh", Args: []string{"-c", "id -u; echo $HOME; pwd"},
+		Env: runner.HostEnv(nil), Dir: req.Cwd})
+	if err != nil {
+		return err
+	}
+	out, _ := io.ReadAll(proc.Stdout())
+	io.Copy(io.Discard, proc.Stderr())
+	if err := proc.Wait(); err != nil {
+		return err
+	}
+	emit(providers.Event{Type: providers.EventAssistantDelta, Text: string(out)})
+	emit(providers.Event{Type: providers.EventRunCompleted})
+	return nil
+}
+
+// TestLooseChatRunsAsHostUser: with [agent] host_user = nobody the agent
+// process runs with nobody's uid and HOME, in the chat's cwd (S8).
+func TestLooseChatRunsAsHostUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("running agents as another user needs root")
+	}
+	nobody, err := LookupHostUser("nobody")
+	if err != nil {
+		t.Skipf("no nobody user: %v", err)
+	}
+	cwd, err := os.MkdirTemp("", "rdcwd") // nobody must be able to enter the cwd
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(cwd)
+	os.Chmod(cwd, 0o755)
+	p := &idProvider{host: HostUserLauncher(&runner.HostLauncher{}, nobody)}
+	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = NewRoots([]string{cwd}, "") })
+	st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: cwd})
+	var chat api.Chat
+	if err := json.Unmarshal(body, &chat); st != 201 || err != nil {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "who am i"})
+	ts.waitIdle(chat.ID)
+	evs := ts.events(chat.ID)
+	if !slices.Equal(types(evs), []string{"user", "assistant_text", "complete"}) {
+		t.Fatalf("events %v %+v", types(evs), evs)
+	}
+	lines := strings.Split(strings.TrimSpace(evs[1].Text), "\n")
+	if len(lines) != 3 || lines[0] != uidString(nobody.UID) || lines[1] != nobody.Home || lines[2] != chat.Cwd {
+		t.Errorf("agent ran as %q, want uid %d, HOME %s, cwd %s", lines, nobody.UID, nobody.Home, chat.Cwd)
+	}
+}
