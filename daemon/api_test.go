@@ -363,9 +363,32 @@ func TestShutdownAndRestart(t *testing.T) {
 	}}
 	ts := newTestServer(t, []providers.Provider{p})
 	chat := ts.createChat("alice", "claude")
+	ws, _, err := ts.dialWS("/ws/chat/"+chat.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	readEvent(t, ws) // sync
 	ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "go"})
 	<-started
 	ts.stop()
+	// The follower saw the terminal event, the closing sync, then a
+	// going-away close.
+	var last []string
+	for {
+		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var ev api.Event
+		if err := ws.ReadJSON(&ev); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Errorf("chat socket ended with %v, want close 1001", err)
+			}
+			break
+		}
+		last = append(last, ev.Type)
+	}
+	if n := len(last); n < 2 || last[n-2] != "error" || last[n-1] != "sync" {
+		t.Errorf("follower saw %v, want ... error, sync", last)
+	}
 
 	st := openStore(t, ts.dir)
 	var evs []api.Event

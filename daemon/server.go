@@ -167,6 +167,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(runErr, <-errc)
 }
 
+// streamsStopped reports whether Shutdown has ended the follow streams.
+func (s *Server) streamsStopped() bool {
+	select {
+	case <-s.stopStreams:
+		return true
+	default:
+		return false
+	}
+}
+
 // streamContext ends when ctx ends or the server shuts its streams down.
 func (s *Server) streamContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)

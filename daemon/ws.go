@@ -99,7 +99,7 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 			_ = ws.control(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow to keep up; reconnect with since=your last seq"))
 		case err != nil:
 			log.Debug("chat socket write failed", "error", err)
-		case ctx.Err() != nil && r.Context().Err() == nil:
+		case s.streamsStopped():
 			_ = ws.control(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "daemon shutting down"))
 		}
 		_ = conn.SetReadDeadline(time.Now()) // unblock the reader
