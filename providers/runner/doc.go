@@ -5,8 +5,8 @@
 // RunProcess, the S15 loop for line-oriented CLIs; ContainerCommand, the
 // pure S11 assembly of a container command and its environment; and the
 // steps every adapter shares around them: PrepareProject and ResolveLaunch
-// (where and how a turn runs), SyncCredentials (S12), StampEvents and
-// AdapterLogger.
+// (where and how a turn runs), SyncCredentials (S12), StampEvents,
+// TruncateOutput, HostDefaults and AdapterLogger.
 //
 // It imports providers and lxdexec only, and must never import the daemon,
 // the store, the transport or any adapter.

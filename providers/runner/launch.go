@@ -164,3 +164,35 @@ func WithoutEnv(env []string, key string) []string {
 	}
 	return out
 }
+
+// DefaultCredentialSyncTimeout is S12's default bound on the credential
+// sync after a successful project run.
+const DefaultCredentialSyncTimeout = 30 * time.Second
+
+// HostDefaults returns cfg with an empty Binary set to binary and a nil
+// Host set to a HostLauncher: the defaults of an adapter that runs loose
+// chats on the daemon's host unless configured otherwise.
+func HostDefaults(cfg providers.AdapterConfig, binary string) providers.AdapterConfig {
+	if cfg.Binary == "" {
+		cfg.Binary = binary
+	}
+	if cfg.Host == nil {
+		cfg.Host = &HostLauncher{}
+	}
+	return cfg
+}
+
+// TruncateOutput returns s when it is at most n bytes long, else its first
+// n bytes or fewer, cut so that no UTF-8 sequence is split, followed by
+// "\n…[truncated]": how adapters bound text they put in an event (a
+// tool's output, a failure message).
+func TruncateOutput(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "\n…[truncated]"
+}

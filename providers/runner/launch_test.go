@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"remote/providers"
 )
@@ -211,4 +212,74 @@ func TestWithoutEnv(t *testing.T) {
 	if env[1] != "KEY=secret" {
 		t.Fatalf("input modified: %q", env)
 	}
+}
+
+func TestHostDefaults(t *testing.T) {
+	host := &HostLauncher{Grace: time.Second}
+	tests := []struct {
+		name       string
+		cfg        providers.AdapterConfig
+		wantBinary string
+		wantHost   providers.Launcher
+	}{
+		{"empty", providers.AdapterConfig{}, "cli", nil},
+		{"configured", providers.AdapterConfig{Binary: "/opt/cli", Host: host}, "/opt/cli", host},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := HostDefaults(tt.cfg, "cli")
+			if got.Binary != tt.wantBinary {
+				t.Errorf("Binary = %q, want %q", got.Binary, tt.wantBinary)
+			}
+			if _, ok := got.Host.(*HostLauncher); !ok || (tt.wantHost != nil && got.Host != tt.wantHost) {
+				t.Errorf("Host = %#v, want %#v or a new HostLauncher", got.Host, tt.wantHost)
+			}
+		})
+	}
+}
+
+func TestTruncateOutput(t *testing.T) {
+	tests := []struct {
+		name string
+		s    string
+		n    int
+		want string
+	}{
+		{"short", "abc", 3, "abc"},
+		{"cut", "abcdef", 3, "abc\n…[truncated]"},
+		{"not inside a rune", "aé", 2, "a\n…[truncated]"},
+		{"zero", "é", 0, "\n…[truncated]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := TruncateOutput(tt.s, tt.n); got != tt.want {
+				t.Fatalf("TruncateOutput(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzTruncateOutput(f *testing.F) {
+	f.Add("aé日本語", 3)
+	f.Add("", 0)
+	f.Add("\xff\x80abc", 1)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || n > 1<<20 {
+			return
+		}
+		got := TruncateOutput(s, n)
+		if len(s) <= n {
+			if got != s {
+				t.Fatalf("unchanged input altered: %q", got)
+			}
+			return
+		}
+		head, ok := strings.CutSuffix(got, "\n…[truncated]")
+		if !ok || len(head) > n || !strings.HasPrefix(s, head) {
+			t.Fatalf("TruncateOutput(%q, %d) = %q", s, n, got)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(head) {
+			t.Fatalf("valid input cut inside a rune: %q", head)
+		}
+	})
 }
