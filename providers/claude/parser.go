@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"remote/providers"
+	"remote/providers/runner"
 )
 
 // MaxToolOutput bounds tool.completed Output; longer output is cut on a
@@ -463,18 +464,7 @@ func toolOutput(raw []byte) string {
 		}
 		s = strings.Join(texts, "\n")
 	}
-	return truncate(s, MaxToolOutput)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "\n…[truncated]"
+	return runner.TruncateOutput(s, MaxToolOutput)
 }
 
 type apiUsage struct {
@@ -561,5 +551,5 @@ func failureMessage(env *envelope, errs []string) string {
 			msg += ": " + env.TerminalReason
 		}
 	}
-	return truncate(msg, maxFailure)
+	return runner.TruncateOutput(msg, maxFailure)
 }

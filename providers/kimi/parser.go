@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"remote/providers"
+	"remote/providers/runner"
 )
 
 // MaxToolOutput bounds tool.completed Output.
@@ -83,7 +84,7 @@ func (p *Parser) ParseLine(line []byte) ([]providers.Event, error) {
 		text, _ := contentText(r.Content)
 		return []providers.Event{{
 			Type: providers.EventToolCompleted, ItemID: r.ToolCallID, ItemKind: "tool_call",
-			ToolName: name, Output: truncate(text, MaxToolOutput),
+			ToolName: name, Output: runner.TruncateOutput(text, MaxToolOutput),
 		}}, nil
 	case "meta":
 		if r.Type == "session.resume_hint" {
@@ -206,15 +207,4 @@ func contentText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return strings.Join(texts, "\n"), true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "\n…[truncated]"
 }
