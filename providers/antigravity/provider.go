@@ -49,12 +49,7 @@ var _ providers.Provider = (*Provider)(nil)
 // DefaultBinary; a nil cfg.Host uses a runner.HostLauncher; a nil logger
 // discards.
 func New(cfg providers.AdapterConfig) *Provider {
-	if cfg.Binary == "" {
-		cfg.Binary = DefaultBinary
-	}
-	if cfg.Host == nil {
-		cfg.Host = &runner.HostLauncher{}
-	}
+	cfg = runner.HostDefaults(cfg, DefaultBinary)
 	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "antigravity")}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -14,7 +13,7 @@ import (
 
 // CredentialSyncTimeout bounds the best-effort credential sync after a
 // successful project run (S12).
-const CredentialSyncTimeout = 30 * time.Second
+const CredentialSyncTimeout = runner.DefaultCredentialSyncTimeout
 
 // ErrNotWired means a project run was requested but the adapter has no
 // container launchers or preparer.
@@ -31,12 +30,7 @@ var _ providers.Provider = (*Provider)(nil)
 // New returns the Claude adapter. An empty cfg.Binary runs DefaultBinary;
 // a nil cfg.Host uses a runner.HostLauncher; a nil logger discards.
 func New(cfg providers.AdapterConfig) *Provider {
-	if cfg.Binary == "" {
-		cfg.Binary = DefaultBinary
-	}
-	if cfg.Host == nil {
-		cfg.Host = &runner.HostLauncher{}
-	}
+	cfg = runner.HostDefaults(cfg, DefaultBinary)
 	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "claude")}
 }
 

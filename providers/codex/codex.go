@@ -38,7 +38,7 @@ const ContainerCodexHome = "/root/.codex"
 
 // DefaultSyncTimeout bounds the credential sync after a project run when
 // Options.SyncTimeout is zero (S12's default).
-const DefaultSyncTimeout = 30 * time.Second
+const DefaultSyncTimeout = runner.DefaultCredentialSyncTimeout
 
 // ErrAPIKeyAuth means the host's Codex auth record is an API-key login;
 // Remote only runs Codex on a ChatGPT subscription login (S13).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -18,7 +17,7 @@ const DefaultBinary = "kimi"
 
 // CredentialSyncTimeout bounds the best-effort credential sync after a
 // successful project run (S12).
-const CredentialSyncTimeout = 30 * time.Second
+const CredentialSyncTimeout = runner.DefaultCredentialSyncTimeout
 
 // ErrNotWired means a project run was requested but the adapter has no
 // container launchers or preparer.
@@ -35,12 +34,7 @@ var _ providers.Provider = (*Provider)(nil)
 // New returns the Kimi adapter. An empty cfg.Binary runs DefaultBinary; a
 // nil cfg.Host uses a runner.HostLauncher; a nil logger discards.
 func New(cfg providers.AdapterConfig) *Provider {
-	if cfg.Binary == "" {
-		cfg.Binary = DefaultBinary
-	}
-	if cfg.Host == nil {
-		cfg.Host = &runner.HostLauncher{}
-	}
+	cfg = runner.HostDefaults(cfg, DefaultBinary)
 	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "kimi")}
 }
 
