@@ -10,38 +10,18 @@ import (
 	"unicode/utf8"
 
 	"remote/providers"
+	"remote/providers/runner/runnertest"
 )
 
-// fakePreparer is a ProjectPreparer with func fields; nil funcs succeed.
-type fakePreparer struct {
-	prepare func(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error)
-	sync    func(ctx context.Context, t providers.Target, p providers.ProviderID) error
-}
-
-func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
-	if f.prepare == nil {
-		return providers.Target{}, nil
-	}
-	return f.prepare(ctx, req, emit)
-}
-
-func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
-	if f.sync == nil {
-		return nil
-	}
-	return f.sync(ctx, t, p)
-}
-
-// namedLauncher is a Launcher that only records which container it is for.
+// namedLauncher is a Launcher that only says which container it is for.
 type namedLauncher struct{ name string }
 
 func (namedLauncher) Start(context.Context, providers.Command) (providers.Process, error) {
 	return nil, errors.New("not started in this test")
 }
 
-type fakeContainers struct{}
-
-func (fakeContainers) Container(name string) providers.Launcher { return namedLauncher{name: name} }
+// fakeContainers gives a namedLauncher per container.
+var fakeContainers = runnertest.ContainersFunc(func(name string) providers.Launcher { return namedLauncher{name: name} })
 
 var errTestNotWired = errors.New("test: project execution not configured")
 
@@ -88,8 +68,8 @@ func TestResolveLaunchProject(t *testing.T) {
 	var events []providers.Event
 	cfg := providers.AdapterConfig{
 		Binary: "cli", Env: map[string]string{"A": "cfg", "LANG": "en_US.UTF-8", "HOME": "/cfg"},
-		Containers: fakeContainers{},
-		Preparer: fakePreparer{prepare: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+		Containers: fakeContainers,
+		Preparer: runnertest.Preparer{PrepareFunc: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
 			got = req
 			emit(providers.Event{Type: providers.EventSystem})
 			return providers.Target{ProjectID: "p1", Container: "c1", Secrets: []providers.Secret{{Key: "S", Value: "secret"}, {Key: "HOME", Value: "/moved"}}}, nil
@@ -123,8 +103,8 @@ func TestResolveLaunchProject(t *testing.T) {
 
 func TestResolveLaunchProjectErrors(t *testing.T) {
 	errPrepare := errors.New("container unavailable")
-	wired := providers.AdapterConfig{Binary: "cli", Containers: fakeContainers{}, Preparer: fakePreparer{
-		prepare: func(ctx context.Context, _ providers.PrepareRequest, _ func(providers.Event)) (providers.Target, error) {
+	wired := providers.AdapterConfig{Binary: "cli", Containers: fakeContainers, Preparer: runnertest.Preparer{
+		PrepareFunc: func(ctx context.Context, _ providers.PrepareRequest, _ func(providers.Event)) (providers.Target, error) {
 			if ctx.Err() != nil {
 				return providers.Target{}, ctx.Err()
 			}
@@ -138,8 +118,8 @@ func TestResolveLaunchProjectErrors(t *testing.T) {
 		cfg  providers.AdapterConfig
 		want error
 	}{
-		{"no preparer", context.Background(), providers.AdapterConfig{Containers: fakeContainers{}}, errTestNotWired},
-		{"no containers", context.Background(), providers.AdapterConfig{Preparer: fakePreparer{}}, errTestNotWired},
+		{"no preparer", context.Background(), providers.AdapterConfig{Containers: fakeContainers}, errTestNotWired},
+		{"no containers", context.Background(), providers.AdapterConfig{Preparer: runnertest.Preparer{}}, errTestNotWired},
 		{"preparation fails", context.Background(), wired, errPrepare},
 		{"cancelled while preparing", cancelled, wired, context.Canceled},
 	}
@@ -185,7 +165,7 @@ func TestSyncCredentials(t *testing.T) {
 			var gotTarget providers.Target
 			var gotID providers.ProviderID
 			sync := tt.sync
-			p := fakePreparer{sync: func(ctx context.Context, tg providers.Target, id providers.ProviderID) error {
+			p := runnertest.Preparer{SyncFunc: func(ctx context.Context, tg providers.Target, id providers.ProviderID) error {
 				gotTarget, gotID = tg, id
 				if _, ok := ctx.Deadline(); !ok {
 					t.Error("sync context has no deadline")
