@@ -15,6 +15,7 @@ import (
 
 	"remote/providers"
 	"remote/providers/runner"
+	"remote/providers/runner/runnertest"
 )
 
 const fakeEnv = "AGY_FAKE_SCENARIO"
@@ -271,7 +272,7 @@ func TestRunProject(t *testing.T) {
 	home := t.TempDir()
 	var cmds []providers.Command
 	var mu sync.Mutex
-	launcher := launcherFunc(func(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	launcher := runnertest.LauncherFunc(func(ctx context.Context, cmd providers.Command) (providers.Process, error) {
 		mu.Lock()
 		cmds = append(cmds, cmd)
 		mu.Unlock()
@@ -286,13 +287,13 @@ func TestRunProject(t *testing.T) {
 		return (&runner.HostLauncher{}).Start(ctx, cmd)
 	})
 	synced := false
-	prep := fakePreparer{
-		prepare: func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error) {
+	prep := runnertest.Preparer{
+		PrepareFunc: func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error) {
 			return providers.Target{ProjectID: "p1", Container: "c-p1"}, nil
 		},
-		sync: func(context.Context, providers.Target, providers.ProviderID) error { synced = true; return nil },
+		SyncFunc: func(context.Context, providers.Target, providers.ProviderID) error { synced = true; return nil },
 	}
-	f := newFixture(t, "ok", providers.AdapterConfig{Preparer: prep, Containers: containersFunc(func(string) providers.Launcher { return launcher })})
+	f := newFixture(t, "ok", providers.AdapterConfig{Preparer: prep, Containers: runnertest.ContainersFunc(func(string) providers.Launcher { return launcher })})
 	var seq []providers.EventType
 	err := f.p.Run(context.Background(), providers.RunRequest{Prompt: "p", ProjectID: "p1"}, func(e providers.Event) { seq = append(seq, e.Type) })
 	if err != nil {
@@ -314,25 +315,3 @@ func TestRunProject(t *testing.T) {
 		t.Errorf("events %v: want the conversation found through the container listing, then completion", seq)
 	}
 }
-
-type fakePreparer struct {
-	prepare func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error)
-	sync    func(context.Context, providers.Target, providers.ProviderID) error
-}
-
-func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
-	return f.prepare(ctx, req, emit)
-}
-func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
-	return f.sync(ctx, t, p)
-}
-
-type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
-
-func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	return f(ctx, cmd)
-}
-
-type containersFunc func(name string) providers.Launcher
-
-func (f containersFunc) Container(name string) providers.Launcher { return f(name) }

@@ -13,6 +13,7 @@ import (
 
 	"remote/internal/testkit/fakeanthropic"
 	"remote/providers"
+	"remote/providers/runner/runnertest"
 )
 
 func TestArgs(t *testing.T) {
@@ -81,28 +82,6 @@ func (p *fakeProcess) Wait() error {
 	return nil
 }
 
-type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
-
-func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	return f(ctx, cmd)
-}
-
-type containersFunc func(name string) providers.Launcher
-
-func (f containersFunc) Container(name string) providers.Launcher { return f(name) }
-
-type fakePreparer struct {
-	prepare func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error)
-	sync    func(context.Context, providers.Target, providers.ProviderID) error
-}
-
-func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
-	return f.prepare(ctx, req, emit)
-}
-func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
-	return f.sync(ctx, t, p)
-}
-
 func TestRunProject(t *testing.T) {
 	t.Parallel()
 	const okStream = `{"type":"system","subtype":"init","session_id":"s-new","model":"claude-x"}
@@ -146,15 +125,15 @@ func TestRunProject(t *testing.T) {
 			synced := false
 			p := New(providers.AdapterConfig{
 				Env: map[string]string{"EXTRA": "1"},
-				Containers: containersFunc(func(name string) providers.Launcher {
+				Containers: runnertest.ContainersFunc(func(name string) providers.Launcher {
 					container = name
-					return launcherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
+					return runnertest.LauncherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
 						cmd = c
 						return &fakeProcess{stdout: strings.NewReader(tt.stdout), stderr: strings.NewReader(""), code: tt.code, stdin: stdin}, nil
 					})
 				}),
-				Preparer: fakePreparer{
-					prepare: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+				Preparer: runnertest.Preparer{
+					PrepareFunc: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
 						if req.Provider != providers.Claude || req.ProjectID != "p1" {
 							t.Errorf("prepare %+v", req)
 						}
@@ -163,7 +142,7 @@ func TestRunProject(t *testing.T) {
 							{Key: "IS_SANDBOX", Value: "0"}, {Key: "HOME", Value: "/tmp"}, {Key: "GH_TOKEN", Value: "ghp"}, {Key: "REMOTE_TOKEN", Value: "secret"},
 						}}, nil
 					},
-					sync: func(_ context.Context, tg providers.Target, id providers.ProviderID) error {
+					SyncFunc: func(_ context.Context, tg providers.Target, id providers.ProviderID) error {
 						synced = tg.Container == "proj-1" && id == providers.Claude
 						return nil
 					},

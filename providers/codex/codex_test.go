@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"remote/providers"
+	"remote/providers/runner/runnertest"
 )
 
 func TestCheckAuthRecord(t *testing.T) {
@@ -53,20 +54,13 @@ func TestCheckAuthRecord(t *testing.T) {
 	}
 }
 
-// launcherFunc is a Launcher made of a function.
-type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
-
-func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	return f(ctx, cmd)
-}
-
 func TestRunRefusesAPIKeyAuthBeforeStarting(t *testing.T) {
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "auth.json"), []byte(`{"auth_mode":"apikey","OPENAI_API_KEY":"sk-secret"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := New(providers.AdapterConfig{Env: map[string]string{"CODEX_HOME": home},
-		Host: launcherFunc(func(context.Context, providers.Command) (providers.Process, error) {
+		Host: runnertest.LauncherFunc(func(context.Context, providers.Command) (providers.Process, error) {
 			t.Fatal("the CLI was started despite an API-key auth record")
 			return nil, nil
 		})})
@@ -152,10 +146,6 @@ func (f *fakePreparer) SyncCredentials(_ context.Context, _ providers.Target, p 
 	return errors.New("sync is best effort")
 }
 
-type containersFunc func(name string) providers.Launcher
-
-func (f containersFunc) Container(name string) providers.Launcher { return f(name) }
-
 func TestProjectRun(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -183,9 +173,9 @@ func TestProjectRun(t *testing.T) {
 			p := New(providers.AdapterConfig{
 				Env:      map[string]string{"CODEX_HOME": t.TempDir()}, // the host home, no auth record
 				Preparer: prep,
-				Containers: containersFunc(func(name string) providers.Launcher {
+				Containers: runnertest.ContainersFunc(func(name string) providers.Launcher {
 					container = name
-					return launcherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
+					return runnertest.LauncherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
 						cmd = c
 						return peer, nil
 					})
@@ -231,7 +221,7 @@ func TestProjectRunPrepareFailure(t *testing.T) {
 	p := New(providers.AdapterConfig{
 		Env:      map[string]string{"CODEX_HOME": t.TempDir()},
 		Preparer: &fakePreparer{prepare: func(providers.PrepareRequest) (providers.Target, error) { return providers.Target{}, boom }},
-		Containers: containersFunc(func(string) providers.Launcher {
+		Containers: runnertest.ContainersFunc(func(string) providers.Launcher {
 			t.Fatal("launcher asked for after a failed preparation")
 			return nil
 		}),

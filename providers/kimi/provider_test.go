@@ -13,6 +13,7 @@ import (
 
 	"remote/providers"
 	"remote/providers/runner"
+	"remote/providers/runner/runnertest"
 )
 
 // fakeEnv makes the re-executed test binary act as the kimi CLI.
@@ -193,45 +194,22 @@ func TestRunHost(t *testing.T) {
 	}
 }
 
-// fakePreparer and fakeContainers stand in for provisioning.
-type fakePreparer struct {
-	prepare func(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error)
-	sync    func(ctx context.Context, t providers.Target, p providers.ProviderID) error
-}
-
-func (f fakePreparer) Prepare(ctx context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
-	return f.prepare(ctx, req, emit)
-}
-func (f fakePreparer) SyncCredentials(ctx context.Context, t providers.Target, p providers.ProviderID) error {
-	return f.sync(ctx, t, p)
-}
-
-type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
-
-func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	return f(ctx, cmd)
-}
-
-type containersFunc func(name string) providers.Launcher
-
-func (f containersFunc) Container(name string) providers.Launcher { return f(name) }
-
 func TestRunProject(t *testing.T) {
 	t.Parallel()
 	var gotCmd providers.Command
 	var gotName string
 	synced := 0
 	hostDir := t.TempDir()
-	containers := containersFunc(func(name string) providers.Launcher {
+	containers := runnertest.ContainersFunc(func(name string) providers.Launcher {
 		gotName = name
-		return launcherFunc(func(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+		return runnertest.LauncherFunc(func(ctx context.Context, cmd providers.Command) (providers.Process, error) {
 			gotCmd = cmd
 			cmd.Dir = hostDir // /workspace exists only in the container
 			return (&runner.HostLauncher{}).Start(ctx, cmd)
 		})
 	})
-	prep := fakePreparer{
-		prepare: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
+	prep := runnertest.Preparer{
+		PrepareFunc: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
 			if req.Provider != providers.Kimi || req.ProjectID != "p1" {
 				t.Errorf("prepare %+v", req)
 			}
@@ -240,7 +218,7 @@ func TestRunProject(t *testing.T) {
 				{Key: "HOME", Value: "/evil"}, {Key: "API_TOKEN", Value: "s3cret"}, {Key: "RUNTIME_X", Value: "masked"},
 			}}, nil
 		},
-		sync: func(_ context.Context, tg providers.Target, p providers.ProviderID) error {
+		SyncFunc: func(_ context.Context, tg providers.Target, p providers.ProviderID) error {
 			synced++
 			if tg.Container != "proj-p1" || p != providers.Kimi {
 				t.Errorf("sync %+v %s", tg, p)

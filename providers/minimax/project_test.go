@@ -13,17 +13,8 @@ import (
 	"testing"
 
 	"remote/providers"
+	"remote/providers/runner/runnertest"
 )
-
-type launcherFunc func(ctx context.Context, cmd providers.Command) (providers.Process, error)
-
-func (f launcherFunc) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	return f(ctx, cmd)
-}
-
-type containersFunc func(name string) providers.Launcher
-
-func (f containersFunc) Container(name string) providers.Launcher { return f(name) }
 
 type fakePreparer struct {
 	target providers.Target
@@ -102,11 +93,11 @@ func TestProjectRunProtectsOwnVariables(t *testing.T) {
 	p := New(providers.AdapterConfig{
 		Env:      map[string]string{"CODEX_HOME": "/cfg", "EXTRA": "1"},
 		Preparer: prep,
-		Containers: containersFunc(func(name string) providers.Launcher {
+		Containers: runnertest.ContainersFunc(func(name string) providers.Launcher {
 			if name != "c1" {
 				t.Errorf("container %q", name)
 			}
-			return launcherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
+			return runnertest.LauncherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
 				cmd = c
 				return pr, nil
 			})
