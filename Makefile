@@ -47,7 +47,7 @@ vendor-web:
 run: build
 	mkdir -p var
 	@echo "remoted: talk to it with: build/bin/remotectl -socket ./var/remoted.sock info"
-	@echo "          or: curl --unix-socket ./var/remoted.sock -H "X-Remote-User: $$(id -un)" http://remoted/v1/info"
+	@echo "          or: curl --unix-socket ./var/remoted.sock -H 'X-Remote-User: $$(id -un)' http://remoted/v1/info"
 	build/bin/remoted -state-dir ./var -socket ./var/remoted.sock
 
 # ---- install / uninstall (systemd service) ---------------------------------
