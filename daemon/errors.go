@@ -39,8 +39,10 @@ type Error struct {
 	Err     error // optional cause, for errors.Is/As
 }
 
+// Error returns the human message (the envelope's message).
 func (e *Error) Error() string { return e.Message }
 
+// Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
 // BadRequest returns a 400 bad_request error; the message should name the

@@ -133,6 +133,7 @@ func HostUserLauncher(inner providers.Launcher, u HostUser) providers.Launcher {
 
 var _ providers.Launcher = (*hostUserLauncher)(nil)
 
+// Start runs cmd as the host user unless cmd already names a user.
 func (l *hostUserLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
 	if cmd.UID == nil && int(l.user.UID) != os.Getuid() {
 		uid, gid := l.user.UID, l.user.GID

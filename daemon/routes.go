@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Access is the check a route demands beyond the socket's peer check
+// RouteAccess is the check a route demands beyond the socket's peer check
 // (which every route passes first).
 type RouteAccess int
 
