@@ -58,9 +58,11 @@ func errorFor(err error) (int, api.ErrorBody) {
 	switch {
 	case errors.As(err, &ae):
 		return ae.Status, api.ErrorBody{Code: ae.Code, Message: ae.Message}
-	case errors.Is(err, ErrPromptAlreadyRunning):
-		return http.StatusConflict, api.ErrorBody{Code: api.CodePromptAlreadyRunning, Message: err.Error()}
-	case errors.Is(err, ErrNoActiveRun), errors.Is(err, ErrNotFound), isStoreNotFound(err):
+	case errors.Is(err, ErrPromptAlreadyRunning): // the original frontend's exact texts
+		return http.StatusConflict, api.ErrorBody{Code: api.CodePromptAlreadyRunning, Message: ErrPromptAlreadyRunning.Error()}
+	case errors.Is(err, ErrNoActiveRun):
+		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: ErrNoActiveRun.Error()}
+	case errors.Is(err, ErrNotFound), isStoreNotFound(err):
 		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, ErrConflict), isStoreExists(err):
 		return http.StatusConflict, api.ErrorBody{Code: api.CodeConflict, Message: err.Error()}
