@@ -95,6 +95,14 @@ type Chat struct {
 	Cwd      string `json:"cwd,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Mode     string `json:"mode,omitempty"`
+	// ApprovalPolicy is the chat's Codex AskForApproval policy (one of
+	// ApprovalPolicies); empty lets the provider decide ("never" for
+	// Codex and MiniMax). Only providers whose capabilities declare
+	// approvals accept it.
+	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+	// ReasoningEffort is one of the provider's declared efforts; empty
+	// uses the provider's default.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// Sessions is authoritative: provider id -> native session id (S26).
 	Sessions map[string]string `json:"sessions,omitempty"`
 	// Legacy mirrors of Sessions, kept only for older clients.
@@ -118,6 +126,27 @@ type CreateChatRequest struct {
 	Cwd      string `json:"cwd,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Title    string `json:"title,omitempty"`
+	// ApprovalPolicy is optional: one of ApprovalPolicies, accepted only
+	// for a provider whose capabilities declare approvals.
+	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+	// ReasoningEffort is optional: one of the provider's declared efforts.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+}
+
+// The approval policies a chat may ask for: Codex's AskForApproval
+// spellings. "untrusted" and "on-request" make the agent ask before it runs
+// a command, which the page shows as an interaction card (S21).
+const (
+	ApprovalUntrusted = "untrusted"
+	ApprovalOnFailure = "on-failure"
+	ApprovalOnRequest = "on-request"
+	ApprovalNever     = "never"
+)
+
+// ApprovalPolicies lists every valid approval policy, in the order the
+// page and remotectl show them.
+func ApprovalPolicies() []string {
+	return []string{ApprovalUntrusted, ApprovalOnFailure, ApprovalOnRequest, ApprovalNever}
 }
 
 // PromptRequest is the body of POST /v1/chats/{id}/prompt.

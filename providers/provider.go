@@ -65,6 +65,9 @@ type Capabilities struct {
 	CredentialSync bool           `json:"credentialSync"`
 	Browser        bool           `json:"browser"`
 	Schedule       bool           `json:"schedule"`
+	// Approvals: the provider honours RunPreferences.ApprovalPolicy and
+	// asks through interaction.request events (S21).
+	Approvals bool `json:"approvals"`
 }
 
 // RunMode is the chat's run mode.

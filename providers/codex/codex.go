@@ -96,12 +96,13 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 // ID returns providers.Codex.
 func (p *Provider) ID() providers.ProviderID { return providers.Codex }
 
-// Capabilities declares resume, native fork, plan mode, `$skill` mentions
-// and credential sync.
+// Capabilities declares resume, native fork, plan mode, `$skill` mentions,
+// credential sync and approvals (RunPreferences.ApprovalPolicy).
 func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
 	return providers.Capabilities{
 		Label: "Codex", Models: append([]string(nil), Models...), Efforts: append([]string(nil), Efforts...),
 		Resume: true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention, CredentialSync: true,
+		Approvals: true,
 	}, nil
 }
 

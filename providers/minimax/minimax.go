@@ -111,8 +111,8 @@ func New(cfg providers.AdapterConfig, opts Options) *Provider {
 // ID returns providers.MiniMax.
 func (p *Provider) ID() providers.ProviderID { return providers.MiniMax }
 
-// Capabilities declares the catalog, resume, native fork, plan mode and
-// `$skill` mentions; MiniMax has no credential sync (the key is managed).
+// Capabilities declares the catalog, resume, native fork, plan mode,
+// `$skill` mentions and approvals (the Codex app-server's); MiniMax has no credential sync (the key is managed).
 func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
 	models := make([]string, 0, len(p.opts.Models))
 	for m := range p.opts.Models {
@@ -123,6 +123,7 @@ func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (p
 		Label: "MiniMax", Models: models, DefaultModel: p.opts.DefaultModel,
 		Efforts: []string{"low", "medium", "high"},
 		Resume:  true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention,
+		Approvals: true,
 	}, nil
 }
 
