@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -106,8 +107,18 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	if req.Provider == "" {
 		return BadRequest("provider: required")
 	}
-	if _, err := s.reg.Get(req.Provider); err != nil {
+	p, err := s.reg.Get(req.Provider)
+	if err != nil {
 		return err
+	}
+	if req.ApprovalPolicy != "" || req.ReasoningEffort != "" {
+		caps, err := p.Capabilities(r.Context(), providers.CapabilityRequest{ProjectID: req.Project})
+		if err != nil {
+			return fmt.Errorf("%s capabilities: %w: %w", req.Provider, ErrUnavailable, err)
+		}
+		if err := checkPreferences(req, caps); err != nil {
+			return err
+		}
 	}
 	if len(req.Model) > maxModel || strings.ContainsAny(req.Model, "\x00\n\r") {
 		return BadRequest("model: invalid model name %q", req.Model)
@@ -115,7 +126,8 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
 		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
 	}
-	c := api.Chat{Title: req.Title, Owner: owner, Provider: req.Provider, Model: req.Model, Mode: string(providers.ModeDefault), CreatedAt: time.Now().UTC()}
+	c := api.Chat{Title: req.Title, Owner: owner, Provider: req.Provider, Model: req.Model, Mode: string(providers.ModeDefault),
+		ApprovalPolicy: req.ApprovalPolicy, ReasoningEffort: req.ReasoningEffort, CreatedAt: time.Now().UTC()}
 	if req.Project != "" {
 		if s.projects == nil {
 			return BadRequest("project: projects are not available on this daemon")
@@ -138,7 +150,6 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		}
 		c.Cwd = real
 	}
-	var err error
 	for range 3 {
 		c.ID = newID(6)
 		if err = s.store.CreateChat(c); !isStoreExists(err) {
@@ -150,6 +161,27 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	}
 	s.log.Debug("chat created", "chat", c.ID, "owner", owner, "provider", c.Provider)
 	return writeJSON(w, http.StatusCreated, c)
+}
+
+// checkPreferences refuses an approval policy that is not one of
+// api.ApprovalPolicies or that the provider does not honour (caps.Approvals),
+// and a reasoning effort the provider does not declare.
+func checkPreferences(req api.CreateChatRequest, caps providers.Capabilities) error {
+	if a := req.ApprovalPolicy; a != "" {
+		if !slices.Contains(api.ApprovalPolicies(), a) {
+			return BadRequest("approvalPolicy: unknown policy %q (want %s)", a, strings.Join(api.ApprovalPolicies(), ", "))
+		}
+		if !caps.Approvals {
+			return BadRequest("approvalPolicy: provider %s does not ask for approvals; leave approvalPolicy empty", req.Provider)
+		}
+	}
+	if e := req.ReasoningEffort; e != "" && !slices.Contains(caps.Efforts, e) {
+		if len(caps.Efforts) == 0 {
+			return BadRequest("reasoningEffort: provider %s declares no reasoning efforts; leave reasoningEffort empty", req.Provider)
+		}
+		return BadRequest("reasoningEffort: unknown effort %q for provider %s (want %s)", e, req.Provider, strings.Join(caps.Efforts, ", "))
+	}
+	return nil
 }
 
 func (s *Server) handleListChats(w http.ResponseWriter, r *http.Request) error {

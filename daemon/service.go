@@ -392,6 +392,7 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),
 		InteractionResponses: run.interactions,
+		Preferences:          providers.RunPreferences{ApprovalPolicy: chat.ApprovalPolicy, ReasoningEffort: chat.ReasoningEffort},
 	}
 	if in.Mode != "" {
 		req.Mode = providers.RunMode(in.Mode)
