@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/api"
 	"remote/internal/testkit"
@@ -84,5 +86,88 @@ func TestProjectChatRealCodex(t *testing.T) {
 	out := e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"sh", "-c", "stat -c '%a' /root/.codex/auth.json; ls /root/.codex"}})
 	if s := joinStream(out, "stdout"); !strings.HasPrefix(s, "600\n") || !strings.Contains(s, "config.toml") {
 		t.Fatalf("container codex home: %q", s)
+	}
+
+	// A second chat in the same project asks before it runs a command: the
+	// approval is answered through the API and the run completes (S21).
+	// ("on-request" would not ask here: in a container the sandbox is
+	// danger-full-access, so no command needs an escalation.)
+	t.Run("approval untrusted", func(t *testing.T) {
+		approvalRun(t, e, model, name, api.ApprovalUntrusted)
+	})
+}
+
+// approvalRun creates a Codex chat in project with the approval policy,
+// makes the agent run a command, waits for the interaction_request, accepts
+// it with POST /v1/chats/{id}/interactions and checks the command's output
+// and the completion.
+func approvalRun(t *testing.T, e *projectEnv, model *fakeopenai.Server, project, policy string) {
+	status, body := e.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "codex", Project: project, ApprovalPolicy: policy})
+	if status != http.StatusCreated {
+		t.Fatalf("create chat: %d %s", status, body)
+	}
+	var chat api.Chat
+	_ = json.Unmarshal(body, &chat)
+	if chat.ApprovalPolicy != policy {
+		t.Fatalf("chat approval policy %q, want %q", chat.ApprovalPolicy, policy)
+	}
+	marker := "approved-" + policy
+	model.Enqueue(
+		fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Shell("echo " + marker)}},
+		fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Text("ran it in the container")}},
+	)
+	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "run the command"}); status != http.StatusAccepted {
+		t.Fatalf("prompt: %d %s", status, body)
+	}
+	var req api.Event
+	deadline := time.Now().Add(3 * time.Minute)
+	for req.Type == "" {
+		for _, ev := range e.events(chat.ID) {
+			if ev.Type == api.EventInteractionRequest {
+				req = ev
+			}
+		}
+		if req.Type != "" {
+			break
+		}
+		if !e.srv.Hub().Running(chat.ID) {
+			t.Fatalf("run ended without asking for approval: %s", dump(e.events(chat.ID)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no interaction_request: %s", dump(e.events(chat.ID)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var asked struct {
+		ItemID  string `json:"itemId"`
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(req.Input, &asked)
+	if req.InteractionID == "" || req.Name != "item/commandExecution/requestApproval" || asked.ItemID == "" || !strings.Contains(asked.Command, marker) {
+		t.Fatalf("interaction_request %+v", req)
+	}
+	if hasType(e.events(chat.ID), api.EventToolUseEnd) {
+		t.Fatalf("the command ran before it was approved: %s", dump(e.events(chat.ID)))
+	}
+	answer := api.InteractionRequest{InteractionID: req.InteractionID, Result: json.RawMessage(`{"decision":"accept"}`)}
+	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/interactions", "alice", answer); status/100 != 2 {
+		t.Fatalf("answer interaction: %d %s", status, body)
+	}
+	for e.srv.Hub().Running(chat.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("chat %s still running: %s", chat.ID, dump(e.events(chat.ID)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	evs := e.events(chat.ID)
+	ran := slices.ContainsFunc(evs, func(ev api.Event) bool {
+		return ev.Type == api.EventToolUseEnd && ev.ID == asked.ItemID && strings.Contains(ev.Output, marker) && !ev.IsError
+	})
+	resolved := slices.ContainsFunc(evs, func(ev api.Event) bool {
+		return ev.Type == api.EventInteractionResolved && ev.InteractionID == req.InteractionID && ev.Status == "approved"
+	})
+	if !ran || !resolved || evs[len(evs)-1].Type != api.EventComplete {
+		raw, _ := json.MarshalIndent(evs, "", " ")
+		t.Fatalf("approved run: ran=%v resolved=%v request %+v\n%s", ran, resolved, req, raw)
 	}
 }
