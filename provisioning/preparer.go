@@ -126,7 +126,7 @@ type Preparer struct {
 	wired       bool
 	syncTimeout time.Duration
 	log         hclog.Logger
-	creating    flight
+	lifecycle   keyLock // one container lifecycle change at a time
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -159,7 +159,7 @@ func New(opts Options) (*Preparer, error) {
 	return &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, creating: newFlight(),
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
 	}, nil
 }
 
@@ -308,6 +308,11 @@ func (p *Preparer) Stop(ctx context.Context, proj api.Project) error {
 	if proj.Container == "" {
 		return fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
+	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		p.setStatus(proj.Name, StatusMissing)
@@ -335,6 +340,11 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 	if proj.Container == "" {
 		return nil
 	}
+	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		return nil
@@ -372,14 +382,19 @@ func (p *Preparer) setStatus(project, status string) {
 }
 
 // ensureRunning returns the running instance, creating and starting it as
-// needed. Concurrent calls for one container share one creation.
+// needed. Calls for one container are serialized: a second caller finds
+// the container the first one made running.
 func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (*lxdexec.Instance, bool, error) {
+	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	switch {
 	case errors.Is(err, lxdexec.ErrNotFound):
 		starting()
-		err = p.creating.do("create/"+proj.Container, func() error { return p.create(ctx, proj) })
-		if err != nil {
+		if err := p.create(ctx, proj); err != nil {
 			return nil, false, err
 		}
 		inst, _, err = p.lxd.Instance(ctx, proj.Container)

@@ -329,3 +329,35 @@ func TestPrepareReplacedContainer(t *testing.T) {
 		t.Fatalf("err %v, want ErrForeignContainer", err)
 	}
 }
+
+// TestStartConcurrentWithCreate starts one missing project from several
+// callers at once, as the reconciler and the API do after LXD comes back:
+// the container is created once and every caller gets it running (LXD
+// itself refuses a start while the create operation holds the instance).
+func TestStartConcurrentWithCreate(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	proj, err := f.store.Project(f.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := range cap(errs) {
+		go func() {
+			// Staggered, so that later callers find the container
+			// created but its create operation still running.
+			time.Sleep(time.Duration(i) * 40 * time.Millisecond)
+			_, err := f.prep.Start(ctx, proj)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Start: %v", err)
+		}
+	}
+	inst, _, err := f.cl.Instance(ctx, f.name)
+	if err != nil || inst.Status != "Running" {
+		t.Fatalf("container after concurrent starts: %v %+v", err, inst)
+	}
+}
