@@ -2,28 +2,24 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/config"
 	"remote/daemon"
 	"remote/lxdexec"
+	"remote/provisioning"
 )
 
-// lxdLink holds the LXD client, or why there is none: remoted starts in
-// degraded mode when LXD is unreachable and keeps retrying in the
-// background, so loose chats are served meanwhile.
+// lxdLink reports LXD's reachability for GET /v1/info. It shares the
+// daemon's one LXD connection (provisioning.Conn): remoted starts in
+// degraded mode when LXD is unreachable, and the projects' Run keeps dialing
+// in the background (Conn.Dial), so loose chats are served meanwhile and
+// project chats work as soon as LXD answers, without a restart.
 type lxdLink struct {
-	opts    lxdexec.Options
-	log     hclog.Logger
+	conn    *provisioning.Conn
 	metrics *daemon.Metrics
-
-	mu     sync.Mutex
-	client *lxdexec.Client
-	err    error
+	err     error // why the first connection failed; read only while conn has no client
 }
 
 var _ daemon.LXDStatus = (*lxdLink)(nil)
@@ -33,46 +29,25 @@ func lxdOptions(c config.LXD) lxdexec.Options {
 		ServerCert: c.ServerCert, Project: c.Project, Target: c.Target}
 }
 
-// connect tries once, bounded by timeout.
-func (l *lxdLink) connect(ctx context.Context, timeout time.Duration) *lxdexec.Client {
+// dialLXD tries once, bounded by timeout; the link it returns is degraded
+// (no client yet) when that fails.
+func dialLXD(ctx context.Context, opts lxdexec.Options, timeout time.Duration, metrics *daemon.Metrics) *lxdLink {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := lxdexec.Connect(ctx, l.opts)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.client, l.err = c, err
+	c, err := lxdexec.Connect(ctx, opts)
 	if err != nil {
-		l.metrics.LXDError()
+		metrics.LXDError()
 	}
-	return c
-}
-
-// retry reconnects every interval until it succeeds or ctx ends.
-func (l *lxdLink) retry(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if c := l.connect(ctx, 10*time.Second); c != nil {
-				l.log.Info("LXD reachable again; project chats available after a restart")
-				return
-			}
-		}
-	}
+	return &lxdLink{conn: provisioning.NewConn(c), metrics: metrics, err: err}
 }
 
 // Status reports reachability and the server version for GET /v1/info.
 func (l *lxdLink) Status(ctx context.Context) api.LXDInfo {
-	l.mu.Lock()
-	c, err := l.client, l.err
-	l.mu.Unlock()
+	c := l.conn.Client()
 	if c == nil {
 		msg := "not connected"
-		if err != nil {
-			msg = err.Error()
+		if l.err != nil {
+			msg = l.err.Error()
 		}
 		return api.LXDInfo{Reachable: false, Error: msg}
 	}

@@ -167,11 +167,10 @@ func run(args []string) error {
 	// LXD: reachable, or degraded mode (loose chats only) with retries.
 	notify.Status("connecting to LXD")
 	metrics := daemon.NewMetrics()
-	lxd := &lxdLink{opts: lxdOptions(cfg.LXD), log: log.Named("lxd"), metrics: metrics}
-	lxdClient := lxd.connect(ctx, 10*time.Second)
-	if lxdClient == nil {
-		log.Named("lxd").Warn("LXD unreachable; serving loose chats only (degraded)", "error", lxd.Status(ctx).Error)
-		go lxd.retry(ctx, 30*time.Second)
+	lxd := dialLXD(ctx, lxdOptions(cfg.LXD), 10*time.Second, metrics)
+	lxdUp := lxd.conn.Client() != nil
+	if !lxdUp {
+		log.Named("lxd").Warn("LXD unreachable; serving loose chats only (degraded) and retrying", "error", lxd.Status(ctx).Error)
 	}
 
 	// Providers.
@@ -185,7 +184,7 @@ func run(args []string) error {
 	if hostUser.UID == 0 {
 		log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
 	}
-	projects, err := wireProjects(cfg, st, lxdClient, log.Named("projects"), metrics)
+	projects, err := wireProjects(cfg, st, lxd.conn, log.Named("projects"))
 	if err != nil {
 		return fmt.Errorf("wire projects: %w", err)
 	}
@@ -231,9 +230,9 @@ func run(args []string) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ctx, ln) }()
-	log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdClient != nil)
+	log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdUp)
 	status := "serving on " + addrString(ln.Addr())
-	if lxdClient == nil {
+	if !lxdUp {
 		status += " (LXD unreachable: loose chats only)"
 	}
 	notify.Ready(status)

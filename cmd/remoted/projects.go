@@ -10,7 +10,6 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/store"
-	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
@@ -28,12 +27,10 @@ type projectWiring struct {
 }
 
 // wireProjects builds the project routes, the preparer, the reconciler and
-// the container launchers from the config, the store and the LXD client
-// (nil when LXD is unreachable at start-up: project requests then answer
-// 503 until Run has connected).
-func wireProjects(cfg config.Config, st *store.Store, lxd *lxdexec.Client, log hclog.Logger, metrics *daemon.Metrics) (projectWiring, error) {
-	_ = metrics
-	conn := provisioning.NewConn(lxd)
+// the container launchers from the config, the store and the daemon's LXD
+// connection (without a client while LXD is unreachable: project requests
+// then answer 503 until Run has connected).
+func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, log hclog.Logger) (projectWiring, error) {
 	hostHome := os.Getenv("HOME")
 	if u, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		hostHome = u.Home
