@@ -55,7 +55,7 @@ run: build
 # snippets, remotectl's bash completion and (only when absent) the example
 # /etc/remote/remoted.toml in place. DESTDIR stages the tree for packaging;
 # PREFIX (default /usr/local) holds the binaries and the completion. See
-# docs/install.md for the steps after it.
+# the README's "Install as a service" for the steps after it.
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 UNITDIR     ?= /lib/systemd/system
