@@ -145,6 +145,11 @@ func run(args []string) error {
 	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
 
 	ctx, stop := context.WithCancel(context.Background())
+	// Signals are caught from here on, so a SIGTERM during start-up still
+	// ends in mainLoop's graceful shutdown instead of killing the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	defer stop()
 	notify := systemd.NewNotifier(log.Named("systemd"))
 
@@ -237,16 +242,13 @@ func run(args []string) error {
 	}
 	notify.Ready(status)
 
-	return mainLoop(ctx, f, log, notify, srv, reg, ports, serveErr, status, stop)
+	return mainLoop(ctx, f, log, notify, srv, reg, ports, serveErr, status, stop, sigs)
 }
 
 func addrString(a net.Addr) string { return a.String() }
 
 // mainLoop handles signals and the watchdog until the daemon stops.
-func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *systemd.Notifier, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig, serveErr <-chan error, status string, stop context.CancelFunc) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *systemd.Notifier, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig, serveErr <-chan error, status string, stop context.CancelFunc, sigs <-chan os.Signal) error {
 	var watchdog <-chan time.Time
 	if iv := notify.WatchdogInterval(); iv > 0 {
 		t := time.NewTicker(iv)
