@@ -215,15 +215,34 @@ password_hash = %q
 // createChat fills the new-chat form and waits for the chat view.
 func createChat(t *testing.T, ctx context.Context, base, provider, cwd string) {
 	t.Helper()
-	steps(t, ctx, "create "+provider+" chat",
-		chromedp.Navigate(base+"/#/chats"),
-		waitJS(`!!document.querySelector('#new-provider option[value="`+provider+`"]')`),
+	createChatWith(t, ctx, base, provider, cwd, "")
+}
+
+// createChatWith is createChat that also picks an approval policy in the
+// form's Approvals select when approval is not empty.
+func createChatWith(t *testing.T, ctx context.Context, base, provider, cwd, approval string) {
+	t.Helper()
+	actions := []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(base + "/#/chats"),
+		waitJS(`!!document.querySelector('#new-provider option[value="` + provider + `"]')`),
 		chromedp.SetValue(chromedp.CSS("#new-provider"), provider),
+	}
+	if approval != "" {
+		actions = append(actions,
+			// SetValue fires no change event, which a user's pick does and
+			// which makes the form show the Approvals select.
+			waitJS(`document.querySelector('#new-provider').dispatchEvent(new Event('change'))`),
+			waitJS(`!document.querySelector('#new-approval-label').hidden`),
+			chromedp.SetValue(chromedp.CSS("#new-approval"), approval),
+		)
+	}
+	actions = append(actions,
 		chromedp.SendKeys(chromedp.CSS("#new-cwd"), cwd),
 		chromedp.Click(chromedp.CSS("#create-chat")),
 		chromedp.WaitVisible(chromedp.CSS("#prompt")),
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
 	)
+	steps(t, ctx, "create "+provider+" chat", actions...)
 }
 
 // getJSON calls the API through remote-web as testUser and returns the body.
@@ -325,8 +344,10 @@ func TestE2EClaudeChatStreamsAndSurvivesReload(t *testing.T) {
 	}
 }
 
-// TestE2ECodexApprovalAccept: a Codex chat asks to run a command; the
-// interaction card's Accept answers through the API and the run completes.
+// TestE2ECodexApprovalAccept: a Codex chat created in the page with the
+// approval policy "untrusted" asks before it runs a command; the interaction
+// card's Accept answers through the API and the run completes with the
+// command's output shown.
 func TestE2ECodexApprovalAccept(t *testing.T) {
 	model := fakeanthropic.New(t)
 	s := startStack(t, model, true)
@@ -336,25 +357,20 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 		fakeopenai.Reply{Items: []fakeopenai.Item{fakeopenai.Text("codex-e2e-finished")}, Usage: usage},
 	)
 	ctx := loginStack(t, s)
-	if !strings.Contains(getJSON(t, s, "/v1/providers"), `"id":"codex"`) {
-		t.Skip("remoted does not offer the codex provider (cmd/remoted/adapters.go wires only claude): no Codex chat can be created")
+	if providers := getJSON(t, s, "/v1/providers"); !strings.Contains(providers, `"id":"codex"`) || !strings.Contains(providers, `"approvals":true`) {
+		t.Fatalf("remoted offers no codex provider with approvals: %s", providers)
 	}
-	createChat(t, ctx, s.base, "codex", s.work)
-	steps(t, ctx, "prompt until an approval card or the end",
+	createChatWith(t, ctx, s.base, "codex", s.work, "untrusted")
+	steps(t, ctx, "prompt until the approval card",
+		waitJS(`document.querySelector('.chat-title').innerText.includes('approvals: untrusted')`),
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "run the approved command\n"),
-		waitJS(`!!document.querySelector('.interaction.pending button.accept') || document.querySelector('#chat-log').innerText.includes('codex-e2e-finished')`),
+		waitJS(`!!document.querySelector('.interaction.pending button.accept') || document.querySelector('#chat-status').dataset.running === 'false'`),
 	)
 	if eval[bool](t, ctx, `!document.querySelector('.interaction.pending button.accept')`) {
-		// The Codex chat itself works through the page; only the approval
-		// step cannot be reached.
-		steps(t, ctx, "codex run completes", waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`))
-		screenshot(t, ctx, "e2e-codex-no-approval")
-		text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
-		if !strings.Contains(text, "codex-e2e-finished") || eval[int](t, ctx, `document.querySelectorAll('.tool.done').length`) != 1 {
-			t.Fatalf("codex run through the page: want one finished tool card and the final text:\n%s", text)
-		}
-		t.Skip("remoted ran the Codex command without asking: it passes no approval policy to the Codex adapter " +
-			"(RunRequest.Preferences.ApprovalPolicy is never set, so codexharness uses \"never\"); no approval card can appear")
+		t.Fatalf("the run ended without an approval card:\n%s", eval[string](t, ctx, `document.querySelector('#chat-log').innerText`))
+	}
+	if text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`); strings.Contains(text, "codex-e2e-finished") {
+		t.Fatalf("the run went on before the approval was answered:\n%s", text)
 	}
 	screenshot(t, ctx, "e2e-codex-approval")
 	steps(t, ctx, "accept and finish",
@@ -367,6 +383,9 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 	text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
 	if !strings.Contains(text, "approved-e2e") {
 		t.Errorf("the approved command's output is not shown:\n%s", text)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.tool.done').length`); n != 1 {
+		t.Errorf("%d finished tool cards, want 1:\n%s", n, text)
 	}
 }
 

@@ -45,20 +45,48 @@ async function chatsView() {
   }
 }
 
+// APPROVAL_POLICIES are Codex's AskForApproval values (api.ApprovalPolicies).
+const APPROVAL_POLICIES = [
+  ['untrusted', 'untrusted: ask before commands that are not known safe'],
+  ['on-request', 'on-request: ask when the agent wants to leave the sandbox'],
+  ['on-failure', 'on-failure: ask after a sandboxed command fails'],
+  ['never', 'never: never ask'],
+];
+
 function newChatForm() {
   const provider = el('select', { id: 'new-provider', name: 'provider', required: true });
   const project = el('select', { id: 'new-project', name: 'project' }, el('option', { value: '' }, '(none: on the host)'));
   const cwd = el('input', { id: 'new-cwd', name: 'cwd', placeholder: 'working directory (optional)' });
   const title = el('input', { id: 'new-title', name: 'title', placeholder: 'title (optional)' });
+  // Approvals and effort are offered only where the provider's
+  // capabilities declare them (approvals: Codex and MiniMax).
+  const approval = el('select', { id: 'new-approval', name: 'approvalPolicy' },
+    el('option', { value: '' }, '(default: never ask)'),
+    ...APPROVAL_POLICIES.map(([v, label]) => el('option', { value: v }, label)));
+  const approvalLabel = el('label', { id: 'new-approval-label', hidden: true }, 'Approvals ', approval);
+  const effort = el('select', { id: 'new-effort', name: 'reasoningEffort' });
+  const effortLabel = el('label', { id: 'new-effort-label', hidden: true }, 'Effort ', effort);
   const err = el('div', {});
   const form = el('form', { id: 'new-chat', class: 'row-form' },
-    el('label', {}, 'Provider ', provider), el('label', {}, 'Project ', project), cwd, title,
+    el('label', {}, 'Provider ', provider), el('label', {}, 'Project ', project), approvalLabel, effortLabel, cwd, title,
     el('button', { type: 'submit', id: 'create-chat' }, 'Create'), err);
+  const caps = new Map();
+  const showChoices = () => {
+    const c = caps.get(provider.value) || {};
+    approvalLabel.hidden = !c.approvals;
+    if (!c.approvals) approval.value = '';
+    const efforts = c.efforts || [];
+    effortLabel.hidden = efforts.length === 0;
+    effort.replaceChildren(el('option', { value: '' }, '(default)'), ...efforts.map((e) => el('option', { value: e }, e)));
+  };
+  provider.addEventListener('change', showChoices);
   api('GET', '/v1/providers').then((ps) => {
     for (const p of ps || []) {
       if (p.enabled === false) continue;
+      caps.set(p.id, p.capabilities || {});
       provider.append(el('option', { value: p.id }, p.label || p.id));
     }
+    showChoices();
   }).catch((e) => err.replaceChildren(notice('error', `cannot list providers: ${e.message}`)));
   api('GET', '/v1/projects').then((ps) => {
     for (const p of ps || []) project.append(el('option', { value: p.name }, p.name));
@@ -69,6 +97,8 @@ function newChatForm() {
     if (project.value) body.project = project.value;
     if (cwd.value.trim()) body.cwd = cwd.value.trim();
     if (title.value.trim()) body.title = title.value.trim();
+    if (!approvalLabel.hidden && approval.value) body.approvalPolicy = approval.value;
+    if (!effortLabel.hidden && effort.value) body.reasoningEffort = effort.value;
     try {
       const c = await api('POST', '/v1/chats', body);
       location.hash = `#/chat/${encodeURIComponent(c.id)}`;

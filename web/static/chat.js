@@ -52,7 +52,8 @@ export class ChatView {
     try {
       const c = await api('GET', `/v1/chats/${encodeURIComponent(this.id)}`);
       const where = c.project ? `project ${c.project}` : 'host';
-      this.title.textContent = `${c.title || 'Chat ' + c.id} · ${c.provider} · ${where}`;
+      const prefs = [c.approvalPolicy && `approvals: ${c.approvalPolicy}`, c.reasoningEffort && `effort: ${c.reasoningEffort}`].filter(Boolean);
+      this.title.textContent = [`${c.title || 'Chat ' + c.id}`, c.provider, where, ...prefs].join(' · ');
     } catch (e) {
       this.log.append(notice('error', `cannot load chat: ${e.message}`));
     }
