@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -229,8 +230,12 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request) error {
 	if req.Provider != "claude" && req.Provider != "codex" {
 		return errf(http.StatusBadRequest, api.CodeBadRequest, "provider: unknown provider %q", req.Provider)
 	}
+	if req.ApprovalPolicy != "" && (req.Provider != "codex" || !slices.Contains(api.ApprovalPolicies(), req.ApprovalPolicy)) {
+		return errf(http.StatusBadRequest, api.CodeBadRequest, "approvalPolicy: %q not accepted for provider %s", req.ApprovalPolicy, req.Provider)
+	}
 	s.mu.Lock()
-	ch := s.newChatLocked(api.Chat{Title: req.Title, Owner: r.Header.Get(api.HeaderUser), Provider: req.Provider, Project: req.Project, Cwd: req.Cwd, Model: req.Model})
+	ch := s.newChatLocked(api.Chat{Title: req.Title, Owner: r.Header.Get(api.HeaderUser), Provider: req.Provider, Project: req.Project, Cwd: req.Cwd, Model: req.Model,
+		ApprovalPolicy: req.ApprovalPolicy, ReasoningEffort: req.ReasoningEffort})
 	c := ch.Chat
 	s.mu.Unlock()
 	return writeJSON(w, http.StatusCreated, c)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +95,7 @@ func runProviders(ctx context.Context, e *env, args []string) error {
 
 // chatCommands are the subcommands of `remotectl chat`.
 var chatCommands = map[string]command{
-	"create": {Name: "create", Usage: "[-provider ID] [-project NAME] [-cwd DIR] [-model M] [-title T] [--json]", Summary: "create a chat and print its id", Run: runChatCreate},
+	"create": {Name: "create", Usage: "[-provider ID] [-project NAME] [-cwd DIR] [-model M] [-title T] [-approval POLICY] [-effort E] [--json]", Summary: "create a chat and print its id", Run: runChatCreate},
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list chats", Run: runChatList},
 	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
@@ -134,12 +135,18 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Cwd, "cwd", "", "working `directory` of a loose chat")
 	fs.StringVar(&req.Model, "model", "", "`model`")
 	fs.StringVar(&req.Title, "title", "", "`title`")
+	fs.StringVar(&req.ApprovalPolicy, "approval", "", "approval `policy`: "+strings.Join(api.ApprovalPolicies(), " | ")+
+		" (codex and minimax; none: never ask)")
+	fs.StringVar(&req.ReasoningEffort, "effort", "", "reasoning `effort`, one the provider declares (see remotectl providers)")
 	args, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := exactArgs(args); err != nil {
 		return err
+	}
+	if req.ApprovalPolicy != "" && !slices.Contains(api.ApprovalPolicies(), req.ApprovalPolicy) {
+		return usagef("-approval: unknown policy %q (want %s)", req.ApprovalPolicy, strings.Join(api.ApprovalPolicies(), ", "))
 	}
 	c, err := e.Client.CreateChat(ctx, req)
 	if err != nil {
@@ -208,6 +215,8 @@ func runChatShow(ctx context.Context, e *env, args []string) error {
 	row("cwd", c.Cwd)
 	row("model", c.Model)
 	row("mode", c.Mode)
+	row("approval", c.ApprovalPolicy)
+	row("effort", c.ReasoningEffort)
 	var sess []string
 	for p, id := range c.Sessions {
 		sess = append(sess, p+"="+id)

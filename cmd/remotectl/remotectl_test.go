@@ -84,7 +84,9 @@ func TestCommands(t *testing.T) {
 		{"events since json", []string{"events", "abcdef012345", "-since", "2", "--json"}, 0, []string{`"type": "complete"`}, nil, true},
 		{"unknown command", []string{"frob"}, 2, nil, []string{`unknown command "frob"`}, false},
 		{"unknown flag", []string{"info", "-x"}, 2, nil, []string{"flag provided but not defined: -x"}, false},
-		{"chat create help", []string{"chat", "create", "-h"}, 0, []string{"usage: remotectl chat create [-provider ID]", "-provider id"}, nil, false},
+		{"chat create help", []string{"chat", "create", "-h"}, 0, []string{"usage: remotectl chat create [-provider ID]", "-provider id", "-approval policy", "untrusted | on-failure | on-request | never", "-effort effort"}, nil, false},
+		{"chat create bad approval", []string{"chat", "create", "-provider", "codex", "-approval", "always"}, 2, nil, []string{`remotectl chat: create: -approval: unknown policy "always" (want untrusted, on-failure, on-request, never)`}, false},
+		{"chat create approval refused by daemon", []string{"chat", "create", "-provider", "claude", "-approval", "untrusted"}, 1, nil, []string{`remotectl: bad_request: approvalPolicy:`}, false},
 		{"tail help", []string{"tail", "--help"}, 0, []string{"usage: remotectl tail CHAT", "-since seq"}, nil, false},
 		{"cancel idle", []string{"cancel", "abcdef012345"}, 1, nil, []string{"remotectl: not_found: no prompt is currently running"}, false},
 		{"prompt no text", []string{"prompt", "abcdef012345"}, 2, nil, []string{"want CHAT and TEXT"}, false},
@@ -110,6 +112,27 @@ func TestCommands(t *testing.T) {
 				t.Errorf("stdout is not JSON:\n%s", r.stdout)
 			}
 		})
+	}
+}
+
+// TestChatCreateApproval: -approval and -effort reach the daemon in the
+// create request and chat show prints them.
+func TestChatCreateApproval(t *testing.T) {
+	fake := clienttest.New(t)
+	ctx := context.Background()
+	r := runCtl(ctx, fake, "", "chat", "create", "-provider", "codex", "-approval", "untrusted", "-effort", "high", "-cwd", "/tmp", "--json")
+	var c api.Chat
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &c) != nil {
+		t.Fatalf("create: %+v", r)
+	}
+	if c.ApprovalPolicy != "untrusted" || c.ReasoningEffort != "high" {
+		t.Fatalf("created chat has approval %q effort %q", c.ApprovalPolicy, c.ReasoningEffort)
+	}
+	r = runCtl(ctx, fake, "", "chat", "show", c.ID)
+	for _, want := range []string{"approval:", "untrusted", "effort:", "high"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("chat show lacks %q: %+v", want, r)
+		}
 	}
 }
 
