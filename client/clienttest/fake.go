@@ -460,12 +460,31 @@ func (s *Server) interaction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.mu.Lock()
-	_, err := s.lookup(r)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	c, err := s.lookup(r)
 	if err != nil {
 		return err
 	}
-	return errf(http.StatusNotFound, api.CodeNotFound, "no pending interaction %q", req.InteractionID)
+	// A stored interaction_request without its interaction_resolved is
+	// pending: the answer resolves it ("approved" for an accept result).
+	pending := false
+	for _, ev := range c.events {
+		if ev.InteractionID == req.InteractionID {
+			pending = ev.Type == api.EventInteractionRequest
+		}
+	}
+	if !pending {
+		return errf(http.StatusNotFound, api.CodeNotFound, "no pending interaction %q", req.InteractionID)
+	}
+	status := "answered"
+	var res struct {
+		Decision string `json:"decision"`
+	}
+	if json.Unmarshal(req.Result, &res) == nil && res.Decision == "accept" {
+		status = "approved"
+	}
+	s.appendLocked(c, api.Event{Type: api.EventInteractionResolved, InteractionID: req.InteractionID, Status: status, Data: req.Result})
+	return writeJSON(w, http.StatusAccepted, struct{}{})
 }
 
 func (s *Server) projectLocked(r *http.Request) (*project, error) {

@@ -23,6 +23,7 @@ func init() {
 	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]...", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
 	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json]", Summary: "follow a chat's events live", Run: runTail})
 	register(command{Name: "cancel", Usage: "CHAT", Summary: "cancel a chat's running prompt", Run: runCancel})
+	register(command{Name: "answer", Usage: "CHAT INTERACTION accept|decline|cancel", Summary: "answer a pending approval (an interaction_request) of a chat's run", Run: runAnswer})
 }
 
 // writeJSON prints v as indented JSON.
@@ -304,6 +305,28 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return e.Client.Cancel(ctx, args[0])
+}
+
+// decisions are the approval answers `remotectl answer` sends as
+// {"decision": D}: Codex's accept, decline and cancel.
+var decisions = []string{"accept", "decline", "cancel"}
+
+func runAnswer(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("answer"), args)
+	if err != nil {
+		return err
+	}
+	if err := exactArgs(args, "CHAT", "INTERACTION", "DECISION"); err != nil {
+		return err
+	}
+	if !slices.Contains(decisions, args[2]) {
+		return usagef("unknown decision %q (want %s)", args[2], strings.Join(decisions, ", "))
+	}
+	result, err := json.Marshal(map[string]string{"decision": args[2]})
+	if err != nil {
+		return fmt.Errorf("encode decision %q: %w", args[2], err)
+	}
+	return e.Client.AnswerInteraction(ctx, args[0], api.InteractionRequest{InteractionID: args[1], Result: result})
 }
 
 // oneLine flattens s to one line of at most n runes.

@@ -136,6 +136,48 @@ func TestChatCreateApproval(t *testing.T) {
 	}
 }
 
+// TestAnswer: `remotectl answer` sends {"decision": D} for the named
+// interaction; a bad decision is a usage error and an unknown interaction
+// the daemon's 404.
+func TestAnswer(t *testing.T) {
+	fake := clienttest.New(t)
+	user := client.New("").User()
+	fake.AddChat(api.Chat{ID: "abc123abc123", Owner: user, Provider: "codex"},
+		api.Event{Type: api.EventUser, Text: "run it"},
+		api.Event{Type: api.EventInteractionRequest, ID: "0", InteractionID: "0", Name: "item/commandExecution/requestApproval"})
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"bad decision", []string{"answer", "abc123abc123", "0", "yes"}, 2, `unknown decision "yes" (want accept, decline, cancel)`},
+		{"missing decision", []string{"answer", "abc123abc123", "0"}, 2, "want 3 argument(s) (CHAT INTERACTION DECISION), got 2"},
+		{"unknown interaction", []string{"answer", "abc123abc123", "7", "accept"}, 1, `remotectl: not_found: no pending interaction "7"`},
+		{"accept", []string{"answer", "abc123abc123", "0", "accept"}, 0, ""},
+		{"already answered", []string{"answer", "abc123abc123", "0", "decline"}, 1, `not_found`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCtl(ctx, fake, "", tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("exit %d stderr %q, want %d and %q", r.code, r.stderr, tt.code, tt.stderr)
+			}
+		})
+	}
+	r := runCtl(ctx, fake, "", "events", "abc123abc123", "--json")
+	var evs []api.Event
+	if err := json.Unmarshal([]byte(r.stdout), &evs); err != nil {
+		t.Fatalf("events: %v %+v", err, r)
+	}
+	last := evs[len(evs)-1]
+	var sent bytes.Buffer
+	_ = json.Compact(&sent, last.Data)
+	if last.Type != api.EventInteractionResolved || last.Status != "approved" || sent.String() != `{"decision":"accept"}` {
+		t.Errorf("the daemon got %+v", last)
+	}
+}
+
 func TestChatLifecycle(t *testing.T) {
 	fake := clienttest.New(t)
 	ctx := context.Background()

@@ -223,7 +223,7 @@ func (r *renderer) event(ev api.Event) {
 			r.notice("  ✓ %s (%d bytes)", name, len(ev.Output))
 		}
 	case api.EventInteractionRequest:
-		r.notice("? %s needs an answer (interaction %s): %s", ev.Name, ev.InteractionID, compact(ev.Input, 80))
+		r.notice("? %s needs an answer (interaction %s; remotectl answer CHAT %s accept|decline): %s", ev.Name, ev.InteractionID, ev.InteractionID, compact(ev.Input, 80))
 	case api.EventInteractionResolved:
 		r.notice("? interaction %s %s", ev.InteractionID, ev.Status)
 	case api.EventSystem:
