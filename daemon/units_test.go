@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,7 @@ func TestDecodeStrict(t *testing.T) {
 
 func FuzzDecodeRequests(f *testing.F) {
 	for _, s := range []string{`{"text":"hi","mode":"plan","skills":["a"]}`, `{"provider":"claude","cwd":"/tmp"}`,
+		`{"provider":"codex","approvalPolicy":"untrusted","reasoningEffort":"high"}`, `{"provider":"codex","approvalPolicy":"On-Request"}`,
 		`{"interactionId":"1","result":{}}`, `{"type":"prompt","clientId":"c"}`, `{"title":"x"}`, `{`, `[]`, `{"a":1}`} {
 		f.Add([]byte(s))
 	}
@@ -259,6 +261,22 @@ func FuzzDecodeRequests(f *testing.F) {
 				if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 					t.Fatalf("error %v is not a bad_request", err)
 				}
+			}
+		}
+		var create api.CreateChatRequest
+		if decodeStrict(data, &create) == nil {
+			// Preferences are accepted only from the allowed sets, and
+			// anything else is a bad_request naming the field.
+			caps := providers.Capabilities{Approvals: true, Efforts: []string{"low", "high"}}
+			err := checkPreferences(create, caps)
+			okApproval := create.ApprovalPolicy == "" || slices.Contains(api.ApprovalPolicies(), create.ApprovalPolicy)
+			okEffort := create.ReasoningEffort == "" || slices.Contains(caps.Efforts, create.ReasoningEffort)
+			var ae *Error
+			switch {
+			case err == nil && (!okApproval || !okEffort):
+				t.Fatalf("accepted approval %q effort %q", create.ApprovalPolicy, create.ReasoningEffort)
+			case err != nil && (okApproval && okEffort || !errors.As(err, &ae) || ae.Code != api.CodeBadRequest):
+				t.Fatalf("refused approval %q effort %q: %v", create.ApprovalPolicy, create.ReasoningEffort, err)
 			}
 		}
 		if msg, err := decodeClientMessage(data); err == nil && msg.Type == "" {
