@@ -360,6 +360,17 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 	if providers := getJSON(t, s, "/v1/providers"); !strings.Contains(providers, `"id":"codex"`) || !strings.Contains(providers, `"approvals":true`) {
 		t.Fatalf("remoted offers no codex provider with approvals: %s", providers)
 	}
+	pick := func(provider string) string {
+		return `(document.querySelector('#new-provider').value = '` + provider + `', document.querySelector('#new-provider').dispatchEvent(new Event('change')))`
+	}
+	steps(t, ctx, "Approvals only for a provider that declares them",
+		chromedp.Navigate(s.base+"/#/chats"),
+		waitJS(`!!document.querySelector('#new-provider option[value="codex"]')`),
+		waitJS(pick("claude")),
+		waitJS(`document.querySelector('#new-approval-label').hidden`),
+		waitJS(pick("codex")),
+		waitJS(`!document.querySelector('#new-approval-label').hidden && document.querySelectorAll('#new-approval option').length === 5`),
+	)
 	createChatWith(t, ctx, s.base, "codex", s.work, "untrusted")
 	steps(t, ctx, "prompt until the approval card",
 		waitJS(`document.querySelector('.chat-title').innerText.includes('approvals: untrusted')`),
