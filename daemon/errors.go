@@ -66,6 +66,8 @@ func errorFor(err error) (int, api.ErrorBody) {
 		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, ErrConflict), isStoreExists(err):
 		return http.StatusConflict, api.ErrorBody{Code: api.CodeConflict, Message: err.Error()}
+	case isStoreInvalid(err): // the store's own validation; its messages name the input
+		return http.StatusBadRequest, api.ErrorBody{Code: api.CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable, api.ErrorBody{Code: api.CodeUnavailable, Message: err.Error()}
 	default:

@@ -27,3 +27,5 @@ var _ Store = (*store.Store)(nil)
 func isStoreNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 func isStoreExists(err error) bool { return errors.Is(err, store.ErrExists) }
+
+func isStoreInvalid(err error) bool { return errors.Is(err, store.ErrInvalid) }
