@@ -125,7 +125,7 @@ func (p *Projects) lookup(r *http.Request) (api.Project, error) {
 	}
 	proj, err := p.o.Store.Project(name)
 	if err != nil {
-		return api.Project{}, fmt.Errorf("project %q: %w", name, err)
+		return api.Project{}, err // the store's errors already name the project
 	}
 	if !p.visible(r, proj) {
 		return api.Project{}, fmt.Errorf("project %q: %w", name, ErrNotFound)
@@ -169,7 +169,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
-		return fmt.Errorf("create project %q: %w", req.Name, err)
+		return err // the store's errors already name the project
 	}
 	p.log.Info("project created", "project", proj.Name, "owner", proj.Owner)
 	_ = writeJSON(w, http.StatusCreated, proj)
@@ -223,7 +223,7 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
-		return fmt.Errorf("delete project %q: %w", proj.Name, err)
+		return fmt.Errorf("delete project: %w", err) // the store's error names it
 	}
 	p.log.Info("project deleted", "project", proj.Name, "purge", purge == "true")
 	w.WriteHeader(http.StatusNoContent)
@@ -255,7 +255,7 @@ func (p *Projects) stop(w http.ResponseWriter, r *http.Request) error {
 func (p *Projects) writeProject(w http.ResponseWriter, name string) error {
 	proj, err := p.o.Store.Project(name)
 	if err != nil {
-		return fmt.Errorf("project %q: %w", name, err)
+		return err // the store's errors already name the project
 	}
 	_ = writeJSON(w, http.StatusOK, proj)
 	return nil
@@ -286,7 +286,7 @@ func (p *Projects) putSecret(w http.ResponseWriter, r *http.Request) error {
 		return BadRequest("secret %s value: longer than %d bytes", key, maxSecretValue)
 	}
 	if err := p.o.Store.PutSecret(proj.Name, key, req.Value); err != nil {
-		return fmt.Errorf("store secret %s of project %q: %w", key, proj.Name, err)
+		return fmt.Errorf("store secret: %w", err) // the store's error names the project or key
 	}
 	p.log.Info("project secret set", "project", proj.Name, "key", key)
 	w.WriteHeader(http.StatusNoContent)
@@ -300,7 +300,7 @@ func (p *Projects) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	}
 	keys, err := p.o.Store.SecretKeys(proj.Name)
 	if err != nil {
-		return fmt.Errorf("list secrets of project %q: %w", proj.Name, err)
+		return fmt.Errorf("list secrets: %w", err) // the store's error names the project
 	}
 	if keys == nil {
 		keys = []api.SecretInfo{}
@@ -319,7 +319,7 @@ func (p *Projects) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := p.o.Store.DeleteSecret(proj.Name, key); err != nil {
-		return fmt.Errorf("delete secret %s of project %q: %w", key, proj.Name, err)
+		return fmt.Errorf("delete secret: %w", err) // the store's error names the secret and project
 	}
 	p.log.Info("project secret deleted", "project", proj.Name, "key", key)
 	w.WriteHeader(http.StatusNoContent)

@@ -30,7 +30,7 @@ func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project str
 		if isStoreNotFound(err) {
 			return fmt.Errorf("project %q: %w", project, ErrNotFound)
 		}
-		return fmt.Errorf("project %q: %w", project, err)
+		return err // the store's errors already name the project
 	}
 	if p.Owner != "" && p.Owner != owner {
 		return fmt.Errorf("project %q: %w", project, ErrNotFound)

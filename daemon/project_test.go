@@ -219,6 +219,25 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		}
 	})
 
+	t.Run("error messages name the project once", func(t *testing.T) {
+		for _, tc := range []struct {
+			method, path string
+			body         any
+			status       int
+			want         string
+		}{
+			{"GET", "/v1/projects/none", nil, 404, `project "none": not found`},
+			{"POST", "/v1/projects", api.CreateProjectRequest{Name: name}, 409, `create project "` + name + `": already exists`},
+			{"DELETE", "/v1/projects/" + name + "/secrets/NOPE", nil, 404, `delete secret: secret "NOPE" of project "` + name + `": not found`},
+		} {
+			status, body := e.do(tc.method, tc.path, "alice", tc.body)
+			var got api.ErrorResponse
+			if err := json.Unmarshal(body, &got); err != nil || status != tc.status || got.Error.Message != tc.want {
+				t.Errorf("%s %s: %d %s, want %d message %q", tc.method, tc.path, status, body, tc.status, tc.want)
+			}
+		}
+	})
+
 	t.Run("start creates and runs the container", func(t *testing.T) {
 		status, body := e.do("POST", "/v1/projects/"+name+"/start", "alice", nil)
 		if status != 200 || !strings.Contains(string(body), `"status":"running"`) {
