@@ -244,12 +244,32 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// exactArgs checks the number of positional arguments.
-func exactArgs(args []string, names ...string) error {
-	if len(args) != len(names) {
-		return usagef("want %d argument(s) (%s), got %d", len(names), strings.Join(names, " "), len(args))
+// parseExact is parse followed by a check that the positional arguments
+// are exactly as many as names (which name them in the usage error).
+func parseExact(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
+	args, err := parse(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if len(args) != len(names) {
+		return nil, usagef("want %d argument(s) (%s), got %d", len(names), strings.Join(names, " "), len(args))
+	}
+	return args, nil
+}
+
+// listTime is how list tables show a time.
+const listTime = "2006-01-02 15:04"
+
+// printList prints v as indented JSON with --json, else as a table: the
+// tab-separated header, then what rows writes.
+func printList(e *env, v any, header string, rows func(tw io.Writer)) error {
+	if e.JSON {
+		return writeJSON(e.Stdout, v)
+	}
+	tw := newTable(e.Stdout)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	return tw.Flush()
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {

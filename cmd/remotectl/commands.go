@@ -34,11 +34,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func runInfo(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("info"), args)
+	args, err := parseExact(e.newFlags("info"), args)
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args); err != nil {
 		return err
 	}
 	info, err := e.Client.Info(ctx)
@@ -72,26 +69,19 @@ func runInfo(ctx context.Context, e *env, args []string) error {
 }
 
 func runProviders(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("providers"), args)
+	args, err := parseExact(e.newFlags("providers"), args)
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args); err != nil {
 		return err
 	}
 	ps, err := e.Client.Providers(ctx)
 	if err != nil {
 		return err
 	}
-	if e.JSON {
-		return writeJSON(e.Stdout, ps)
-	}
-	tw := newTable(e.Stdout)
-	fmt.Fprintln(tw, "ID\tLABEL\tENABLED\tCAPABILITIES")
-	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID, p.Label, p.Enabled, compact(p.Capabilities, 60))
-	}
-	return tw.Flush()
+	return printList(e, ps, "ID\tLABEL\tENABLED\tCAPABILITIES", func(tw io.Writer) {
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID, p.Label, p.Enabled, compact(p.Capabilities, 60))
+		}
+	})
 }
 
 // chatCommands are the subcommands of `remotectl chat`.
@@ -139,11 +129,8 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.ApprovalPolicy, "approval", "", "approval `policy`: "+strings.Join(api.ApprovalPolicies(), " | ")+
 		" (codex and minimax; none: never ask)")
 	fs.StringVar(&req.ReasoningEffort, "effort", "", "reasoning `effort`, one the provider declares (see remotectl providers)")
-	args, err := parse(fs, args)
+	args, err := parseExact(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args); err != nil {
 		return err
 	}
 	if req.ApprovalPolicy != "" && !slices.Contains(api.ApprovalPolicies(), req.ApprovalPolicy) {
@@ -161,38 +148,24 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 }
 
 func runChatList(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("chat list"), args)
+	args, err := parseExact(e.newFlags("chat list"), args)
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args); err != nil {
 		return err
 	}
 	chats, err := e.Client.Chats(ctx)
 	if err != nil {
 		return err
 	}
-	if e.JSON {
-		return writeJSON(e.Stdout, chats)
-	}
-	tw := newTable(e.Stdout)
-	fmt.Fprintln(tw, "ID\tPROVIDER\tPROJECT\tRUNNING\tCREATED\tTITLE")
-	for _, c := range chats {
-		project := c.Project
-		if project == "" {
-			project = "-"
+	return printList(e, chats, "ID\tPROVIDER\tPROJECT\tRUNNING\tCREATED\tTITLE", func(tw io.Writer) {
+		for _, c := range chats {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", c.ID, c.Provider, dash(c.Project), c.Running, c.CreatedAt.Local().Format(listTime), oneLine(c.Title, 50))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", c.ID, c.Provider, project, c.Running, c.CreatedAt.Local().Format("2006-01-02 15:04"), oneLine(c.Title, 50))
-	}
-	return tw.Flush()
+	})
 }
 
 func runChatShow(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("chat show"), args)
+	args, err := parseExact(e.newFlags("chat show"), args, "CHAT")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT"); err != nil {
 		return err
 	}
 	c, err := e.Client.Chat(ctx, args[0])
@@ -253,11 +226,8 @@ func runChatRm(ctx context.Context, e *env, args []string) error {
 }
 
 func runChatFork(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("chat fork"), args)
+	args, err := parseExact(e.newFlags("chat fork"), args, "CHAT")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT"); err != nil {
 		return err
 	}
 	c, err := e.Client.ForkChat(ctx, args[0])
@@ -274,11 +244,8 @@ func runChatFork(ctx context.Context, e *env, args []string) error {
 func runEvents(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("events")
 	since := fs.Int64("since", 0, "only events after `seq`")
-	args, err := parse(fs, args)
+	args, err := parseExact(fs, args, "CHAT")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT"); err != nil {
 		return err
 	}
 	evs, err := e.Client.Events(ctx, args[0], *since)
@@ -297,11 +264,8 @@ func runEvents(ctx context.Context, e *env, args []string) error {
 }
 
 func runCancel(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("cancel"), args)
+	args, err := parseExact(e.newFlags("cancel"), args, "CHAT")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT"); err != nil {
 		return err
 	}
 	return e.Client.Cancel(ctx, args[0])
@@ -312,11 +276,8 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 var decisions = []string{"accept", "decline", "cancel"}
 
 func runAnswer(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("answer"), args)
+	args, err := parseExact(e.newFlags("answer"), args, "CHAT", "INTERACTION", "DECISION")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT", "INTERACTION", "DECISION"); err != nil {
 		return err
 	}
 	if !slices.Contains(decisions, args[2]) {

@@ -76,11 +76,8 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Provider, "provider", "", "default provider `id`")
 	fs.Var(&ports, "port", "container `port` (repeatable)")
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")
-	args, err := parse(fs, args)
+	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "NAME"); err != nil {
 		return err
 	}
 	req.Name, req.Ports, req.Autostart = args[0], ports, autostart
@@ -96,28 +93,22 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 }
 
 func runProjectList(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("project list"), args)
+	args, err := parseExact(e.newFlags("project list"), args)
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args); err != nil {
 		return err
 	}
 	ps, err := e.Client.Projects(ctx)
 	if err != nil {
 		return err
 	}
-	if e.JSON {
-		return writeJSON(e.Stdout, ps)
-	}
-	tw := newTable(e.Stdout)
-	fmt.Fprintln(tw, "NAME\tCONTAINER\tSTATUS\tAUTOSTART\tPROVIDER\tCREATED")
-	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.Name, p.Container, p.Status, p.Autostart, dash(p.Provider), p.CreatedAt.Local().Format("2006-01-02 15:04"))
-	}
-	return tw.Flush()
+	return printList(e, ps, "NAME\tCONTAINER\tSTATUS\tAUTOSTART\tPROVIDER\tCREATED", func(tw io.Writer) {
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", p.Name, p.Container, p.Status, p.Autostart, dash(p.Provider), p.CreatedAt.Local().Format(listTime))
+		}
+	})
 }
 
+// dash shows an empty table cell as "-".
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -146,11 +137,8 @@ func printProject(e *env, p api.Project) error {
 
 // oneProject runs a NAME-only subcommand and prints the project it returns.
 func oneProject(ctx context.Context, e *env, name string, args []string, call func(context.Context, string) (api.Project, error)) error {
-	args, err := parse(e.newFlags("project "+name), args)
+	args, err := parseExact(e.newFlags("project "+name), args, "NAME")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "NAME"); err != nil {
 		return err
 	}
 	p, err := call(ctx, args[0])
@@ -175,11 +163,8 @@ func runProjectStop(ctx context.Context, e *env, args []string) error {
 func runProjectRm(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project rm")
 	purge := fs.Bool("purge", false, "also delete the project's container")
-	args, err := parse(fs, args)
+	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "NAME"); err != nil {
 		return err
 	}
 	return e.Client.DeleteProject(ctx, args[0], *purge)

@@ -22,11 +22,8 @@ import (
 // to this terminal (raw mode while it runs; window changes are sent as
 // resize frames).
 func runProjectShell(ctx context.Context, e *env, args []string) error {
-	args, err := parse(e.newFlags("project shell"), args)
+	args, err := parseExact(e.newFlags("project shell"), args, "NAME")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "NAME"); err != nil {
 		return err
 	}
 	in, out := os.Stdin, os.Stdout

@@ -76,11 +76,8 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 func runTail(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("tail")
 	since := fs.Int64("since", 0, "start after `seq` (default: the whole chat)")
-	args, err := parse(fs, args)
+	args, err := parseExact(fs, args, "CHAT")
 	if err != nil {
-		return err
-	}
-	if err := exactArgs(args, "CHAT"); err != nil {
 		return err
 	}
 	err = follow(ctx, e, args[0], *since, false)
