@@ -229,7 +229,9 @@ func (r *Reconciler) HandleEvent(ev lxdexec.Event) {
 }
 
 // Run starts the autostart projects, then keeps status true until ctx is
-// done: it follows lifecycle events and resyncs every Resync interval.
+// done: it follows lifecycle events, resyncs every Resync interval and at
+// once whenever the event stream was re-established (events may have been
+// lost meanwhile).
 // While LXD is unreachable it retries with exponential backoff (1 s to
 // 30 s). It returns nil when ctx is done.
 func (r *Reconciler) Run(ctx context.Context) error {
@@ -268,6 +270,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
+				continue
+			}
+			if ev.Type == lxdexec.EventReconnected {
+				// The stream was down (LXD restarted or dropped us):
+				// lifecycle events may be lost, e.g. LXD autostarting a
+				// container before the stream was back. Resync now
+				// rather than at the next tick.
+				r.resyncWithBackoff(ctx, retry, &backoff)
 				continue
 			}
 			r.HandleEvent(ev)

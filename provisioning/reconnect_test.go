@@ -1,0 +1,79 @@
+package provisioning
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/lxdexec"
+)
+
+// fakeLister is an InstanceLister whose answer the test changes.
+type fakeLister struct {
+	mu    sync.Mutex
+	insts []lxdexec.Instance
+}
+
+func (f *fakeLister) set(insts ...lxdexec.Instance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.insts = insts
+}
+
+func (f *fakeLister) Instances(context.Context) ([]lxdexec.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]lxdexec.Instance(nil), f.insts...), nil
+}
+
+// eventsFunc is an EventSource from a function.
+type eventsFunc func(ctx context.Context, types ...string) (<-chan lxdexec.Event, error)
+
+func (f eventsFunc) Events(ctx context.Context, types ...string) (<-chan lxdexec.Event, error) {
+	return f(ctx, types...)
+}
+
+// TestRunResyncsWhenEventsReconnect: after the event stream was down (LXD
+// restarted), lifecycle events may have been lost — e.g. LXD autostarted a
+// container before the stream was back — so Run resyncs at once on
+// lxdexec's EventReconnected instead of waiting for the periodic resync.
+func TestRunResyncsWhenEventsReconnect(t *testing.T) {
+	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
+	lister := &fakeLister{}
+	lister.set(lxdexec.Instance{Name: "c", Status: "Running"})
+	events := make(chan lxdexec.Event, 1)
+	subscribed := make(chan struct{})
+	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewReconciler(ReconcilerOptions{
+		Preparer: prep, Projects: store, Lister: lister,
+		Events: eventsFunc(func(context.Context, ...string) (<-chan lxdexec.Event, error) {
+			close(subscribed)
+			return events, nil
+		}),
+		Resync: time.Hour, // only the reconnection can correct the status
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	<-subscribed
+
+	// While the stream was down the container stopped; no lifecycle event
+	// will ever tell.
+	lister.set(lxdexec.Instance{Name: "c", Status: "Stopped"})
+	events <- lxdexec.Event{Type: lxdexec.EventReconnected, Timestamp: time.Now()}
+	waitFor(t, "stored status stopped after the stream reconnected", func() bool { return store.status("p") == StatusStopped })
+}
