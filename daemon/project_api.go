@@ -231,29 +231,27 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (p *Projects) start(w http.ResponseWriter, r *http.Request) error {
-	proj, err := p.lookup(r)
-	if err != nil {
+	return p.act(w, r, func(ctx context.Context, proj api.Project) error {
+		_, err := p.o.Preparer.Start(ctx, proj)
 		return err
-	}
-	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
-		return err
-	}
-	return p.writeProject(w, proj.Name)
+	})
 }
 
 func (p *Projects) stop(w http.ResponseWriter, r *http.Request) error {
+	return p.act(w, r, p.o.Preparer.Stop)
+}
+
+// act runs do on the caller's project and answers with the project as
+// stored afterwards (do updates its status).
+func (p *Projects) act(w http.ResponseWriter, r *http.Request, do func(context.Context, api.Project) error) error {
 	proj, err := p.lookup(r)
 	if err != nil {
 		return err
 	}
-	if err := p.o.Preparer.Stop(r.Context(), proj); err != nil {
+	if err := do(r.Context(), proj); err != nil {
 		return err
 	}
-	return p.writeProject(w, proj.Name)
-}
-
-func (p *Projects) writeProject(w http.ResponseWriter, name string) error {
-	proj, err := p.o.Store.Project(name)
+	proj, err = p.o.Store.Project(proj.Name)
 	if err != nil {
 		return err // the store's errors already name the project
 	}
