@@ -18,6 +18,10 @@ type Store interface {
 	DeleteChat(id string) error
 	AppendAsync(chatID string, ev api.Event, done func(api.Event, error))
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+	// EventsRaw is Events handing each event's wire JSON (seq included)
+	// instead of decoding it, byte for byte what json.Marshal of the event
+	// gives.
+	EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error
 	LastSeq(chatID string) (int64, error)
 	CopyEvents(fromChat, toChat string) error
 }
