@@ -82,6 +82,23 @@ func (r *Reconciler) setAvailable(err error) {
 	r.unavailable = fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
+// instances lists LXD's containers by name and records whether LXD
+// answered (setAvailable); a failure is classified and wrapped.
+func (r *Reconciler) instances(ctx context.Context) (map[string]lxdexec.Instance, error) {
+	insts, err := r.o.Lister.Instances(ctx)
+	if err != nil {
+		err = classify(err)
+		r.setAvailable(err)
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	r.setAvailable(nil)
+	byName := make(map[string]lxdexec.Instance, len(insts))
+	for _, in := range insts {
+		byName[in.Name] = in
+	}
+	return byName, nil
+}
+
 // StartAll starts every autostart project's container (at most Parallel at
 // once) and corrects every project's stored status. It returns the
 // failures joined; an unreachable LXD gives an error matching
@@ -91,16 +108,9 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list projects: %w", err)
 	}
-	insts, err := r.o.Lister.Instances(ctx)
+	byName, err := r.instances(ctx)
 	if err != nil {
-		err = classify(err)
-		r.setAvailable(err)
-		return fmt.Errorf("list containers: %w", err)
-	}
-	r.setAvailable(nil)
-	byName := make(map[string]lxdexec.Instance, len(insts))
-	for _, in := range insts {
-		byName[in.Name] = in
+		return err
 	}
 	sem := make(chan struct{}, r.o.Parallel)
 	var (
@@ -139,16 +149,9 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 // Resync compares every project's stored status with LXD's and corrects
 // it, without starting anything.
 func (r *Reconciler) Resync(ctx context.Context) error {
-	insts, err := r.o.Lister.Instances(ctx)
+	byName, err := r.instances(ctx)
 	if err != nil {
-		err = classify(err)
-		r.setAvailable(err)
-		return fmt.Errorf("list containers: %w", err)
-	}
-	r.setAvailable(nil)
-	byName := make(map[string]lxdexec.Instance, len(insts))
-	for _, in := range insts {
-		byName[in.Name] = in
+		return err
 	}
 	projects, err := r.o.Projects.Projects()
 	if err != nil {
