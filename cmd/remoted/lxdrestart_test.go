@@ -92,7 +92,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 	if err := json.Unmarshal(body, &proj); st != 201 || err != nil {
 		t.Fatalf("create project: %d %s", st, body)
 	}
-	// Registered before restoreLXD, so it runs after LXD is back.
+	// Cleanups run last first: this one runs after LXD is back.
 	t.Cleanup(func() {
 		if st, body := d.do("DELETE", "/v1/projects/"+name+"?purge=true", nil); st/100 != 2 {
 			t.Errorf("purge project %s: %d %s", name, st, body)
@@ -106,8 +106,10 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 	}
 	// LXD starts every boot.autostart instance when it comes back, also
 	// the stopped ones other tests left behind: note them to stop them
-	// again, so the machine is left as it was found.
+	// again (after LXD is back, even when the test fails), so the machine
+	// is left as it was found.
 	stoppedBefore := stoppedInstances(t)
+	t.Cleanup(func() { restoreStopped(t, stoppedBefore, proj.Container) })
 
 	// The outage.
 	l := &lxdControl{t: t, root: testkit.Root()}
@@ -182,7 +184,6 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 		return json.Unmarshal(body, &p) == nil && p.Status == "running" && containerStatus(t, proj.Container) == "Running"
 	})
 	t.Logf("container running and stored status running %v after LXD was started", time.Since(up).Round(time.Millisecond))
-	restoreStopped(t, stoppedBefore, proj.Container)
 
 	if st, body := d.do("POST", "/v1/projects/"+name+"/start", nil); st/100 != 2 {
 		t.Fatalf("start after LXD came back: %d %s", st, body)
