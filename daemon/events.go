@@ -83,25 +83,28 @@ func (s *Server) replayArray(w http.ResponseWriter, chatID string, since int64) 
 	return nil
 }
 
-func writeNDJSON(buf *bytes.Buffer, ev api.Event) {
-	b, _ := json.Marshal(ev)
+// writeNDJSON frames one event's wire JSON as an NDJSON line.
+func writeNDJSON(buf *bytes.Buffer, _ int64, b []byte) {
 	buf.Write(b)
 	buf.WriteByte('\n')
 }
 
-func writeSSE(buf *bytes.Buffer, ev api.Event) {
-	b, _ := json.Marshal(ev)
-	if ev.Seq > 0 {
-		buf.WriteString("id: " + strconv.FormatInt(ev.Seq, 10) + "\n")
+// writeSSE frames one event's wire JSON as an SSE message, with id: SEQ
+// for stored events.
+func writeSSE(buf *bytes.Buffer, seq int64, b []byte) {
+	if seq > 0 {
+		buf.WriteString("id: " + strconv.FormatInt(seq, 10) + "\n")
 	}
 	buf.WriteString("data: ")
 	buf.Write(b)
 	buf.WriteString("\n\n")
 }
 
-// streamEvents follows the chat, writing each event with format and
-// flushing it, until the client goes away or the server stops.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID string, since int64, contentType string, format func(*bytes.Buffer, api.Event)) error {
+// streamEvents follows the chat, writing each event's wire JSON framed by
+// format and flushing it, until the client goes away or the server stops.
+// Replayed events go out as stored (FollowRaw); only sync and live events
+// are encoded here.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID string, since int64, contentType string, format func(buf *bytes.Buffer, seq int64, wire []byte)) error {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-store")
@@ -113,14 +116,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID str
 	ctx, cancel := s.streamContext(r.Context())
 	defer cancel()
 	var buf bytes.Buffer
-	err := s.hub.Follow(ctx, chatID, since, func(ev api.Event) error {
+	write := func(seq int64, wire []byte) error {
 		buf.Reset()
-		format(&buf, ev)
+		format(&buf, seq, wire)
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return err
 		}
 		return rc.Flush()
+	}
+	err := s.hub.FollowRaw(ctx, chatID, since, write, func(ev api.Event) error {
+		b, _ := json.Marshal(ev)
+		return write(ev.Seq, b)
 	})
 	if errors.Is(err, ErrSlowSubscriber) {
 		s.log.Info("follower dropped", "chat", chatID, "error", err)

@@ -249,6 +249,19 @@ func (h *Hub) Subscribers(chatID string) int {
 // queue length behind gets an error wrapping ErrSlowSubscriber and can
 // resume with since = the last seq it received.
 func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(api.Event) error) error {
+	return h.follow(ctx, chatID, since, nil, send)
+}
+
+// FollowRaw is Follow handing each replayed (stored) event to replay as
+// its wire JSON, byte for byte json.Marshal of the event, without decoding
+// it (store EventsRaw); the sync and live events still go to send.
+func (h *Hub) FollowRaw(ctx context.Context, chatID string, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
+	return h.follow(ctx, chatID, since, replay, send)
+}
+
+// follow is Follow and FollowRaw: a nil replay replays decoded events
+// through send.
+func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
 	sub := &subscriber{ch: make(chan *api.Event, h.queueLen), dropped: make(chan struct{})}
 	h.mu.Lock()
 	r := h.roomLocked(chatID)
@@ -266,28 +279,22 @@ func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(
 		h.metrics.subscriberRemoved()
 	}()
 
-	last := since
-	for {
-		var page []api.Event
-		err := h.store.Events(chatID, last, replayPage, func(ev api.Event) error {
-			page = append(page, ev)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("replay chat %s after seq %d: %w", chatID, last, err)
-		}
-		for _, ev := range page {
-			if err := send(ev); err != nil {
-				return err
-			}
-			last = ev.Seq
-		}
-		if len(page) < replayPage {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
+	var (
+		last    int64
+		stopped bool
+		err     error
+	)
+	if replay == nil {
+		last, stopped, err = replayPages(ctx, chatID, since, func(after int64, fn func(api.Event) error) error {
+			return h.store.Events(chatID, after, replayPage, fn)
+		}, func(ev api.Event) int64 { return ev.Seq }, send)
+	} else {
+		last, stopped, err = replayPages(ctx, chatID, since, func(after int64, fn func(rawEvent) error) error {
+			return h.store.EventsRaw(chatID, after, replayPage, func(seq int64, raw []byte) error { return fn(rawEvent{seq, raw}) })
+		}, func(ev rawEvent) int64 { return ev.seq }, func(ev rawEvent) error { return replay(ev.seq, ev.raw) })
+	}
+	if err != nil || stopped {
+		return err
 	}
 	if err := send(api.Event{Type: api.EventSync, Running: running, T: time.Now().UnixMilli()}); err != nil {
 		return err
@@ -320,6 +327,42 @@ func (h *Hub) Follow(ctx context.Context, chatID string, since int64, send func(
 					return fmt.Errorf("chat %s: %w; resume with since=%d", chatID, ErrSlowSubscriber, last)
 				}
 			}
+		}
+	}
+}
+
+// rawEvent is one stored event as wire JSON.
+type rawEvent struct {
+	seq int64
+	raw []byte
+}
+
+// replayPages reads chatID's stored events after since page by page with
+// read (at most replayPage per call, so no store read waits on the
+// network) and hands each to send. It returns the last seq sent, and
+// stopped when ctx ended between pages; a read failure is wrapped, an
+// error from send is returned as is.
+func replayPages[T any](ctx context.Context, chatID string, since int64, read func(after int64, fn func(T) error) error, seqOf func(T) int64, send func(T) error) (last int64, stopped bool, err error) {
+	last = since
+	for {
+		var page []T
+		if err := read(last, func(ev T) error {
+			page = append(page, ev)
+			return nil
+		}); err != nil {
+			return last, false, fmt.Errorf("replay chat %s after seq %d: %w", chatID, last, err)
+		}
+		for _, ev := range page {
+			if err := send(ev); err != nil {
+				return last, false, err
+			}
+			last = seqOf(ev)
+		}
+		if len(page) < replayPage {
+			return last, false, nil
+		}
+		if ctx.Err() != nil {
+			return last, true, nil
 		}
 	}
 }

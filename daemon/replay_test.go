@@ -1,11 +1,17 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 
 	"remote/api"
 	"remote/providers"
@@ -56,6 +62,88 @@ func TestReplayArrayMatchesEncodedEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFollowReplayMatchesEncodedEvents checks that the NDJSON, SSE and
+// WebSocket replays, served from the stored wire JSON, frame exactly
+// json.Marshal of each decoded event, then the sync.
+func TestFollowReplayMatchesEncodedEvents(t *testing.T) {
+	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: providers.Claude}})
+	chat := ts.createChat("alice", "claude")
+	var evs []api.Event
+	for i := range 600 {
+		evs = append(evs, api.Event{Type: api.EventAssistantText, Text: fmt.Sprintf("<%d> & é\u2028", i), Data: json.RawMessage(`{"k": [1, 2]}`)})
+	}
+	if _, err := ts.st.Append(chat.ID, evs...); err != nil {
+		t.Fatal(err)
+	}
+	stored := ts.events(chat.ID)[3:] // since=3
+	encoded := func(t *testing.T, ev api.Event) []byte {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	get := func(t *testing.T, accept string) *bufio.Reader {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://remoted/v1/chats/"+chat.ID+"/events?follow=true&since=3", nil)
+		req.Header.Set(api.HeaderUser, "alice")
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := ts.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return bufio.NewReader(resp.Body)
+	}
+	isSync := func(t *testing.T, b []byte) {
+		var ev api.Event
+		if err := json.Unmarshal(b, &ev); err != nil || ev.Type != api.EventSync {
+			t.Fatalf("after the replay: %s, want the sync", b)
+		}
+	}
+	t.Run("ndjson", func(t *testing.T) {
+		br := get(t, "")
+		for _, ev := range stored {
+			line, err := br.ReadBytes('\n')
+			if want := append(encoded(t, ev), '\n'); err != nil || !bytes.Equal(line, want) {
+				t.Fatalf("line %q (%v), want %q", line, err, want)
+			}
+		}
+		line, _ := br.ReadBytes('\n')
+		isSync(t, line)
+	})
+	t.Run("sse", func(t *testing.T) {
+		br := get(t, "text/event-stream")
+		for _, ev := range stored {
+			want := fmt.Sprintf("id: %d\ndata: %s\n\n", ev.Seq, encoded(t, ev))
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(br, got); err != nil || string(got) != want {
+				t.Fatalf("message %q (%v), want %q", got, err, want)
+			}
+		}
+		line, _ := br.ReadString('\n')
+		isSync(t, []byte(strings.TrimPrefix(line, "data: ")))
+	})
+	t.Run("websocket", func(t *testing.T) {
+		conn, _, err := ts.dialWS("/ws/chat/"+chat.ID+"?since=3", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		for _, ev := range stored {
+			kind, msg, err := conn.ReadMessage()
+			if want := append(encoded(t, ev), '\n'); err != nil || kind != websocket.TextMessage || !bytes.Equal(msg, want) {
+				t.Fatalf("message %d %q (%v), want %q", kind, msg, err, want)
+			}
+		}
+		_, msg, _ := conn.ReadMessage()
+		isSync(t, msg)
+	})
 }
 
 // discardResponse is an http.ResponseWriter that drops the body.

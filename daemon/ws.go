@@ -49,6 +49,15 @@ func (w *wsConn) send(v any) error {
 	return w.c.WriteJSON(v)
 }
 
+// sendRaw sends one event's wire JSON as send would send the event:
+// json.Marshal output and a newline, one text message.
+func (w *wsConn) sendRaw(raw []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.c.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	return w.c.WriteMessage(websocket.TextMessage, append(raw, '\n'))
+}
+
 func (w *wsConn) control(kind int, data []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -92,7 +101,9 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 	go func() { // replay, sync, live
 		defer wg.Done()
 		defer cancel()
-		err := s.hub.Follow(ctx, c.ID, since, func(ev api.Event) error { return ws.send(ev) })
+		err := s.hub.FollowRaw(ctx, c.ID, since,
+			func(_ int64, raw []byte) error { return ws.sendRaw(raw) },
+			func(ev api.Event) error { return ws.send(ev) })
 		switch {
 		case errors.Is(err, ErrSlowSubscriber):
 			log.Info("chat socket dropped: too slow", "error", err)
