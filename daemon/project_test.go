@@ -132,10 +132,15 @@ func (e *projectEnv) createProject(t *testing.T, user string, req api.CreateProj
 	if err := json.Unmarshal(body, &p); err != nil {
 		t.Fatal(err)
 	}
+	// A direct client: the env's own may reach LXD through a proxy the
+	// test has taken down by the time cleanups run.
+	direct := testkit.LXD(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		_ = e.lxd.ForceDeleteInstance(ctx, p.Container)
+		if err := direct.ForceDeleteInstance(ctx, p.Container); err != nil {
+			t.Errorf("cleanup: delete container %s: %v", p.Container, err)
+		}
 	})
 	return p
 }
