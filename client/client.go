@@ -185,6 +185,15 @@ func codeForStatus(status int) string {
 	return api.CodeInternal
 }
 
+// fetch is call decoding the answer into a fresh T. (It exists so no
+// method returns `out, c.call(..., &out)`, whose reading of out before or
+// after the call Go leaves unspecified.)
+func fetch[T any](ctx context.Context, c *Client, method, path string, query url.Values, body any) (T, error) {
+	var out T
+	err := c.call(ctx, method, path, query, body, &out)
+	return out, err
+}
+
 // call sends a request and decodes a JSON answer into out (if not nil).
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	resp, err := c.do(ctx, method, path, query, body, "")
@@ -212,32 +221,27 @@ func projectPath(name string, rest ...string) string {
 
 // Info returns GET /v1/info: version, uptime, LXD reachability, providers.
 func (c *Client) Info(ctx context.Context) (api.Info, error) {
-	var out api.Info
-	return out, c.call(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
+	return fetch[api.Info](ctx, c, http.MethodGet, "/v1/info", nil, nil)
 }
 
 // Providers returns GET /v1/providers.
 func (c *Client) Providers(ctx context.Context) ([]api.ProviderInfo, error) {
-	var out []api.ProviderInfo
-	return out, c.call(ctx, http.MethodGet, "/v1/providers", nil, nil, &out)
+	return fetch[[]api.ProviderInfo](ctx, c, http.MethodGet, "/v1/providers", nil, nil)
 }
 
 // CreateChat creates a chat (POST /v1/chats) and returns it.
 func (c *Client) CreateChat(ctx context.Context, req api.CreateChatRequest) (api.Chat, error) {
-	var out api.Chat
-	return out, c.call(ctx, http.MethodPost, "/v1/chats", nil, req, &out)
+	return fetch[api.Chat](ctx, c, http.MethodPost, "/v1/chats", nil, req)
 }
 
 // Chats lists the caller's chats.
 func (c *Client) Chats(ctx context.Context) ([]api.Chat, error) {
-	var out []api.Chat
-	return out, c.call(ctx, http.MethodGet, "/v1/chats", nil, nil, &out)
+	return fetch[[]api.Chat](ctx, c, http.MethodGet, "/v1/chats", nil, nil)
 }
 
 // Chat returns one chat.
 func (c *Client) Chat(ctx context.Context, id string) (api.Chat, error) {
-	var out api.Chat
-	return out, c.call(ctx, http.MethodGet, chatPath(id), nil, nil, &out)
+	return fetch[api.Chat](ctx, c, http.MethodGet, chatPath(id), nil, nil)
 }
 
 // DeleteChat deletes a chat and its events.
@@ -247,8 +251,7 @@ func (c *Client) DeleteChat(ctx context.Context, id string) error {
 
 // ForkChat forks a chat (S27) and returns the new chat.
 func (c *Client) ForkChat(ctx context.Context, id string) (api.Chat, error) {
-	var out api.Chat
-	return out, c.call(ctx, http.MethodPost, chatPath(id, "/fork"), nil, nil, &out)
+	return fetch[api.Chat](ctx, c, http.MethodPost, chatPath(id, "/fork"), nil, nil)
 }
 
 func sinceQuery(since int64) url.Values {
@@ -375,8 +378,7 @@ func clip(b []byte) string {
 // Prompt starts a run on the chat (202). A chat that is already running
 // answers *Error with code prompt_already_running.
 func (c *Client) Prompt(ctx context.Context, id string, req api.PromptRequest) (api.PromptResponse, error) {
-	var out api.PromptResponse
-	return out, c.call(ctx, http.MethodPost, chatPath(id, "/prompt"), nil, req, &out)
+	return fetch[api.PromptResponse](ctx, c, http.MethodPost, chatPath(id, "/prompt"), nil, req)
 }
 
 // Cancel cancels the chat's active run; not_found when none is active.
@@ -391,20 +393,17 @@ func (c *Client) AnswerInteraction(ctx context.Context, id string, req api.Inter
 
 // CreateProject creates a project and returns it.
 func (c *Client) CreateProject(ctx context.Context, req api.CreateProjectRequest) (api.Project, error) {
-	var out api.Project
-	return out, c.call(ctx, http.MethodPost, "/v1/projects", nil, req, &out)
+	return fetch[api.Project](ctx, c, http.MethodPost, "/v1/projects", nil, req)
 }
 
 // Projects lists the caller's projects.
 func (c *Client) Projects(ctx context.Context) ([]api.Project, error) {
-	var out []api.Project
-	return out, c.call(ctx, http.MethodGet, "/v1/projects", nil, nil, &out)
+	return fetch[[]api.Project](ctx, c, http.MethodGet, "/v1/projects", nil, nil)
 }
 
 // Project returns one project.
 func (c *Client) Project(ctx context.Context, name string) (api.Project, error) {
-	var out api.Project
-	return out, c.call(ctx, http.MethodGet, projectPath(name), nil, nil, &out)
+	return fetch[api.Project](ctx, c, http.MethodGet, projectPath(name), nil, nil)
 }
 
 // DeleteProject removes a project; purge also deletes its container.
@@ -418,14 +417,12 @@ func (c *Client) DeleteProject(ctx context.Context, name string, purge bool) err
 
 // StartProject reconcile-starts the project's container and returns the project.
 func (c *Client) StartProject(ctx context.Context, name string) (api.Project, error) {
-	var out api.Project
-	return out, c.call(ctx, http.MethodPost, projectPath(name, "/start"), nil, nil, &out)
+	return fetch[api.Project](ctx, c, http.MethodPost, projectPath(name, "/start"), nil, nil)
 }
 
 // StopProject stops the project's container and returns the project.
 func (c *Client) StopProject(ctx context.Context, name string) (api.Project, error) {
-	var out api.Project
-	return out, c.call(ctx, http.MethodPost, projectPath(name, "/stop"), nil, nil, &out)
+	return fetch[api.Project](ctx, c, http.MethodPost, projectPath(name, "/stop"), nil, nil)
 }
 
 // PutSecret stores a project secret. The value travels only in the body.
@@ -435,8 +432,9 @@ func (c *Client) PutSecret(ctx context.Context, project, key, value string) erro
 
 // Secrets lists a project's secret keys (never values).
 func (c *Client) Secrets(ctx context.Context, project string) ([]api.SecretInfo, error) {
-	out := []api.SecretInfo{}
-	return out, c.call(ctx, http.MethodGet, projectPath(project, "/secrets"), nil, nil, &out)
+	out := []api.SecretInfo{} // an empty list, not nil, when there are none
+	err := c.call(ctx, http.MethodGet, projectPath(project, "/secrets"), nil, nil, &out)
+	return out, err
 }
 
 // DeleteSecret removes one project secret.
