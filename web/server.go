@@ -144,15 +144,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/logout":
 		s.serveLogout(w, r)
 	case strings.HasPrefix(p, "/static/"):
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+p)
+		if !readOnly(w, r) {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		s.static.ServeHTTP(w, r)
 	case p == "/" || p == "/index.html":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+p)
+		if !readOnly(w, r) {
 			return
 		}
 		if _, err := s.user(r); err != nil {
@@ -353,6 +351,16 @@ func requestScheme(r *http.Request) string {
 		return "https"
 	}
 	return "http"
+}
+
+// readOnly answers 405 unless r is a GET or HEAD, and reports whether the
+// request may go on.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+r.URL.Path)
+	return false
 }
 
 func safeMethod(m string) bool {
