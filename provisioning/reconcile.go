@@ -253,14 +253,20 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		backoff = min(backoff*2, 30*time.Second)
 	}
 	var events <-chan lxdexec.Event
-	if r.o.Events != nil {
+	// subscribe (re)opens the lifecycle stream; when LXD is away at that
+	// moment the periodic resync covers until the next tick tries again.
+	subscribe := func() {
+		if r.o.Events == nil || events != nil {
+			return
+		}
 		ch, err := r.o.Events.Events(ctx, "lifecycle")
 		if err != nil {
-			r.log.Warn("lxd lifecycle events unavailable, resync only", "error", err)
-		} else {
-			events = ch
+			r.log.Warn("lxd lifecycle events unavailable, resync only until the next try", "error", err)
+			return
 		}
+		events = ch
 	}
+	subscribe()
 	tick := time.NewTicker(r.o.Resync)
 	defer tick.Stop()
 	retry := time.NewTimer(time.Hour)
@@ -286,6 +292,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			r.HandleEvent(ev)
 		case <-tick.C:
 			r.resyncWithBackoff(ctx, retry, &backoff)
+			subscribe()
 		case <-retry.C:
 			r.resyncWithBackoff(ctx, retry, &backoff)
 		}

@@ -77,3 +77,52 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 	events <- lxdexec.Event{Type: lxdexec.EventReconnected, Timestamp: time.Now()}
 	waitFor(t, "stored status stopped after the stream reconnected", func() bool { return store.status("p") == StatusStopped })
 }
+
+// TestRunRetriesEventSubscription: when LXD is away just as Run subscribes
+// to lifecycle events, the subscription is tried again with the periodic
+// resync instead of being given up for the daemon's lifetime.
+func TestRunRetriesEventSubscription(t *testing.T) {
+	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
+	lister := &fakeLister{}
+	lister.set(lxdexec.Instance{Name: "c", Status: "Running"})
+	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan lxdexec.Event, 1)
+	var mu sync.Mutex
+	calls := 0
+	rec, err := NewReconciler(ReconcilerOptions{
+		Preparer: prep, Projects: store, Lister: lister,
+		Events: eventsFunc(func(context.Context, ...string) (<-chan lxdexec.Event, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if calls++; calls == 1 {
+				return nil, ErrUnavailable
+			}
+			return events, nil
+		}),
+		Resync: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "a second subscription", func() bool { mu.Lock(); defer mu.Unlock(); return calls >= 2 })
+	// Once open, the stream is kept: further resyncs do not subscribe again.
+	time.Sleep(10 * 20 * time.Millisecond)
+	mu.Lock()
+	n := calls
+	mu.Unlock()
+	if n != 2 {
+		t.Errorf("subscribed %d times, want 2 (no resubscription once the stream is open)", n)
+	}
+}
