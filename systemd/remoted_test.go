@@ -25,19 +25,10 @@ import (
 	"remote/internal/testkit"
 )
 
-var (
-	remotedOnce sync.Once
-	remotedPath string
-	remotedErr  error
-	remotedDir  string
-)
-
 // TestMain removes the remoted binary built for the integration tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if remotedDir != "" {
-		os.RemoveAll(remotedDir)
-	}
+	testkit.RemoveBinaries()
 	os.Exit(code)
 }
 
@@ -47,26 +38,7 @@ func buildRemoted(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs remoted")
 	}
-	remotedOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = "/usr/local/go/bin/go"
-		}
-		if remotedDir, err = os.MkdirTemp("", "remoted-bin-"); err != nil {
-			remotedErr = err
-			return
-		}
-		remotedPath = filepath.Join(remotedDir, "remoted")
-		cmd := exec.Command(gobin, "build", "-o", remotedPath, "./cmd/remoted")
-		cmd.Dir = testkit.Root()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			remotedErr = fmt.Errorf("go build ./cmd/remoted: %w\n%s", err, out)
-		}
-	})
-	if remotedErr != nil {
-		t.Fatal(remotedErr)
-	}
-	return remotedPath
+	return testkit.Binaries(t, "remoted")[0]
 }
 
 // daemonEnv is the test's environment without anything a service manager

@@ -133,12 +133,7 @@ func BenchmarkEventDelivery(b *testing.B) {
 // and one proxied request.
 func BenchmarkIdleMemory(b *testing.B) {
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "remote-web")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/remote-web")
-	build.Dir = testkit.Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/remote-web: %v\n%s", err, out)
-	}
+	bin := testkit.Binaries(b, "remote-web")[0]
 	sock := startEventDaemon(b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,42 +26,11 @@ import (
 	"remote/internal/testkit/fakeopenai"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
+// TestMain removes the binaries built for this package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testkit.RemoveBinaries()
 	os.Exit(code)
-}
-
-// binaries builds remoted and remote-web once per test binary.
-func binaries(t *testing.T) (remoted, remoteWeb string) {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "remote-web-e2e-bin")
-		if buildErr != nil {
-			return
-		}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		for _, b := range []string{"remoted", "remote-web"} {
-			cmd := exec.Command(goBin, "build", "-o", filepath.Join(binDir, b), "remote/cmd/"+b)
-			cmd.Dir = testkit.Root()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %w\n%s", b, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "remoted"), filepath.Join(binDir, "remote-web")
 }
 
 // syncBuffer is a log sink shared by a process and the test.
@@ -132,7 +100,8 @@ func startStack(t *testing.T, model *fakeanthropic.Server, withCodex bool) *stac
 		t.Skip("end-to-end test builds and runs remoted and remote-web")
 	}
 	claude := testkit.ClaudeBinary(t)
-	remoted, remoteWeb := binaries(t)
+	bins := testkit.Binaries(t, "remoted", "remote-web")
+	remoted, remoteWeb := bins[0], bins[1]
 	dir, err := os.MkdirTemp("", "rwe2e") // short: the socket path must fit sun_path
 	if err != nil {
 		t.Fatal(err)

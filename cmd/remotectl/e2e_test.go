@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,44 +32,11 @@ type e2e struct {
 	model   *fakeanthropic.Server
 }
 
-// The binaries are built once per test binary run, into binDir.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
+// TestMain removes the binaries built for this package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testkit.RemoveBinaries()
 	os.Exit(code)
-}
-
-func buildBinaries(t *testing.T) (remoted, remotectl string) {
-	t.Helper()
-	buildOnce.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		if binDir, buildErr = os.MkdirTemp("", "remotectl-e2e-"); buildErr != nil {
-			return
-		}
-		for _, b := range []string{"remoted", "remotectl"} {
-			cmd := exec.Command(goBin, "build", "-o", filepath.Join(binDir, b), "remote/cmd/"+b)
-			cmd.Dir = testkit.Root()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", b, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "remoted"), filepath.Join(binDir, "remotectl")
 }
 
 func startE2E(t *testing.T) *e2e {
@@ -79,7 +45,8 @@ func startE2E(t *testing.T) *e2e {
 	}
 	claude := testkit.ClaudeBinary(t)
 	dir := t.TempDir()
-	remoted, ctl := buildBinaries(t)
+	bins := testkit.Binaries(t, "remoted", "remotectl")
+	remoted, ctl := bins[0], bins[1]
 	model := fakeanthropic.New(t)
 	model.Fallback = fakeanthropic.Text("Hello from the fake model")
 	work := filepath.Join(dir, "work")

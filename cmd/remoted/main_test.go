@@ -44,16 +44,17 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// buildRemoted compiles this command once per test binary run.
+// TestMain removes the binaries built for this package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.RemoveBinaries()
+	os.Exit(code)
+}
+
+// buildRemoted returns this command's binary, built once per test process.
 func buildRemoted(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "remoted")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Binaries(t, "remoted")[0]
 }
 
 // daemonProc is a running remoted binary.

@@ -1,4 +1,5 @@
 // Package testkit holds what the tests of several packages share: helpers to
 // reach the real LXD and the real agent CLIs (failing instead of skipping when
-// CI is set), and the fake model servers that those CLIs talk to.
+// CI is set), the fake model servers that those CLIs talk to, and the
+// module's own commands built once per test process.
 package testkit

@@ -1,0 +1,93 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// built is one command's build, shared by every test of the process.
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binaries holds the commands built by Binaries in this test process.
+var binaries struct {
+	mu     sync.Mutex
+	dir    string
+	dirErr error
+	builds map[string]*built
+}
+
+// Binaries returns the paths of this module's commands remote/cmd/<name>,
+// in the order named. Each command is built with a plain `go build` (no
+// extra flags) at most once per test process, into one temporary directory
+// that RemoveBinaries deletes; later calls return the same path. A failed
+// build fails t with the compiler's output, and every later call for that
+// name fails the same way.
+func Binaries(t testing.TB, names ...string) []string {
+	t.Helper()
+	paths := make([]string, len(names))
+	for i, name := range names {
+		p, err := buildCmd(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths[i] = p
+	}
+	return paths
+}
+
+// RemoveBinaries deletes what Binaries built. Call it from TestMain after
+// m.Run; Binaries must not be called afterwards.
+func RemoveBinaries() {
+	binaries.mu.Lock()
+	defer binaries.mu.Unlock()
+	if binaries.dir != "" {
+		os.RemoveAll(binaries.dir)
+	}
+}
+
+// buildCmd builds remote/cmd/<name> once and returns its path.
+func buildCmd(name string) (string, error) {
+	binaries.mu.Lock()
+	if binaries.dir == "" && binaries.dirErr == nil {
+		binaries.dir, binaries.dirErr = os.MkdirTemp("", "remote-testbin-")
+	}
+	dir, dirErr := binaries.dir, binaries.dirErr
+	if binaries.builds == nil {
+		binaries.builds = map[string]*built{}
+	}
+	b := binaries.builds[name]
+	if b == nil {
+		b = &built{}
+		binaries.builds[name] = b
+	}
+	binaries.mu.Unlock()
+	if dirErr != nil {
+		return "", fmt.Errorf("temporary directory for test binaries: %w", dirErr)
+	}
+	b.once.Do(func() {
+		// go test puts its own toolchain first in PATH; the fallback
+		// serves a test binary run directly.
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out := filepath.Join(dir, name)
+		cmd := exec.Command(goBin, "build", "-o", out, "remote/cmd/"+name)
+		cmd.Dir = Root()
+		if output, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build remote/cmd/%s: %w\n%s", name, err, output)
+			return
+		}
+		b.path = out
+	})
+	return b.path, b.err
+}
