@@ -37,11 +37,7 @@ func benchEnv(b *testing.B, o projectEnvOpts) (*projectEnv, api.Project) {
 	}
 	var p api.Project
 	_ = json.Unmarshal(body, &p)
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_ = e.lxd.ForceDeleteInstance(ctx, p.Container)
-	})
+	testkit.CleanupContainer(b, e.lxd, p.Container)
 	if status, body := e.do("POST", "/v1/projects/"+name+"/start", "alice", nil); status != 200 {
 		b.Fatalf("start: %d %s", status, body)
 	}

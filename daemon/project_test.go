@@ -135,13 +135,7 @@ func (e *projectEnv) createProject(t *testing.T, user string, req api.CreateProj
 	// A direct client: the env's own may reach LXD through a proxy the
 	// test has taken down by the time cleanups run.
 	direct := testkit.LXD(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := direct.ForceDeleteInstance(ctx, p.Container); err != nil {
-			t.Errorf("cleanup: delete container %s: %v", p.Container, err)
-		}
-	})
+	testkit.CleanupContainer(t, direct, p.Container)
 	return p
 }
 

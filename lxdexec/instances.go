@@ -181,10 +181,19 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 		// Matched by text: LXD has no code for these (REST notes §9.5).
 		if strings.Contains(lerr.Message, "already running") || strings.Contains(lerr.Message, "already stopped") {
 			lerr.class = ErrAlreadyInState
-		} else if (req.Action == "stop" || req.Action == "restart") && !req.Force {
-			// A graceful stop that failed (timeout, frozen): escalate.
-			req.Force = true
-			if _, ferr := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req); ferr == nil {
+		} else {
+			if (req.Action == "stop" || req.Action == "restart") && !req.Force {
+				// A graceful stop that failed (timeout, frozen): escalate.
+				req.Force = true
+				if _, ferr := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req); ferr == nil {
+					return nil
+				}
+			}
+			// LXD can report a forced stop as "operation timed out after
+			// 30s" when the container's stop hook is late, and the
+			// container stops a little later (canonical/lxd#11421): trust
+			// the state, not the operation.
+			if req.Action == "stop" && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
 				return nil
 			}
 		}
@@ -193,6 +202,29 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 		return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
 	}
 	return nil
+}
+
+// stopGrace bounds how long SetState waits for a container whose stop
+// operation failed to reach Stopped anyway.
+const stopGrace = 2 * time.Minute
+
+// awaitStatus polls the instance until its status is want, for at most
+// limit (and the context). It reports whether the status was reached.
+func (c *Client) awaitStatus(ctx context.Context, name, want string, limit time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if inst, _, err := c.Instance(ctx, name); err == nil && inst.Status == want {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // DeleteInstance deletes a stopped instance and waits for it. A running

@@ -150,6 +150,40 @@ func TestWaitOperationContext(t *testing.T) {
 	}
 }
 
+// TestStopLateHook: LXD 5.0 can fail a forced stop with "operation timed
+// out after 30s" while the container stops moments later
+// (canonical/lxd#11421); SetState trusts the state it then reaches, and
+// still reports a stop that never happens.
+func TestStopLateHook(t *testing.T) {
+	for _, stops := range []bool{true, false} {
+		f := newFake(t, nil)
+		var gets atomic.Int32
+		f.mux.HandleFunc("PUT /1.0/instances/c1/state", func(w http.ResponseWriter, r *http.Request) {
+			writeAsync(w, op("op1", 103, "", nil))
+		})
+		f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+			writeSync(w, op("op1", 400, `Instance "stop" operation timed out after 30s`, nil))
+		})
+		f.mux.HandleFunc("GET /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
+			status := "Running"
+			if stops && gets.Add(1) > 2 {
+				status = "Stopped"
+			}
+			writeSync(w, map[string]any{"name": "c1", "status": status})
+		})
+		c := f.client(t, Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := c.SetState(ctx, "c1", StateRequest{Action: "stop", Force: true})
+		cancel()
+		if stops && err != nil {
+			t.Fatalf("late stop: %v", err)
+		}
+		if !stops && !errors.Is(err, ErrOperationFailed) {
+			t.Fatalf("stop that never happens: err = %v, want ErrOperationFailed", err)
+		}
+	}
+}
+
 func TestCreateInstance(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

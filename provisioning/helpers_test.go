@@ -143,13 +143,7 @@ func sh(t testing.TB, cl *lxdexec.Client, container, script string) string {
 func newProjectContainer(t testing.TB, cl *lxdexec.Client, prefix string) string {
 	t.Helper()
 	name := testkit.ContainerName(prefix)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := cl.ForceDeleteInstance(ctx, name); err != nil {
-			t.Errorf("cleanup: delete %s: %v", name, err)
-		}
-	})
+	testkit.CleanupContainer(t, cl, name)
 	return name
 }
 

@@ -379,11 +379,7 @@ func TestE2ETerminal(t *testing.T) {
 	model := fakeanthropic.New(t)
 	s := startStack(t, model, false)
 	name := strings.TrimPrefix(testkit.ContainerName("web"), "t-")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_ = cl.ForceDeleteInstance(ctx, "remote-"+name)
-	})
+	testkit.CleanupContainer(t, cl, "remote-"+name)
 	ctx := loginStack(t, s)
 	steps(t, ctx, "create project",
 		chromedp.Navigate(s.base+"/#/projects"),

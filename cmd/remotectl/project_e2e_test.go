@@ -20,11 +20,7 @@ func TestEndToEndProject(t *testing.T) {
 	cl := testkit.LXD(t)
 	e := startE2E(t)
 	name := strings.TrimPrefix(testkit.ContainerName("ctl"), "t-")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_ = cl.ForceDeleteInstance(ctx, "remote-"+name)
-	})
+	testkit.CleanupContainer(t, cl, "remote-"+name)
 	if out := e.must("project", "create", name, "-port", "8080"); !strings.Contains(out, "remote-"+name) {
 		t.Fatalf("create: %q", out)
 	}
@@ -70,11 +66,7 @@ func TestEndToEndProjectAutostart(t *testing.T) {
 		name := strings.TrimPrefix(testkit.ContainerName(fmt.Sprint("auto", i)), "t-")
 		c := "remote-" + name
 		containers = append(containers, c)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			_ = cl.ForceDeleteInstance(ctx, c)
-		})
+		testkit.CleanupContainer(t, cl, c)
 		e.must("project", "create", name)
 		e.must("project", "start", name)
 	}

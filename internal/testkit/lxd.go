@@ -53,13 +53,7 @@ func NewContainer(t testing.TB, client *lxdexec.Client, prefix string) string {
 	name := ContainerName(prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := client.ForceDeleteInstance(ctx, name); err != nil {
-			t.Errorf("cleanup: delete container %s: %v", name, err)
-		}
-	})
+	CleanupContainer(t, client, name)
 	if err := client.CreateInstance(ctx, lxdexec.InstancesPost{
 		Name:   name,
 		Source: lxdexec.InstanceSource{Alias: TestImage},
@@ -70,6 +64,20 @@ func NewContainer(t testing.TB, client *lxdexec.Client, prefix string) string {
 		t.Fatalf("start container %s: %v", name, err)
 	}
 	return name
+}
+
+// CleanupContainer force-deletes the named container (if it exists) when
+// the test ends. The deadline is generous: LXD can take well over its own
+// 30 s to stop a container on a loaded machine (see lxdexec.SetState).
+func CleanupContainer(t testing.TB, client *lxdexec.Client, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := client.ForceDeleteInstance(ctx, name); err != nil {
+			t.Errorf("cleanup: delete container %s: %v", name, err)
+		}
+	})
 }
 
 // ContainerName returns a short unique container name "t-<prefix>-<6 hex>".
