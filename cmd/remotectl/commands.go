@@ -77,11 +77,48 @@ func runProviders(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printList(e, ps, "ID\tLABEL\tENABLED\tCAPABILITIES", func(tw io.Writer) {
+	return printList(e, ps, "ID\tLABEL\tENABLED\tMODELS\tFEATURES", func(tw io.Writer) {
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", p.ID, p.Label, p.Enabled, compact(p.Capabilities, 60))
+			models, features := describeCapabilities(p.Capabilities)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", p.ID, p.Label, p.Enabled, models, features)
 		}
 	})
+}
+
+// describeCapabilities renders a provider's capabilities for a table: its
+// models (the default one starred) and the names of the features it has,
+// sorted. Unknown fields are shown by name when true, so a newer daemon's
+// capabilities still read well; --json has everything.
+func describeCapabilities(raw json.RawMessage) (models, features string) {
+	var caps map[string]any
+	if json.Unmarshal(raw, &caps) != nil {
+		return "-", compact(raw, 60)
+	}
+	def, _ := caps["defaultModel"].(string)
+	var ms, fs []string
+	if list, ok := caps["models"].([]any); ok {
+		for _, m := range list {
+			if s, ok := m.(string); ok {
+				if s == def {
+					s += "*"
+				}
+				ms = append(ms, s)
+			}
+		}
+	}
+	for k, v := range caps {
+		if v == true {
+			fs = append(fs, k)
+		}
+	}
+	sort.Strings(fs)
+	if len(ms) == 0 {
+		ms = []string{"-"}
+	}
+	if len(fs) == 0 {
+		fs = []string{"-"}
+	}
+	return strings.Join(ms, ","), strings.Join(fs, ",")
 }
 
 // chatCommands are the subcommands of `remotectl chat`.

@@ -68,7 +68,7 @@ func TestCommands(t *testing.T) {
 		{"info", []string{"info"}, 0, []string{"version:", "fake", "reachable, server 5.0.2", "claude, codex"}, nil, false},
 		{"info json", []string{"info", "--json"}, 0, []string{`"version": "fake"`}, nil, true},
 		{"info global json", []string{"--json", "info"}, 0, []string{`"uptimeSeconds": 42`}, nil, true},
-		{"providers", []string{"providers"}, 0, []string{"ID", "claude", "Claude Code", `{"fork":true,"resume":true}`}, nil, false},
+		{"providers", []string{"providers"}, 0, []string{"MODELS", "FEATURES", "claude", "Claude Code", "fork,resume"}, nil, false},
 		{"providers json", []string{"providers", "-json"}, 0, []string{`"id": "codex"`}, nil, true},
 		{"chat list", []string{"chat", "list"}, 0, []string{"abcdef012345", "first chat"}, nil, false},
 		{"chat list json", []string{"chat", "list", "--json"}, 0, []string{`"id": "abcdef012345"`}, nil, true},
