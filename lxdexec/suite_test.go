@@ -371,6 +371,21 @@ func testExecPTY(t *testing.T, c *lxdexec.Client, name string) {
 	if s := out.String(); !strings.Contains(s, "40 120") || !strings.Contains(s, "to-stderr") {
 		t.Fatalf("after resize: %q", s)
 	}
+	// ^D must reach the shell's line editor: ash prints its prompt after
+	// putting the tty in raw mode, while a ^D that lands while it still
+	// runs the command (canonical mode) is turned into NUL by the tty.
+	for {
+		s := out.String()
+		if strings.Contains(s[strings.LastIndex(s, "to-stderr"):], "$ ") {
+			break
+		}
+		waitFor("$ ")
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no prompt after the command: %q", s)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if err := e.Stdin().Close(); err != nil { // ^D ends the shell
 		t.Fatal(err)
 	}
