@@ -113,6 +113,12 @@ func DiscoverSocket() (string, error) {
 	return "", fmt.Errorf("lxd: no unix socket found (tried %s): %w", strings.Join(cands, ", "), ErrUnreachable)
 }
 
+// handshakeTimeout bounds a TLS handshake and a websocket upgrade (exec
+// streams, events). LXD answers upgrades late when busy (over 10 s was
+// seen on a loaded 2-core host); the caller's context still bounds the
+// whole call.
+const handshakeTimeout = 30 * time.Second
+
 // Connect builds a client and reads GET /1.0 once (extensions, server kind,
 // clustering, certificate fingerprint). A client the server does not trust
 // gets an error matching ErrForbidden.
@@ -137,7 +143,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			IdleConnTimeout:     30 * time.Second,
 			DisableCompression:  true,
 		}}
-		c.ws = &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: 10 * time.Second,
+		c.ws = &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: handshakeTimeout,
 			ReadBufferSize: bufSize, WriteBufferSize: bufSize}
 		c.base, c.wsBase = "http://lxd", "ws://lxd"
 	} else {
@@ -157,11 +163,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			ForceAttemptHTTP2:   false,
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     30 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second,
+			TLSHandshakeTimeout: handshakeTimeout,
 			DisableCompression:  true,
 			Proxy:               http.ProxyFromEnvironment,
 		}}
-		c.ws = &websocket.Dialer{TLSClientConfig: tlsConf.Clone(), HandshakeTimeout: 10 * time.Second,
+		c.ws = &websocket.Dialer{TLSClientConfig: tlsConf.Clone(), HandshakeTimeout: handshakeTimeout,
 			ReadBufferSize: bufSize, WriteBufferSize: bufSize, Proxy: http.ProxyFromEnvironment}
 		c.base, c.wsBase = "https://"+u.Host, "wss://"+u.Host
 	}
