@@ -125,16 +125,32 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 	if req.Width > 0 && req.Height > 0 {
 		body.Width, body.Height = req.Width, req.Height
 	}
+	for attempt := 1; ; attempt++ {
+		e, retry, err := c.execOnce(ctx, instance, req, body)
+		if err == nil || !retry || attempt == execAttempts {
+			return e, err
+		}
+	}
+}
+
+// execAttempts bounds how often Exec starts a command whose streams LXD
+// gave up waiting for (the command never ran).
+const execAttempts = 3
+
+// execOnce starts the command and connects its streams. retry reports
+// that the streams did not connect in time and LXD gave up on the
+// operation before running the command, so starting again is safe.
+func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest, body execPost) (_ *Exec, retry bool, _ error) {
 	opURL, op, err := c.startOperation(ctx, http.MethodPost, c.instancePath(instance, "/exec", nil), body)
 	if err != nil {
-		return nil, fmt.Errorf("exec %q in %q: %w", req.Command[0], instance, err)
+		return nil, false, fmt.Errorf("exec %q in %q: %w", req.Command[0], instance, err)
 	}
 	if op == nil {
-		return nil, fmt.Errorf("exec %q in %q: server answered sync: %w", req.Command[0], instance, ErrProtocol)
+		return nil, false, fmt.Errorf("exec %q in %q: server answered sync: %w", req.Command[0], instance, ErrProtocol)
 	}
 	var meta execMeta
 	if err := json.Unmarshal(op.Metadata, &meta); err != nil {
-		return nil, fmt.Errorf("exec %q in %q: decode fds: %v: %w", req.Command[0], instance, err, ErrProtocol)
+		return nil, false, fmt.Errorf("exec %q in %q: decode fds: %v: %w", req.Command[0], instance, err, ErrProtocol)
 	}
 	names := []string{"control", "0", "1", "2"}
 	if req.Interactive {
@@ -162,7 +178,9 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 				w.conn.Close()
 			}
 		}
-		return nil, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
+		retry := (errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "Only running operations can be connected")) &&
+			c.streamsTimedOut(ctx, opURL)
+		return nil, retry, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
 	}
 
 	e := &Exec{interactive: req.Interactive, control: conns[0], fd0: conns[1], conns: conns, done: make(chan struct{})}
@@ -181,7 +199,18 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 		grace = DefaultKillGrace
 	}
 	go e.supervise(ctx, c, opURL, grace, delivered)
-	return e, nil
+	return e, false, nil
+}
+
+// streamsTimedOut reports whether LXD failed the exec operation because
+// not every stream connected within its 5 s (a loaded host, slow TLS
+// handshakes): the command was never started. Called when a stream failed
+// to connect, so LXD ends the operation within those 5 s.
+func (c *Client) streamsTimedOut(ctx context.Context, opURL string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := c.WaitOperation(ctx, opURL)
+	return errors.Is(err, ErrOperationFailed) && strings.Contains(err.Error(), "Timed out waiting for websockets to connect")
 }
 
 // dialOp connects one exec websocket.

@@ -2,6 +2,7 @@ package lxdexec
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -449,12 +450,15 @@ type execFake struct {
 	fds         map[string]func(*websocket.Conn) // by fd name
 	result      chan map[string]any              // final op, sent by a fd script
 	refuse      string                           // fd whose handshake fails
+	refuseMsg   string                           // its error; "permission denied" if empty
+	posts       atomic.Int32                     // exec requests seen
 	before      map[string]func()                // runs before the fd's handshake answer
 }
 
 func (e *execFake) install(f *fakeServer) {
 	up := websocket.Upgrader{}
 	f.mux.HandleFunc("POST /1.0/instances/c1/exec", func(w http.ResponseWriter, r *http.Request) {
+		e.posts.Add(1)
 		var req map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		if req["wait-for-websocket"] != true || req["interactive"] != e.interactive {
@@ -472,7 +476,7 @@ func (e *execFake) install(f *fakeServer) {
 		name := strings.TrimPrefix(r.URL.Query().Get("secret"), "secret-")
 		script, ok := e.fds[name]
 		if !ok || name == e.refuse {
-			writeError(w, 500, 500, "permission denied")
+			writeError(w, 500, 500, cmp.Or(e.refuseMsg, "permission denied"))
 			return
 		}
 		if hook := e.before[name]; hook != nil {
@@ -770,6 +774,30 @@ func TestExecBadSecret(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "secret-") {
 		t.Fatalf("error %q leaks the fd secret", err)
+	}
+}
+
+// TestExecStreamsTimedOut: when LXD gave up waiting for the streams (its
+// 5 s, on a loaded host) the command never ran, so Exec starts it again, a
+// bounded number of times; any other handshake failure is not retried
+// (TestExecBadSecret).
+func TestExecStreamsTimedOut(t *testing.T) {
+	f := newFake(t, nil)
+	ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: "1",
+		refuseMsg: "Only running operations can be connected"}
+	for range execAttempts {
+		ef.result <- op("ex1", 400, "Timed out waiting for websockets to connect", nil)
+	}
+	noop := func(c *websocket.Conn) { _, _ = readUntilText(c) }
+	ef.fds = map[string]func(*websocket.Conn){"control": noop, "0": noop, "1": noop, "2": noop}
+	ef.install(f)
+	c := f.client(t, Options{})
+	_, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
+	if err == nil || !strings.Contains(err.Error(), "Only running operations") {
+		t.Fatalf("err = %v, want the last attempt's handshake error", err)
+	}
+	if n := ef.posts.Load(); n != execAttempts {
+		t.Fatalf("%d exec requests, want %d", n, execAttempts)
 	}
 }
 
