@@ -308,25 +308,33 @@ func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay fun
 		}
 		return send(ev)
 	}
+	// drain delivers what is already queued, e.g. a run's last events and
+	// closing sync published just before a shutdown ended ctx.
+	drain := func() error {
+		for {
+			select {
+			case ev := <-sub.ch:
+				if err := deliver(*ev); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return drain()
 		case ev := <-sub.ch:
 			if err := deliver(*ev); err != nil {
 				return err
 			}
 		case <-sub.dropped:
-			for {
-				select {
-				case ev := <-sub.ch:
-					if err := deliver(*ev); err != nil {
-						return err
-					}
-				default:
-					return fmt.Errorf("chat %s: %w; resume with since=%d", chatID, ErrSlowSubscriber, last)
-				}
+			if err := drain(); err != nil {
+				return err
 			}
+			return fmt.Errorf("chat %s: %w; resume with since=%d", chatID, ErrSlowSubscriber, last)
 		}
 	}
 }
