@@ -336,6 +336,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 				seen.Write(data)
 			}
 		}
+		readUntil("# ") // the prompt: type once the shell listens, as a person would
 		send("stty size; echo tty-$((6*7))\n")
 		readUntil("30 100")
 		readUntil("tty-42")
