@@ -178,8 +178,14 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 				w.conn.Close()
 			}
 		}
-		retry := (errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "Only running operations can be connected")) &&
-			c.streamsTimedOut(ctx, opURL)
+		// LXD starts the command only once every stream but control is
+		// connected: if one of those failed, it never ran.
+		dataFailed := false
+		for i, n := range names {
+			dataFailed = dataFailed || n != "control" && errs[i] != nil
+		}
+		transient := errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "Only running operations can be connected")
+		retry := dataFailed && transient && c.streamsTimedOut(ctx, opURL)
 		return nil, retry, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
 	}
 
@@ -204,13 +210,16 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 
 // streamsTimedOut reports whether LXD failed the exec operation because
 // not every stream connected within its 5 s (a loaded host, slow TLS
-// handshakes): the command was never started. Called when a stream failed
-// to connect, so LXD ends the operation within those 5 s.
+// handshakes), or has ended and forgotten it: called when a data stream
+// failed to connect, so the command was never started and LXD ends the
+// operation within those 5 s.
 func (c *Client) streamsTimedOut(ctx context.Context, opURL string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := c.WaitOperation(ctx, opURL)
-	return errors.Is(err, ErrOperationFailed) && strings.Contains(err.Error(), "Timed out waiting for websockets to connect")
+	// LXD forgets an ended operation after about 5 s: gone is ended too.
+	return errors.Is(err, ErrNotFound) ||
+		errors.Is(err, ErrOperationFailed) && strings.Contains(err.Error(), "Timed out waiting for websockets to connect")
 }
 
 // dialOp connects one exec websocket.

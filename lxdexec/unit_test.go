@@ -782,22 +782,26 @@ func TestExecBadSecret(t *testing.T) {
 // bounded number of times; any other handshake failure is not retried
 // (TestExecBadSecret).
 func TestExecStreamsTimedOut(t *testing.T) {
-	f := newFake(t, nil)
-	ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: "1",
-		refuseMsg: "Only running operations can be connected"}
-	for range execAttempts {
-		ef.result <- op("ex1", 400, "Timed out waiting for websockets to connect", nil)
-	}
-	noop := func(c *websocket.Conn) { _, _ = readUntilText(c) }
-	ef.fds = map[string]func(*websocket.Conn){"control": noop, "0": noop, "1": noop, "2": noop}
-	ef.install(f)
-	c := f.client(t, Options{})
-	_, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
-	if err == nil || !strings.Contains(err.Error(), "Only running operations") {
-		t.Fatalf("err = %v, want the last attempt's handshake error", err)
-	}
-	if n := ef.posts.Load(); n != execAttempts {
-		t.Fatalf("%d exec requests, want %d", n, execAttempts)
+	// A data stream that failed: the command never ran, so it is started
+	// again. Only control failed: the command may run, so it is not.
+	for refuse, wantPosts := range map[string]int32{"1": execAttempts, "control": 1} {
+		f := newFake(t, nil)
+		ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: refuse,
+			refuseMsg: "Only running operations can be connected"}
+		for range execAttempts {
+			ef.result <- op("ex1", 400, "Timed out waiting for websockets to connect", nil)
+		}
+		noop := func(c *websocket.Conn) { _, _ = readUntilText(c) }
+		ef.fds = map[string]func(*websocket.Conn){"control": noop, "0": noop, "1": noop, "2": noop}
+		ef.install(f)
+		c := f.client(t, Options{})
+		_, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
+		if err == nil || !strings.Contains(err.Error(), "Only running operations") {
+			t.Fatalf("refuse %s: err = %v, want the last attempt's handshake error", refuse, err)
+		}
+		if n := ef.posts.Load(); n != wantPosts {
+			t.Fatalf("refuse %s: %d exec requests, want %d", refuse, n, wantPosts)
+		}
 	}
 }
 
