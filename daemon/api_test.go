@@ -580,3 +580,49 @@ func TestMetricsAndInfo(t *testing.T) {
 		t.Errorf("info: %d %s", st, body)
 	}
 }
+
+// TestChatSocketKeepalive: the server pings every PingEvery; a peer that
+// answers no ping for PongWait is dropped, one that answers stays (api.md's
+// 25 s / 60 s, shortened here).
+func TestChatSocketKeepalive(t *testing.T) {
+	p := &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		return nil
+	}}
+	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) {
+		o.PingEvery, o.PongWait = 100*time.Millisecond, time.Second
+	})
+	chat := ts.createChat("alice", "claude")
+	follow := func(answer bool) <-chan error {
+		ws, _, err := ts.dialWS("/ws/chat/"+chat.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		if !answer {
+			ws.SetPingHandler(func(string) error { return nil })
+		}
+		ended := make(chan error, 1)
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					ended <- err
+					return
+				}
+			}
+		}()
+		return ended
+	}
+	answering, silent := follow(true), follow(false)
+	select {
+	case err := <-silent:
+		t.Logf("silent peer dropped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a peer that answers no ping was not dropped")
+	}
+	// Several PongWaits later, the answering peer is still there.
+	select {
+	case err := <-answering:
+		t.Fatalf("answering peer dropped: %v", err)
+	case <-time.After(5 * time.Second):
+	}
+}

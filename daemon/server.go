@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,10 @@ type Options struct {
 	// RouteProviders add routes to the table (the projects seam).
 	RouteProviders  []RouteProvider
 	SubscriberQueue int // 0: DefaultSubscriberQueue
+	// PingEvery and PongWait time the chat socket's keepalive: a ping every
+	// PingEvery, and a peer that answers none for PongWait is dropped.
+	// 0: 25 s and 60 s (api.md).
+	PingEvery, PongWait time.Duration
 }
 
 // Server is remoted's API: the route table behind the peer-credential
@@ -69,6 +74,8 @@ type Server struct {
 	svc        *Service
 	handler    http.Handler
 	started    time.Time
+	pingEvery  time.Duration
+	pongWait   time.Duration
 
 	mu          sync.Mutex
 	httpSrv     *http.Server
@@ -89,7 +96,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, metrics: o.Metrics, version: o.Version,
 		defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
-		started: time.Now(), stopStreams: make(chan struct{})}
+		started: time.Now(), stopStreams: make(chan struct{}),
+		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),

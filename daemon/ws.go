@@ -14,7 +14,8 @@ import (
 	"remote/providers"
 )
 
-// Chat socket timings (api.md).
+// Chat socket timings (api.md); Options.PingEvery and PongWait override
+// the first two.
 const (
 	wsPingEvery    = 25 * time.Second
 	wsPongWait     = 60 * time.Second
@@ -89,8 +90,8 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 	defer conn.Close()
 	ws := &wsConn{c: conn}
 	conn.SetReadLimit(MaxBodyBytes)
-	_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+	_ = conn.SetReadDeadline(time.Now().Add(s.pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(s.pongWait)) })
 
 	ctx, cancel := s.streamContext(r.Context())
 	defer cancel()
@@ -117,7 +118,7 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 	}()
 	go func() { // pings
 		defer wg.Done()
-		t := time.NewTicker(wsPingEvery)
+		t := time.NewTicker(s.pingEvery)
 		defer t.Stop()
 		for {
 			select {
