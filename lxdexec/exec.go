@@ -156,36 +156,40 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 	if req.Interactive {
 		names = names[:2]
 	}
+	secrets := make([]string, len(names))
+	for i, n := range names {
+		var ok bool
+		if secrets[i], ok = meta.FDs[n]; !ok {
+			return nil, false, fmt.Errorf("exec %q in %q: no secret for fd %s: %w", req.Command[0], instance, n, ErrProtocol)
+		}
+	}
+	// Control first: LXD starts the command as soon as the data streams
+	// are connected, and refuses a control stream that comes after a quick
+	// command ended ("Only running operations can be connected"). Then the
+	// data streams, at once. Until the last of them connects the command
+	// has not started, so any failure here leaves nothing running.
 	conns := make([]*wsConn, len(names))
 	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, n := range names {
-		secret, ok := meta.FDs[n]
-		if !ok {
-			errs[i] = fmt.Errorf("no secret for fd %s: %w", n, ErrProtocol)
-			continue
+	conns[0], errs[0] = c.dialOp(ctx, opURL, secrets[0])
+	if errs[0] == nil {
+		var wg sync.WaitGroup
+		for i := 1; i < len(names); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conns[i], errs[i] = c.dialOp(ctx, opURL, secrets[i])
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns[i], errs[i] = c.dialOp(ctx, opURL, secret)
-		}()
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		for _, w := range conns {
 			if w != nil {
 				w.conn.Close()
 			}
 		}
-		// LXD starts the command only once every stream but control is
-		// connected: if one of those failed, it never ran.
-		dataFailed := false
-		for i, n := range names {
-			dataFailed = dataFailed || n != "control" && errs[i] != nil
-		}
 		transient := errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "Only running operations can be connected")
-		retry := dataFailed && transient && c.streamsTimedOut(ctx, opURL)
+		retry := transient && c.streamsTimedOut(ctx, opURL)
 		return nil, retry, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
 	}
 
@@ -210,9 +214,9 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 
 // streamsTimedOut reports whether LXD failed the exec operation because
 // not every stream connected within its 5 s (a loaded host, slow TLS
-// handshakes), or has ended and forgotten it: called when a data stream
-// failed to connect, so the command was never started and LXD ends the
-// operation within those 5 s.
+// handshakes), or has ended and forgotten it: called when a stream failed
+// to connect, so the command was never started and LXD ends the operation
+// within those 5 s.
 func (c *Client) streamsTimedOut(ctx context.Context, opURL string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

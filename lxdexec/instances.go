@@ -189,10 +189,11 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 					return nil
 				}
 			}
-			// LXD can report a forced stop as "operation timed out after
-			// 30s" when the container's stop hook is late, and the
-			// container stops a little later (canonical/lxd#11421): trust
-			// the state, not the operation.
+			// LXD 5.0 can fail a forced stop with "operation timed out
+			// after 30s": now and then it serves none of its API (not even
+			// the container's own stop hook) until that lock times out, and
+			// the container stops right after (seen here; also
+			// canonical/lxd#11421). Trust the state, not the operation.
 			if req.Action == "stop" && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
 				return nil
 			}

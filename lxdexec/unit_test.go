@@ -782,9 +782,9 @@ func TestExecBadSecret(t *testing.T) {
 // bounded number of times; any other handshake failure is not retried
 // (TestExecBadSecret).
 func TestExecStreamsTimedOut(t *testing.T) {
-	// A data stream that failed: the command never ran, so it is started
-	// again. Only control failed: the command may run, so it is not.
-	for refuse, wantPosts := range map[string]int32{"1": execAttempts, "control": 1} {
+	// Control is connected first, the data streams after it: whichever
+	// failed, the command never ran, so it is started again.
+	for refuse, wantPosts := range map[string]int32{"1": execAttempts, "control": execAttempts} {
 		f := newFake(t, nil)
 		ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: refuse,
 			refuseMsg: "Only running operations can be connected"}
