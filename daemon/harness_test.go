@@ -200,7 +200,7 @@ func (ts *testServer) events(chatID string) []api.Event {
 // waitIdle waits until the chat has no run.
 func (ts *testServer) waitIdle(chatID string) {
 	ts.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for ts.srv.Hub().Running(chatID) {
 		if time.Now().After(deadline) {
 			ts.t.Fatalf("chat %s still running", chatID)
@@ -224,7 +224,7 @@ func (ts *testServer) dialWS(path, user string) (*websocket.Conn, *http.Response
 // readEvent reads one event from a chat socket.
 func readEvent(t testing.TB, c *websocket.Conn) api.Event {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(90 * time.Second))
 	var ev api.Event
 	if err := c.ReadJSON(&ev); err != nil {
 		t.Fatalf("read chat socket: %v", err)

@@ -327,7 +327,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		readUntil := func(want string) {
 			t.Helper()
 			var seen strings.Builder
-			_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_ = ws.SetReadDeadline(time.Now().Add(90 * time.Second))
 			for !strings.Contains(seen.String(), want) {
 				_, data, err := ws.ReadMessage()
 				if err != nil {
@@ -346,7 +346,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		send("stty size\n")
 		readUntil("40 120")
 		send("exit 0\n")
-		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_ = ws.SetReadDeadline(time.Now().Add(90 * time.Second))
 		for {
 			if _, _, err := ws.ReadMessage(); err != nil {
 				if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
@@ -385,7 +385,7 @@ func errorsIsNotFound(err error) bool { return errors.Is(err, lxdexec.ErrNotFoun
 // waitUntil polls cond (a wait, not a timing assertion).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)

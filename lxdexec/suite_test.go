@@ -70,8 +70,11 @@ func runSuite(t *testing.T, c *lxdexec.Client) {
 	})
 }
 
+// testCtx bounds one subtest. Generous: LXD 5.0 can stall its whole API
+// for 30 s now and then (a forced stop whose hook it only serves when the
+// stop's own 30 s lock times out), and other packages' tests share it.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }

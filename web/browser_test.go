@@ -108,7 +108,7 @@ func loginInBrowser(t *testing.T, ctx context.Context, base, user, pw string) {
 // screenshot and fails the test with the page's URL and text.
 func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
 	if err := chromedp.Do(sctx, actions...); err != nil {
 		name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name() + "-" + what)

@@ -28,7 +28,9 @@ var (
 func LXD(t testing.TB) *lxdexec.Client {
 	t.Helper()
 	lxdOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Generous: a busy LXD can take many seconds to answer even GET
+		// /1.0 (its database waits on the disk).
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		lxdClient, lxdErr = lxdexec.Connect(ctx, lxdexec.Options{})
 		if lxdErr != nil {
