@@ -194,7 +194,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 			// the container's own stop hook) until that lock times out, and
 			// the container stops right after (seen here; also
 			// canonical/lxd#11421). Trust the state, not the operation.
-			if req.Action == "stop" && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
+			if req.Action == "stop" && strings.Contains(lerr.Message, "timed out") && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
 				return nil
 			}
 		}
