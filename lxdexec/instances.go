@@ -185,8 +185,12 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 			if (req.Action == "stop" || req.Action == "restart") && !req.Force {
 				// A graceful stop that failed (timeout, frozen): escalate.
 				req.Force = true
-				if _, ferr := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req); ferr == nil {
+				_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req)
+				if err == nil {
 					return nil
+				}
+				if !errors.As(err, &lerr) {
+					lerr = &Error{}
 				}
 			}
 			// LXD 5.0 can fail a forced stop with "operation timed out

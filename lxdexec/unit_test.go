@@ -156,32 +156,49 @@ func TestWaitOperationContext(t *testing.T) {
 // (canonical/lxd#11421); SetState trusts the state it then reaches, and
 // still reports a stop that never happens.
 func TestStopLateHook(t *testing.T) {
-	for _, stops := range []bool{true, false} {
-		f := newFake(t, nil)
-		var gets atomic.Int32
-		f.mux.HandleFunc("PUT /1.0/instances/c1/state", func(w http.ResponseWriter, r *http.Request) {
-			writeAsync(w, op("op1", 103, "", nil))
-		})
-		f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
-			writeSync(w, op("op1", 400, `Instance "stop" operation timed out after 30s`, nil))
-		})
-		f.mux.HandleFunc("GET /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
-			status := "Running"
-			if stops && gets.Add(1) > 2 {
-				status = "Stopped"
+	for _, tc := range []struct {
+		name         string
+		force, stops bool
+		errText      string
+		wantPuts     int32
+		wantErr      error
+	}{
+		{name: "forced, stops late", force: true, stops: true, errText: `Instance "stop" operation timed out after 30s`, wantPuts: 1},
+		{name: "graceful, escalated, stops late", stops: true, errText: `Instance "stop" operation timed out after 30s`, wantPuts: 2},
+		{name: "forced, never stops", force: true, errText: `Instance "stop" operation timed out after 30s`, wantPuts: 1, wantErr: ErrOperationFailed},
+		{name: "other failure, not waited for", force: true, stops: true, errText: "boom", wantPuts: 1, wantErr: ErrOperationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, nil)
+			var gets, puts atomic.Int32
+			f.mux.HandleFunc("PUT /1.0/instances/c1/state", func(w http.ResponseWriter, r *http.Request) {
+				puts.Add(1)
+				writeAsync(w, op("op1", 103, "", nil))
+			})
+			f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+				writeSync(w, op("op1", 400, tc.errText, nil))
+			})
+			f.mux.HandleFunc("GET /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
+				status := "Running"
+				if tc.stops && gets.Add(1) > 2 {
+					status = "Stopped"
+				}
+				writeSync(w, map[string]any{"name": "c1", "status": status})
+			})
+			c := f.client(t, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			err := c.SetState(ctx, "c1", StateRequest{Action: "stop", Force: tc.force})
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
-			writeSync(w, map[string]any{"name": "c1", "status": status})
+			if n := puts.Load(); n != tc.wantPuts {
+				t.Fatalf("%d stop requests, want %d", n, tc.wantPuts)
+			}
+			if tc.errText == "boom" && gets.Load() != 0 {
+				t.Fatal("waited for Stopped after a failure that was not a timeout")
+			}
 		})
-		c := f.client(t, Options{})
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := c.SetState(ctx, "c1", StateRequest{Action: "stop", Force: true})
-		cancel()
-		if stops && err != nil {
-			t.Fatalf("late stop: %v", err)
-		}
-		if !stops && !errors.Is(err, ErrOperationFailed) {
-			t.Fatalf("stop that never happens: err = %v, want ErrOperationFailed", err)
-		}
 	}
 }
 
