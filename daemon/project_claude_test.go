@@ -204,9 +204,7 @@ func TestProjectChatRealClaude(t *testing.T) {
 	})
 
 	t.Run("container deleted outside is recreated on the next prompt", func(t *testing.T) {
-		if out, err := exec.Command("lxc", "delete", "--force", p.Container).CombinedOutput(); err != nil {
-			t.Fatalf("lxc delete: %v %s", err, out)
-		}
+		testkit.LXC(t, "delete", "--force", p.Container)
 		model.Push(fakeanthropic.Text("back again"))
 		evs := e.prompt(t, chat.ID, "alice", "are you there?")
 		if got := subtypes(evs); !slices.Contains(got, "container_starting") {
@@ -218,9 +216,7 @@ func TestProjectChatRealClaude(t *testing.T) {
 	})
 
 	t.Run("container stopped outside is noticed and restarted", func(t *testing.T) {
-		if out, err := exec.Command("lxc", "stop", "--force", p.Container).CombinedOutput(); err != nil {
-			t.Fatalf("lxc stop: %v %s", err, out)
-		}
+		testkit.LXC(t, "stop", "--force", p.Container)
 		waitUntil(t, "stored status stopped", func() bool {
 			_, body := e.do("GET", "/v1/projects/"+name, "alice", nil)
 			responses = append(responses, string(body))

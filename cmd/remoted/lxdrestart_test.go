@@ -198,10 +198,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 	// Lifecycle events are followed again: a stop behind the daemon's back
 	// shows in the stored status.
 	mark := time.Now()
-	stop := exec.Command("lxc", "stop", "--force", proj.Container)
-	if out, err := stop.CombinedOutput(); err != nil {
-		t.Fatalf("lxc stop %s: %v\n%s", proj.Container, err, out)
-	}
+	testkit.LXC(t, "stop", "--force", proj.Container)
 	waitFor(t, "stored status stopped after an outside stop", time.Minute, func() bool {
 		_, body := d.do("GET", "/v1/projects/"+name, nil)
 		var p api.Project
