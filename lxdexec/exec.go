@@ -188,7 +188,12 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 				w.conn.Close()
 			}
 		}
-		transient := errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "Only running operations can be connected")
+		// Transient: LXD was unreachable, or had already ended the
+		// operation (LXD forgot it: 404; or it was ending: "Only running
+		// operations can be connected") because it waited for the
+		// streams in vain, e.g. through a stall of its API.
+		transient := errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotFound) ||
+			strings.Contains(err.Error(), "Only running operations can be connected")
 		retry := transient && c.streamsTimedOut(ctx, opURL)
 		return nil, retry, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
 	}

@@ -468,6 +468,7 @@ type execFake struct {
 	result      chan map[string]any              // final op, sent by a fd script
 	refuse      string                           // fd whose handshake fails
 	refuseMsg   string                           // its error; "permission denied" if empty
+	refuseCode  int                              // its HTTP status and error_code; 500 if 0
 	posts       atomic.Int32                     // exec requests seen
 	before      map[string]func()                // runs before the fd's handshake answer
 }
@@ -493,7 +494,8 @@ func (e *execFake) install(f *fakeServer) {
 		name := strings.TrimPrefix(r.URL.Query().Get("secret"), "secret-")
 		script, ok := e.fds[name]
 		if !ok || name == e.refuse {
-			writeError(w, 500, 500, cmp.Or(e.refuseMsg, "permission denied"))
+			code := cmp.Or(e.refuseCode, 500)
+			writeError(w, code, code, cmp.Or(e.refuseMsg, "permission denied"))
 			return
 		}
 		if hook := e.before[name]; hook != nil {
@@ -801,10 +803,17 @@ func TestExecBadSecret(t *testing.T) {
 func TestExecStreamsTimedOut(t *testing.T) {
 	// Control is connected first, the data streams after it: whichever
 	// failed, the command never ran, so it is started again.
-	for refuse, wantPosts := range map[string]int32{"1": execAttempts, "control": execAttempts} {
+	for _, tc := range []struct {
+		refuse, msg string
+		code        int
+	}{
+		{"1", "Only running operations can be connected", 500},
+		{"control", "Only running operations can be connected", 500},
+		{"control", "Operation not found", 404}, // LXD already forgot it (served late)
+	} {
+		refuse, wantPosts := tc.refuse, int32(execAttempts)
 		f := newFake(t, nil)
-		ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: refuse,
-			refuseMsg: "Only running operations can be connected"}
+		ef := &execFake{t: t, result: make(chan map[string]any, execAttempts), refuse: refuse, refuseMsg: tc.msg, refuseCode: tc.code}
 		for range execAttempts {
 			ef.result <- op("ex1", 400, "Timed out waiting for websockets to connect", nil)
 		}
@@ -813,7 +822,7 @@ func TestExecStreamsTimedOut(t *testing.T) {
 		ef.install(f)
 		c := f.client(t, Options{})
 		_, err := c.Exec(context.Background(), "c1", ExecRequest{Command: []string{"x"}})
-		if err == nil || !strings.Contains(err.Error(), "Only running operations") {
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Fatalf("refuse %s: err = %v, want the last attempt's handshake error", refuse, err)
 		}
 		if n := ef.posts.Load(); n != wantPosts {
