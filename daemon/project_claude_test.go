@@ -36,6 +36,11 @@ var glibcLibs = []string{
 	"/lib/x86_64-linux-gnu/librt.so.1",
 }
 
+// lxcCommand runs the lxc client (proxyProfile checked it is there).
+func lxcCommand(args ...string) func() ([]byte, error) {
+	return func() ([]byte, error) { return exec.Command("lxc", args...).CombinedOutput() }
+}
+
 // proxyProfile creates an LXD profile whose proxy device makes the host's
 // 127.0.0.1:port reachable on the container's 127.0.0.1:port, so every
 // container the daemon (re)creates with it reaches the fake model server.
@@ -204,7 +209,7 @@ func TestProjectChatRealClaude(t *testing.T) {
 	})
 
 	t.Run("container deleted outside is recreated on the next prompt", func(t *testing.T) {
-		testkit.LXC(t, "delete", "--force", p.Container)
+		testkit.BehindTheBack(t, "lxc delete --force", lxcCommand("delete", "--force", p.Container))
 		model.Push(fakeanthropic.Text("back again"))
 		evs := e.prompt(t, chat.ID, "alice", "are you there?")
 		if got := subtypes(evs); !slices.Contains(got, "container_starting") {
@@ -216,7 +221,7 @@ func TestProjectChatRealClaude(t *testing.T) {
 	})
 
 	t.Run("container stopped outside is noticed and restarted", func(t *testing.T) {
-		testkit.LXC(t, "stop", "--force", p.Container)
+		testkit.BehindTheBack(t, "lxc stop --force", lxcCommand("stop", "--force", p.Container))
 		waitUntil(t, "stored status stopped", func() bool {
 			_, body := e.do("GET", "/v1/projects/"+name, "alice", nil)
 			responses = append(responses, string(body))

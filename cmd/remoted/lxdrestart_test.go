@@ -198,7 +198,9 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 	// Lifecycle events are followed again: a stop behind the daemon's back
 	// shows in the stored status.
 	mark := time.Now()
-	testkit.LXC(t, "stop", "--force", proj.Container)
+	testkit.BehindTheBack(t, "lxc stop --force", func() ([]byte, error) {
+		return exec.Command("lxc", "stop", "--force", proj.Container).CombinedOutput()
+	})
 	waitFor(t, "stored status stopped after an outside stop", time.Minute, func() bool {
 		_, body := d.do("GET", "/v1/projects/"+name, nil)
 		var p api.Project

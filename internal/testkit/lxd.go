@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -106,27 +105,25 @@ func ContainerName(prefix string) string {
 	return "t-" + p + "-" + hex.EncodeToString(rnd[:])
 }
 
-// LXC runs the lxc client — tests use it to act behind the daemon's back,
-// never the product — and fails the test when it fails. LXD 5.0 now and
-// then fails a forced stop with "operation timed out after 30s" although
-// the container stops right after (see lxdexec.SetState): such a command
-// is run once more, and a stop that then finds the instance already
-// stopped has done its job.
-func LXC(t testing.TB, args ...string) []byte {
+// BehindTheBack runs run, a test's stop or delete of a container behind
+// the daemon's back (tests use the lxc client for it; the product never
+// does), and fails the test when it fails; what names it in messages.
+// LXD 5.0 now and then fails a forced stop with "operation timed out after
+// 30s" although the container stops right after (see lxdexec.SetState):
+// such a command is run once more, and a second try that finds the
+// instance already stopped has done its job.
+func BehindTheBack(t testing.TB, what string, run func() ([]byte, error)) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("lxc"); err != nil {
-		Missing(t, "lxc client: %v", err)
-	}
-	out, err := exec.Command("lxc", args...).CombinedOutput()
+	out, err := run()
 	if err != nil && strings.Contains(string(out), "timed out") {
-		t.Logf("lxc %s: %s; once more", strings.Join(args, " "), bytes.TrimSpace(out))
-		out, err = exec.Command("lxc", args...).CombinedOutput()
-		if err != nil && args[0] == "stop" && strings.Contains(string(out), "already stopped") {
+		t.Logf("%s: %s; once more", what, bytes.TrimSpace(out))
+		out, err = run()
+		if err != nil && strings.Contains(string(out), "already stopped") {
 			err = nil
 		}
 	}
 	if err != nil {
-		t.Fatalf("lxc %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("%s: %v\n%s", what, err, out)
 	}
 	return out
 }
