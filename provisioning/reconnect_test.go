@@ -60,15 +60,7 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runReconciler(t, rec)
 	<-subscribed
 
 	// While the stream was down the container stopped; no lifecycle event
@@ -107,15 +99,7 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runReconciler(t, rec)
 	waitFor(t, "a second subscription", func() bool { mu.Lock(); defer mu.Unlock(); return calls >= 2 })
 	// Once open, the stream is kept: further resyncs do not subscribe again.
 	time.Sleep(10 * 20 * time.Millisecond)
@@ -125,4 +109,18 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 	if n != 2 {
 		t.Errorf("subscribed %d times, want 2 (no resubscription once the stream is open)", n)
 	}
+}
+
+// runReconciler runs rec until the test ends, then stops it and checks
+// that Run returned nil.
+func runReconciler(t *testing.T, rec *Reconciler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
