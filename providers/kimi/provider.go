@@ -52,10 +52,15 @@ func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (p
 	}, nil
 }
 
-// Args returns the CLI arguments for req: the prompt is positional after
-// -p. A fork request has already cleared ResumeID.
+// Args returns the CLI arguments for req. The prompt is not among them:
+// Run writes it to the CLI's stdin, which `kimi --print` without -p reads
+// as the prompt when stdin is not a terminal (MoonshotAI/kimi-cli
+// src/kimi_cli/ui/print/__init__.py, Print.run; docs/en/customization/
+// print-mode.md "Pass instructions via stdin"). Argv is readable by every
+// local user in /proc/PID/cmdline and bounded by the kernel's 128 KiB per
+// argument; stdin is neither. A fork request has already cleared ResumeID.
 func Args(req providers.RunRequest, extra []string) []string {
-	args := []string{"--print", "-p", req.Prompt, "--output-format", "stream-json"}
+	args := []string{"--print", "--output-format", "stream-json"}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -82,7 +87,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		stamp(ev)
 	}
 
-	args := Args(req, p.cfg.Args) // the prompt is in argv on both sides
+	args := Args(req, p.cfg.Args) // the prompt goes to stdin on both sides
 	launch, err := runner.ResolveLaunch(ctx, p.cfg, runner.LaunchSpec{
 		Provider: providers.Kimi, NotWired: ErrNotWired, HostArgs: args, ContainerArgs: args,
 	}, req, out)
@@ -94,7 +99,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 
 	parser := NewParser(req.ResumeID)
-	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Logger: p.log})
+	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Stdin: req.Prompt, Logger: p.log})
 	if ctx.Err() != nil {
 		return nil
 	}

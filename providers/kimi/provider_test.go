@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"remote/providers"
 	"remote/providers/runner"
@@ -27,15 +30,72 @@ func TestMain(m *testing.M) {
 }
 
 // fakeKimi prints what the documented print mode prints for a scenario,
-// including blank, malformed and unknown lines, and records its argv.
+// including blank, malformed and unknown lines, and records its argv (in
+// KIMI_FAKE_RECORD) and the prompt it got (in KIMI_FAKE_RECORD.prompt).
+// It takes the prompt the way kimi-cli does (src/kimi_cli/cli/__init__.py,
+// src/kimi_cli/ui/print/__init__.py Print.run): from -p/--prompt/-c/
+// --command (stripped; empty is a usage error), else, in print mode with
+// the text input format, all of stdin when stdin is not a terminal
+// (stripped); with no prompt at all a text-mode run does nothing and
+// exits 0.
 func fakeKimi(scenario string) int {
 	wd, _ := os.Getwd()
-	os.WriteFile(os.Getenv("KIMI_FAKE_RECORD"), []byte(strings.Join(append(os.Args[1:], "cwd="+wd, "home="+os.Getenv("HOME")), "\n")), 0o600)
+	record := os.Getenv("KIMI_FAKE_RECORD")
+	os.WriteFile(record, []byte(strings.Join(append(os.Args[1:], "cwd="+wd, "home="+os.Getenv("HOME")), "\n")), 0o600)
 	session := "0f5a8d3e-aaaa-4bbb-8ccc-111122223333"
-	for i, a := range os.Args {
-		if a == "--session" && i+1 < len(os.Args) {
-			session = os.Args[i+1]
+	var prompt *string
+	printMode, inputFormat := false, "text"
+	for i := 1; i < len(os.Args); i++ {
+		a, next := os.Args[i], ""
+		if i+1 < len(os.Args) {
+			next = os.Args[i+1]
 		}
+		switch a {
+		case "--session", "-S":
+			session = next
+			i++
+		case "-p", "--prompt", "-c", "--command":
+			p := strings.TrimSpace(next)
+			prompt = &p
+			i++
+		case "--input-format":
+			inputFormat = next
+			i++
+		case "--print":
+			printMode = true
+		}
+	}
+	if prompt != nil && *prompt == "" {
+		fmt.Fprintln(os.Stderr, "Error: Invalid value for --prompt: Prompt cannot be empty")
+		return 2
+	}
+	if !printMode {
+		fmt.Fprintln(os.Stderr, "fake kimi: only print mode is faked")
+		return 98
+	}
+	if scenario == "notfound" { // the session is looked up before the prompt is read
+		fmt.Fprintf(os.Stderr, "Error: Invalid value for --session: Session not found: %s\n", session)
+		return 2
+	}
+	if fi, err := os.Stdin.Stat(); prompt == nil && err == nil && fi.Mode()&os.ModeCharDevice == 0 && inputFormat == "text" {
+		b, _ := io.ReadAll(os.Stdin)
+		p := strings.TrimSpace(string(b))
+		prompt = &p
+	}
+	if prompt == nil {
+		return 0 // text mode without a command: nothing to run
+	}
+	os.WriteFile(record+".prompt", []byte(*prompt), 0o600)
+	if scenario == "block" {
+		// Hold the run until the test has looked at /proc, then finish.
+		os.WriteFile(record+".pid", []byte(strconv.Itoa(os.Getpid())), 0o600)
+		for {
+			if _, err := os.Stat(record + ".release"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		scenario = "ok"
 	}
 	switch scenario {
 	case "ok":
@@ -50,9 +110,6 @@ func fakeKimi(scenario string) int {
 	case "nohint":
 		fmt.Println(`{"role":"assistant","content":"partial"}`)
 		return 0
-	case "notfound":
-		fmt.Fprintf(os.Stderr, "Error: Invalid value for --session: Session not found: %s\n", session)
-		return 2
 	case "crash":
 		fmt.Println(`{"role":"assistant","content":"partial"}`)
 		fmt.Fprintln(os.Stderr, "Traceback: boom")
@@ -132,13 +189,13 @@ func TestRunHost(t *testing.T) {
 			want: append(slices.Clone(okEvents),
 				"session.updated session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333",
 				"run.completed session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333 model=kimi-k2"),
-			wantArgs: []string{"--print", "-p", "list files", "--output-format", "stream-json", "--model", "kimi-k2", "cwd=" + cwd},
+			wantArgs: []string{"--print", "--output-format", "stream-json", "--model", "kimi-k2", "cwd=" + cwd},
 		},
 		{
 			name: "resume keeps the session", scenario: "ok",
 			req:      providers.RunRequest{ConversationID: "c1", Prompt: "again", ResumeID: "sess-1", Cwd: cwd},
 			want:     append(slices.Clone(okEvents), "run.completed session=sess-1"),
-			wantArgs: []string{"--print", "-p", "again", "--output-format", "stream-json", "--session", "sess-1", "cwd=" + cwd},
+			wantArgs: []string{"--print", "--output-format", "stream-json", "--session", "sess-1", "cwd=" + cwd},
 		},
 		{
 			name: "fork clears resume", scenario: "ok",
@@ -146,7 +203,7 @@ func TestRunHost(t *testing.T) {
 			want: append(slices.Clone(okEvents),
 				"session.updated session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333",
 				"run.completed session=0f5a8d3e-aaaa-4bbb-8ccc-111122223333"),
-			wantArgs: []string{"--print", "-p", "fork", "--output-format", "stream-json", "cwd=" + cwd},
+			wantArgs: []string{"--print", "--output-format", "stream-json", "cwd=" + cwd},
 		},
 		{
 			name: "unknown session", scenario: "notfound",
@@ -188,6 +245,9 @@ func TestRunHost(t *testing.T) {
 				argv := f.argv(t)
 				if !slices.Equal(argv[:len(argv)-1], tt.wantArgs) {
 					t.Errorf("argv %q\nwant %q", argv[:len(argv)-1], tt.wantArgs)
+				}
+				if got, _ := os.ReadFile(f.record + ".prompt"); string(got) != tt.req.Prompt {
+					t.Errorf("the CLI read prompt %q from stdin, want %q", got, tt.req.Prompt)
 				}
 			}
 		})
