@@ -67,9 +67,15 @@ func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (p
 	}, nil
 }
 
-// Args returns the CLI arguments for req (the prompt follows --print).
+// Args returns the CLI arguments for req. The prompt is not among them,
+// and neither is --print (-p, --prompt): without a prompt flag, agy 1.1.1
+// and later read the prompt from a stdin that is not a terminal and run it
+// in print mode (google-antigravity/antigravity-cli#582, quoting the 1.1.1
+// changelog: stdin is no longer read "when a prompt is provided via a
+// flag"), and Run writes it there. Argv is readable by every local user in
+// /proc/PID/cmdline and bounded by the kernel's 128 KiB per argument.
 func Args(req providers.RunRequest, extra []string) []string {
-	args := []string{"--print", req.Prompt, "--print-timeout", PrintTimeout}
+	args := []string{"--print-timeout", PrintTimeout}
 	if req.Mode == providers.ModePlan {
 		args = append(args, "--mode", "plan")
 	} else {
@@ -98,7 +104,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	out := runner.StampEvents(emit, providers.Antigravity, req)
 
-	// The prompt is in argv on both sides. No credential sync: the
+	// The prompt goes to stdin on both sides. No credential sync: the
 	// adapter declares none.
 	args := Args(req, p.cfg.Args)
 	launch, err := runner.ResolveLaunch(ctx, p.cfg, runner.LaunchSpec{
@@ -127,7 +133,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		}
 	}
 
-	waitErr, output, err := p.stream(ctx, launcher, cmd, out)
+	waitErr, output, err := p.stream(ctx, launcher, cmd, req.Prompt, out)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -165,16 +171,26 @@ func hostHome(env []string) string {
 	return h
 }
 
-// stream runs cmd, emitting stdout chunks as assistant deltas, and returns
-// the process result and the tail of the combined output.
-func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd providers.Command, emit func(providers.Event)) (waitErr error, output string, err error) {
+// stream runs cmd with prompt on its stdin, emitting stdout chunks as
+// assistant deltas, and returns the process result and the tail of the
+// combined output.
+func (p *Provider) stream(ctx context.Context, l providers.Launcher, cmd providers.Command, prompt string, emit func(providers.Event)) (waitErr error, output string, err error) {
 	proc, err := l.Start(ctx, cmd)
 	if err != nil {
 		return nil, "", fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	if err := proc.Stdin().Close(); err != nil {
-		p.log.Debug("closing stdin failed", "error", err)
-	}
+	// The CLI reads all of stdin before it answers; writing from another
+	// goroutine keeps a CLI that exits early (or never reads) from
+	// blocking the run: the write fails once the process is gone.
+	go func() {
+		stdin := proc.Stdin()
+		if _, err := io.WriteString(stdin, prompt); err != nil {
+			p.log.Debug("writing the prompt to stdin failed", "error", err)
+		}
+		if err := stdin.Close(); err != nil {
+			p.log.Debug("closing stdin failed", "error", err)
+		}
+	}()
 	// Separate tails, joined stdout first: the process writes both
 	// streams concurrently, and the stderr explanation must not be pushed
 	// out by stdout data read later.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +39,47 @@ const (
 // writes.
 const markdown = "# Plan\n\n\nFirst paragraph.  \n\n```go\nfmt.Println(\"hi\")\n```\n\n{\"not\": \"parsed\"\n- café ✓\n\n"
 
+// fakeAgy acts as agy 1.1.1 or later for a scenario, recording its argv in
+// AGY_FAKE_RECORD and the prompt it got in AGY_FAKE_RECORD.prompt. It
+// takes the prompt as agy does (google-antigravity/antigravity-cli#582):
+// from the value of --print, -p or --prompt (Go flags: one or two dashes,
+// "=value" or the next argument; empty is "empty prompt"), and then never
+// from stdin; without a prompt flag, all of stdin when stdin is not a
+// terminal (print mode). A terminal with no prompt flag would be the TUI,
+// which is not faked.
 func fakeAgy(scenario string) int {
-	os.WriteFile(os.Getenv("AGY_FAKE_RECORD"), []byte(strings.Join(os.Args[1:], "\n")), 0o600)
+	record := os.Getenv("AGY_FAKE_RECORD")
+	os.WriteFile(record, []byte(strings.Join(os.Args[1:], "\n")), 0o600)
+	var prompt *string
+	for i := 1; i < len(os.Args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(os.Args[i], "-"), "=")
+		if !strings.HasPrefix(os.Args[i], "-") || (name != "print" && name != "p" && name != "prompt") {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(os.Args) {
+				fmt.Fprintln(os.Stderr, "flag needs an argument: -"+name)
+				return 2
+			}
+			value = os.Args[i+1]
+		}
+		prompt = &value
+		break
+	}
+	if prompt == nil {
+		if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(os.Stderr, "fake agy: the interactive TUI is not faked")
+			return 98
+		}
+		b, _ := io.ReadAll(os.Stdin)
+		p := string(b)
+		prompt = &p
+	}
+	if strings.TrimSpace(*prompt) == "" {
+		fmt.Fprintln(os.Stderr, "Error: empty prompt")
+		return 1
+	}
+	os.WriteFile(record+".prompt", []byte(*prompt), 0o600)
 	brain := filepath.Join(os.Getenv("HOME"), BrainDir)
 	mkconv := func(names ...string) {
 		for _, n := range names {
@@ -77,6 +118,17 @@ func fakeAgy(scenario string) int {
 		}
 		fmt.Fprintln(os.Stderr, "fatal: model quota exhausted")
 		return 3
+	case "block":
+		// Hold the run until the test has looked at /proc, then finish.
+		os.WriteFile(record+".pid", []byte(strconv.Itoa(os.Getpid())), 0o600)
+		for {
+			if _, err := os.Stat(record + ".release"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		write("done\n")
+		return 0
 	case "hang":
 		write("working\n")
 		time.Sleep(time.Minute)
@@ -159,14 +211,14 @@ func TestRunHost(t *testing.T) {
 			preexist: []string{otherConv},
 			wantSeq:  []string{"assistant.delta*", "session.updated session=" + newConv + " model=gemini-3-pro", "run.completed model=gemini-3-pro"},
 			wantText: markdown,
-			wantArgs: []string{"--print", "plan it", "--print-timeout", "240m", "--dangerously-skip-permissions", "--model", "gemini-3-pro", "--effort", "high"},
+			wantArgs: []string{"--print-timeout", "240m", "--dangerously-skip-permissions", "--model", "gemini-3-pro", "--effort", "high"},
 		},
 		{
 			name: "plan mode, unknown effort dropped", scenario: "ok",
 			req:      providers.RunRequest{Prompt: "p", Mode: providers.ModePlan, Preferences: providers.RunPreferences{ReasoningEffort: "max"}},
 			wantSeq:  []string{"assistant.delta*", "session.updated session=" + newConv, "run.completed"},
 			wantText: markdown,
-			wantArgs: []string{"--print", "p", "--print-timeout", "240m", "--mode", "plan"},
+			wantArgs: []string{"--print-timeout", "240m", "--mode", "plan"},
 		},
 		{
 			name: "two new conversations: ambiguous, no session", scenario: "two",
@@ -185,7 +237,7 @@ func TestRunHost(t *testing.T) {
 			req:      providers.RunRequest{Prompt: "p", ResumeID: otherConv},
 			wantSeq:  []string{"assistant.delta*", "run.completed"},
 			wantText: markdown,
-			wantArgs: []string{"--print", "p", "--print-timeout", "240m", "--dangerously-skip-permissions", "--conversation", otherConv},
+			wantArgs: []string{"--print-timeout", "240m", "--dangerously-skip-permissions", "--conversation", otherConv},
 		},
 		{
 			name: "fork clears resume and discovers", scenario: "ok",
@@ -193,7 +245,7 @@ func TestRunHost(t *testing.T) {
 			preexist: []string{otherConv},
 			wantSeq:  []string{"assistant.delta*", "session.updated session=" + newConv, "run.completed"},
 			wantText: markdown,
-			wantArgs: []string{"--print", "p", "--print-timeout", "240m", "--dangerously-skip-permissions"},
+			wantArgs: []string{"--print-timeout", "240m", "--dangerously-skip-permissions"},
 		},
 		{
 			name: "sign-in failure becomes an instruction", scenario: "signin",
@@ -243,6 +295,9 @@ func TestRunHost(t *testing.T) {
 				b, _ := os.ReadFile(f.record)
 				if got := strings.Split(string(b), "\n"); !slices.Equal(got, tt.wantArgs) {
 					t.Errorf("argv %q\nwant %q", got, tt.wantArgs)
+				}
+				if got, _ := os.ReadFile(f.record + ".prompt"); string(got) != tt.req.Prompt {
+					t.Errorf("the CLI read prompt %q from stdin, want %q", got, tt.req.Prompt)
 				}
 			}
 		})
