@@ -361,3 +361,106 @@ func TestRemotedSocketActivation(t *testing.T) {
 	}
 	waitExit(t, cmd2, exited2)
 }
+
+// TestRemotedSecretsKeyFromCredentials: remoted -init-secrets-key makes the
+// key file the unit's LoadCredential= hands over (0600, 32 bytes, never
+// replaced); under systemd ($CREDENTIALS_DIRECTORY) remoted uses that
+// credential as the store's key, writes no key of its own, and refuses to
+// start, creating nothing, when the credential is missing.
+func TestRemotedSecretsKeyFromCredentials(t *testing.T) {
+	bin := buildRemoted(t)
+	dir := t.TempDir()
+	configPath, _ := writeConfig(t, dir)
+	stateKey := filepath.Join(dir, "state", "secrets.key")
+
+	// -init-secrets-key: create once, then keep.
+	keyFile := filepath.Join(dir, "etc-remote", "secrets.key")
+	if err := os.Mkdir(filepath.Dir(keyFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	initKey := func() string {
+		out, err := exec.Command(bin, "-init-secrets-key", keyFile).CombinedOutput()
+		if err != nil {
+			t.Fatalf("remoted -init-secrets-key: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := initKey(); out != "created secrets key "+keyFile+" (mode 0600); back it up\n" {
+		t.Errorf("first -init-secrets-key said %q", out)
+	}
+	key, err := os.ReadFile(keyFile)
+	if fi, _ := os.Stat(keyFile); err != nil || len(key) != 32 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %d bytes, err %v, mode %v; want 32 bytes, mode 0600", len(key), err, fi.Mode())
+	}
+	if out := initKey(); out != "secrets key "+keyFile+" exists; kept it\n" {
+		t.Errorf("second -init-secrets-key said %q", out)
+	}
+	if again, _ := os.ReadFile(keyFile); string(again) != string(key) {
+		t.Fatal("a second -init-secrets-key replaced the key")
+	}
+
+	// What LoadCredential= makes of it: a read-only copy, mode 0400.
+	credentials := func(name string, key []byte) string {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if key != nil {
+			if err := os.WriteFile(filepath.Join(d, "secrets-key"), key, 0o400); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chmod(d, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	startWith := func(creds string) (*exec.Cmd, <-chan struct{}, *strings.Builder, <-chan datagram) {
+		sock := listenNotify(t, false)
+		notes := sock.collect()
+		cmd, exited, logs := startDaemon(t, daemonEnv("NOTIFY_SOCKET="+sock.name, "CREDENTIALS_DIRECTORY="+creds), nil, "-config", configPath)
+		return cmd, exited, logs, notes
+	}
+
+	cmd, exited, _, notes := startWith(credentials("creds", key))
+	await(t, notes, exited, "READY=1")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, cmd, exited)
+	if _, err := os.Stat(stateKey); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("remoted wrote its own key %s under systemd credentials (stat: %v)", stateKey, err)
+	}
+
+	// The store now checks against the credential: another key is refused.
+	other := make([]byte, 32)
+	copy(other, "a different thirty-two byte key!")
+	cmd, exited, logs, _ := startWith(credentials("other-creds", other))
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("remoted served with a credential that is not the store's key")
+	}
+	if code := cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(logs.String(), "secrets key does not match the store") {
+		t.Errorf("another credential: exit %d, log %q; want a failure naming the key mismatch", code, logs.String())
+	}
+
+	// No credential: a clear refusal, and no key made in its place.
+	empty := credentials("empty-creds", nil)
+	cmd, exited, logs, _ = startWith(empty)
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("remoted served without its secrets-key credential")
+	}
+	want := "systemd credential secrets-key is missing from $CREDENTIALS_DIRECTORY (" + empty +
+		"): the unit needs LoadCredential=secrets-key:/etc/remote/secrets.key"
+	if code := cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(logs.String(), want) {
+		t.Errorf("missing credential: exit %d, log %q; want %q", code, logs.String(), want)
+	}
+	for _, p := range []string{filepath.Join(empty, "secrets-key"), stateKey} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remoted made a key %s without its credential (stat: %v)", p, err)
+		}
+	}
+}

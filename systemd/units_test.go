@@ -119,7 +119,7 @@ func TestServiceUnitSettings(t *testing.T) {
 		{"Service", "RuntimeDirectory", []string{"remote"}},
 		{"Service", "RuntimeDirectoryPreserve", []string{"yes"}},
 		{"Service", "StateDirectory", []string{"remote"}},
-		{"Service", "ConfigurationDirectory", []string{"remote"}},
+		{"Service", "ReadOnlyPaths", []string{"/etc/remote"}},
 		{"Service", "LoadCredential", []string{"secrets-key:/etc/remote/secrets.key"}},
 		{"Service", "NoNewPrivileges", []string{"yes"}},
 		{"Service", "ProtectSystem", []string{"strict"}},
@@ -156,6 +156,46 @@ func TestServiceUnitSettings(t *testing.T) {
 	for _, key := range []string{"PrivateUsers", "ProtectHome", "PrivateNetwork", "MemoryDenyWriteExecute", "DynamicUser", "User"} {
 		if _, ok := u["Service"][key]; ok {
 			t.Errorf("%s= is set; the unit explains why it must not be", key)
+		}
+	}
+}
+
+// TestAttackUnitConfigWritable: under a real systemd, ConfigurationDirectory=
+// makes /etc/remote writable inside the service's sandbox whatever
+// ProtectSystem= says, so a loose-chat agent running as root could rewrite
+// remoted.toml and secrets.key. The unit must keep /etc/remote read-only
+// and hand the key over only as a credential.
+func TestAttackUnitConfigWritable(t *testing.T) {
+	u := parseUnit(t, "remoted.service")
+	for _, key := range []string{"ConfigurationDirectory", "ConfigurationDirectoryMode"} {
+		if v, ok := u["Service"][key]; ok {
+			t.Errorf("%s=%q makes /etc/remote writable to the service and its agents", key, v)
+		}
+	}
+	if got := u.words("Service", "ProtectSystem"); !slices.Equal(got, []string{"strict"}) {
+		t.Errorf("ProtectSystem=%q, want strict", got)
+	}
+	if got := u.words("Service", "ReadOnlyPaths"); !slices.Contains(got, "/etc/remote") {
+		t.Errorf("ReadOnlyPaths=%q, want /etc/remote", got)
+	}
+	// No writable path may hold /etc/remote (the *Directory= settings name
+	// paths under /run and /var, except ConfigurationDirectory=).
+	for _, key := range []string{"ReadWritePaths", "BindPaths"} {
+		for _, w := range u.words("Service", key) {
+			p := strings.TrimLeft(strings.SplitN(w, ":", 2)[0], "-+")
+			if p == "/" || p == "/etc" || p == "/etc/remote" || strings.HasPrefix(p, "/etc/remote/") {
+				t.Errorf("%s=%s makes /etc/remote writable", key, w)
+			}
+		}
+	}
+	if got := u["Service"]["LoadCredential"]; !slices.Equal(got, []string{"secrets-key:/etc/remote/secrets.key"}) {
+		t.Errorf("LoadCredential=%q, want the key as the credential secrets-key:/etc/remote/secrets.key", got)
+	}
+	for _, key := range []string{"Environment", "ExecStart", "ExecStartPre"} {
+		for _, v := range u["Service"][key] {
+			if strings.Contains(v, "secrets.key") || strings.Contains(v, "secrets_key_file") {
+				t.Errorf("%s=%s names the key file: it must reach remoted only as a credential", key, v)
+			}
 		}
 	}
 }

@@ -47,6 +47,7 @@ func main() {
 type flags struct {
 	config, socket, stateDir, logLevel, logFormat string
 	checkConfig                                   bool
+	initSecretsKey                                string
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -58,6 +59,7 @@ func parseFlags(args []string) (flags, error) {
 	fset.StringVar(&f.stateDir, "state-dir", "", "state `directory`, overriding [daemon] state_dir")
 	fset.StringVar(&f.logLevel, "log-level", "", "log `level` (trace, debug, info, warn, error), overriding [daemon] log_level")
 	fset.StringVar(&f.logFormat, "log-format", "", "log `format` (text or json), overriding [daemon] log_format")
+	fset.StringVar(&f.initSecretsKey, "init-secrets-key", "", "create the secrets key file at `path` (32 random bytes, mode 0600) unless it exists, then exit")
 	return f, fset.Parse(args)
 }
 
@@ -107,6 +109,42 @@ func loadConfig(f flags) (config.Config, string, error) {
 	return cfg, source, cfg.Validate()
 }
 
+// loadSecretsKey returns the key that encrypts project secrets. Under
+// systemd ($CREDENTIALS_DIRECTORY set) without [daemon] secrets_key_file it
+// is the credential "secrets-key", which is only read: the unit keeps
+// /etc/remote read-only and hands the key over with LoadCredential=, so a
+// missing credential is a configuration error, never a reason to make a new
+// key. Otherwise it is the key file, created on first start (make run).
+func loadSecretsKey(d config.Daemon, credentialsDir string) ([]byte, error) {
+	path := d.SecretsKeyPath(credentialsDir)
+	if d.SecretsKeyFile == "" && credentialsDir != "" {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("systemd credential secrets-key is missing from $CREDENTIALS_DIRECTORY (%s): "+
+				"the unit needs LoadCredential=secrets-key:/etc/remote/secrets.key", credentialsDir)
+		}
+	}
+	return store.LoadOrCreateKey(path)
+}
+
+// initSecretsKey creates the secrets key file at path (O_EXCL, mode 0600,
+// 32 random bytes) for the unit's LoadCredential=, or checks and keeps the
+// one already there; it never replaces a key, since the store cannot be
+// read with another.
+func initSecretsKey(path string) error {
+	_, statErr := os.Lstat(path)
+	key, err := store.LoadOrCreateKey(path)
+	if err != nil {
+		return fmt.Errorf("-init-secrets-key: %w", err)
+	}
+	clear(key)
+	if statErr == nil {
+		fmt.Printf("secrets key %s exists; kept it\n", path)
+	} else {
+		fmt.Printf("created secrets key %s (mode 0600); back it up\n", path)
+	}
+	return nil
+}
+
 func newLogger(cfg config.Daemon) hclog.InterceptLogger {
 	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:        "remoted",
@@ -129,6 +167,9 @@ func run(args []string) error {
 	f, err := parseFlags(args)
 	if err != nil {
 		return err
+	}
+	if f.initSecretsKey != "" {
+		return initSecretsKey(f.initSecretsKey)
 	}
 	cfg, source, err := loadConfig(f)
 	if f.checkConfig {
@@ -158,7 +199,7 @@ func run(args []string) error {
 	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory %s: %w", cfg.Daemon.StateDir, err)
 	}
-	key, err := store.LoadOrCreateKey(cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")))
+	key, err := loadSecretsKey(cfg.Daemon, os.Getenv("CREDENTIALS_DIRECTORY"))
 	if err != nil {
 		return fmt.Errorf("secrets key: %w", err)
 	}
