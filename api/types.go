@@ -53,6 +53,9 @@ type Event struct {
 	Native        json.RawMessage `json:"native,omitempty"`
 	InteractionID string          `json:"interactionId,omitempty"`
 	Status        string          `json:"status,omitempty"`
+	// Synthetic marks a user event whose prompt a client generated itself
+	// (the original frontend's Test menu sends "autotest"); stored as sent.
+	Synthetic string `json:"synthetic,omitempty"`
 }
 
 // Chat event types (docs/api.md).
@@ -154,6 +157,8 @@ type PromptRequest struct {
 	Text   string   `json:"text"`
 	Mode   string   `json:"mode,omitempty"`
 	Skills []string `json:"skills,omitempty"`
+	// Synthetic, optional, is stored on the prompt's user event.
+	Synthetic string `json:"synthetic,omitempty"`
 }
 
 // PromptResponse answers an accepted prompt (202).
@@ -175,6 +180,7 @@ type ClientMessage struct {
 	ClientID      string          `json:"clientId,omitempty"`
 	Mode          string          `json:"mode,omitempty"`
 	Skills        []string        `json:"skills,omitempty"`
+	Synthetic     string          `json:"synthetic,omitempty"`
 	InteractionID string          `json:"interactionId,omitempty"`
 	Result        json.RawMessage `json:"result,omitempty"`
 	Error         json.RawMessage `json:"error,omitempty"`

@@ -290,7 +290,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills})
+	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
 	if err != nil {
 		return err
 	}
