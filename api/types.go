@@ -161,6 +161,25 @@ type PromptRequest struct {
 	Synthetic string `json:"synthetic,omitempty"`
 }
 
+// HistoryPage answers GET /v1/chats/{id}/history: the newest events
+// before a seq, oldest first, so a client opens a chat with one page and
+// follows the chat socket from LastSeq.
+type HistoryPage struct {
+	Events []json.RawMessage `json:"events"`
+	// NextBefore is the oldest seq of this page, the before of the next
+	// (older) page; set only when HasMore.
+	NextBefore int64 `json:"nextBefore,omitempty"`
+	// LastSeq is the chat's newest stored seq (0 when it has none).
+	LastSeq int64 `json:"lastSeq"`
+	HasMore bool  `json:"hasMore"`
+}
+
+// UpdateChatRequest is the body of PATCH /v1/chats/{id}; absent fields
+// are left as they are.
+type UpdateChatRequest struct {
+	Title *string `json:"title,omitempty"`
+}
+
 // PromptResponse answers an accepted prompt (202).
 type PromptResponse struct {
 	RunID string `json:"runId"`

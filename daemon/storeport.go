@@ -23,6 +23,9 @@ type Store interface {
 	// gives.
 	EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error
 	LastSeq(chatID string) (int64, error)
+	// EventsBefore is the newest limit events' wire JSON before a seq,
+	// oldest first, and whether older ones remain.
+	EventsBefore(chatID string, before int64, limit int) ([][]byte, bool, error)
 	CopyEvents(fromChat, toChat string) error
 }
 
