@@ -180,6 +180,23 @@ type UpdateChatRequest struct {
 	Title *string `json:"title,omitempty"`
 }
 
+// UsageRow is one row of GET /v1/usage: the runs of one key (a chat,
+// project, user, provider or UTC day) and their summed usage.
+type UsageRow struct {
+	Key                 string  `json:"key"`
+	Runs                int64   `json:"runs"`
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	CostUSD             float64 `json:"costUsd"`
+}
+
+// UsageResponse answers GET /v1/usage.
+type UsageResponse struct {
+	Rows []UsageRow `json:"rows"`
+}
+
 // PromptResponse answers an accepted prompt (202).
 type PromptResponse struct {
 	RunID string `json:"runId"`

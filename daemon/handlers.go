@@ -26,6 +26,7 @@ func (s *Server) routes() []Route {
 		{http.MethodDelete, "/v1/chats/{id}", AccessUser, s.handleDeleteChat},
 		{http.MethodPatch, "/v1/chats/{id}", AccessUser, s.handleUpdateChat},
 		{http.MethodGet, "/v1/chats/{id}/history", AccessUser, s.handleHistory},
+		{http.MethodGet, "/v1/usage", AccessUser, s.handleUsage},
 		{http.MethodPost, "/v1/chats/{id}/fork", AccessUser, s.handleFork},
 		{http.MethodGet, "/v1/chats/{id}/events", AccessUser, s.handleEvents},
 		{http.MethodPost, "/v1/chats/{id}/prompt", AccessUser, s.handlePrompt},
@@ -306,6 +307,11 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 			s.log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
 		}
 		return fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err)
+	}
+	if fork.ForkPending { // the fork continues the session and its running cost
+		if err := s.store.CopyUsageMarks(src.ID, fork.ID); err != nil {
+			s.log.Warn("fork: cost marks not copied; the fork's first run may be charged the parent's cost", "chat", fork.ID, "error", err)
+		}
 	}
 	return writeJSON(w, http.StatusCreated, fork)
 }

@@ -263,6 +263,8 @@ type emitter struct {
 	s        *Service
 	chatID   string
 	provider providers.ProviderID
+	chat     api.Chat // as the run started, for usage records
+	runID    string
 	mu       sync.Mutex
 	pending  sync.WaitGroup
 	closed   bool
@@ -302,6 +304,9 @@ func (e *emitter) emit(ev providers.Event) {
 			e.s.log.Error("save session", "chat", e.chatID, "provider", provider, "error", err)
 		}
 	}
+	if ev.Type == providers.EventRunCompleted && len(ev.Usage) > 0 {
+		e.s.recordUsage(e, ev.Usage)
+	}
 	ce, ok := projectEvent(ev, e.provider, time.Now())
 	if !ok {
 		return
@@ -337,7 +342,7 @@ func (e *emitter) close() {
 func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
 	defer s.wg.Done()
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID()}
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID}
 	started := time.Now()
 	defer func() {
 		em.close()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"time"
 
 	"remote/api"
 	"remote/daemon/store"
@@ -27,6 +28,11 @@ type Store interface {
 	// oldest first, and whether older ones remain.
 	EventsBefore(chatID string, before int64, limit int) ([][]byte, bool, error)
 	CopyEvents(fromChat, toChat string) error
+	// RecordUsage, CopyUsageMarks and Usage keep each run's token usage
+	// and cost (GET /v1/usage).
+	RecordUsage(rec store.UsageRecord, cumulative bool) (store.UsageRecord, error)
+	CopyUsageMarks(fromChat, toChat string) error
+	Usage(from, to time.Time, fn func(store.UsageRecord) error) error
 }
 
 var _ Store = (*store.Store)(nil)
