@@ -53,6 +53,9 @@ type Event struct {
 	Native        json.RawMessage `json:"native,omitempty"`
 	InteractionID string          `json:"interactionId,omitempty"`
 	Status        string          `json:"status,omitempty"`
+	// Synthetic marks a user event whose prompt a client generated itself
+	// (the original frontend's Test menu sends "autotest"); stored as sent.
+	Synthetic string `json:"synthetic,omitempty"`
 }
 
 // Chat event types (docs/api.md).
@@ -154,6 +157,44 @@ type PromptRequest struct {
 	Text   string   `json:"text"`
 	Mode   string   `json:"mode,omitempty"`
 	Skills []string `json:"skills,omitempty"`
+	// Synthetic, optional, is stored on the prompt's user event.
+	Synthetic string `json:"synthetic,omitempty"`
+}
+
+// HistoryPage answers GET /v1/chats/{id}/history: the newest events
+// before a seq, oldest first, so a client opens a chat with one page and
+// follows the chat socket from LastSeq.
+type HistoryPage struct {
+	Events []json.RawMessage `json:"events"`
+	// NextBefore is the oldest seq of this page, the before of the next
+	// (older) page; set only when HasMore.
+	NextBefore int64 `json:"nextBefore,omitempty"`
+	// LastSeq is the chat's newest stored seq (0 when it has none).
+	LastSeq int64 `json:"lastSeq"`
+	HasMore bool  `json:"hasMore"`
+}
+
+// UpdateChatRequest is the body of PATCH /v1/chats/{id}; absent fields
+// are left as they are.
+type UpdateChatRequest struct {
+	Title *string `json:"title,omitempty"`
+}
+
+// UsageRow is one row of GET /v1/usage: the runs of one key (a chat,
+// project, user, provider or UTC day) and their summed usage.
+type UsageRow struct {
+	Key                 string  `json:"key"`
+	Runs                int64   `json:"runs"`
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	CostUSD             float64 `json:"costUsd"`
+}
+
+// UsageResponse answers GET /v1/usage.
+type UsageResponse struct {
+	Rows []UsageRow `json:"rows"`
 }
 
 // PromptResponse answers an accepted prompt (202).
@@ -175,6 +216,7 @@ type ClientMessage struct {
 	ClientID      string          `json:"clientId,omitempty"`
 	Mode          string          `json:"mode,omitempty"`
 	Skills        []string        `json:"skills,omitempty"`
+	Synthetic     string          `json:"synthetic,omitempty"`
 	InteractionID string          `json:"interactionId,omitempty"`
 	Result        json.RawMessage `json:"result,omitempty"`
 	Error         json.RawMessage `json:"error,omitempty"`

@@ -22,6 +22,17 @@ type Config struct {
 	Providers map[string]Provider `toml:"providers"` // keyed by provider id, see ProviderIDs
 	Projects  Projects            `toml:"projects"`
 	Web       Web                 `toml:"web"`
+	Notify    Notify              `toml:"notify"`
+}
+
+// Notify configures the run notifications remoted POSTs to a webhook
+// (approval waiting, run completed, run failed).
+type Notify struct {
+	// WebhookURL is an absolute http or https URL; "" sends nothing.
+	WebhookURL string `toml:"webhook_url"`
+	// Headers are sent with every POST, e.g. Authorization. Values may be
+	// secrets: they never appear in errors or logs.
+	Headers map[string]string `toml:"headers"`
 }
 
 // Daemon configures remoted's own process: its API socket, who may use it,

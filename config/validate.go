@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -40,6 +41,7 @@ func (c Config) validate(ps *problems) error {
 	}
 	c.Projects.validate(ps)
 	c.Web.validate(ps)
+	c.Notify.validate(ps)
 	return ps.err()
 }
 
@@ -229,4 +231,31 @@ func sortedProviderIDs(m map[string]Provider) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// headerNameRE is an HTTP header field name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (n Notify) validate(ps *problems) {
+	if n.WebhookURL != "" {
+		// The URL may carry a token: name what is wrong, never echo it.
+		u, err := url.Parse(n.WebhookURL)
+		switch {
+		case err != nil:
+			ps.add(ErrInvalidValue, keyPath("notify", "webhook_url"), "not a URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			ps.add(ErrInvalidValue, keyPath("notify", "webhook_url"), "scheme must be http or https")
+		case u.Host == "":
+			ps.add(ErrInvalidValue, keyPath("notify", "webhook_url"), "has no host")
+		}
+	} else if len(n.Headers) > 0 {
+		ps.add(ErrInvalidValue, keyPath("notify", "headers"), "set webhook_url too, or leave headers out")
+	}
+	for _, k := range slices.Sorted(maps.Keys(n.Headers)) {
+		if !headerNameRE.MatchString(k) {
+			ps.add(ErrInvalidValue, appendKey(keyPath("notify", "headers"), k), "%q is not a header name", k)
+		} else if strings.ContainsAny(n.Headers[k], "\r\n\x00") {
+			ps.add(ErrInvalidValue, appendKey(keyPath("notify", "headers"), k), "value has a line break or NUL")
+		}
+	}
 }

@@ -281,7 +281,7 @@ func TestRunOutcomes(t *testing.T) {
 			emit(providers.Event{Type: providers.EventAssistantDelta, Text: "partial"})
 			<-ctx.Done()
 			return ctx.Err()
-		}, true, []string{"user", "assistant_text"}, ""},
+		}, true, []string{"user", "assistant_text", "complete"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

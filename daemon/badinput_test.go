@@ -135,11 +135,19 @@ func TestBadInput(t *testing.T) {
 				(f.data == `{"type":"cancel"}` && f.kind == websocket.TextMessage && ev.Message != "no prompt is currently running") {
 				t.Errorf("frame %s: got %+v, want a transient error containing %q", f.data, ev, f.want)
 			}
+			if strings.Contains(f.data, `"prompt"`) { // a refused prompt is closed with a sync
+				if ev := readEvent(t, ws); ev.Type != api.EventSync || ev.Running {
+					t.Errorf("frame %s: then %+v, want a closing sync", f.data, ev)
+				}
+			}
 		}
 		// A prompt rejected with a clientId gets prompt_rejected, to this socket only.
 		ws.WriteJSON(api.ClientMessage{Type: "prompt", Text: " ", ClientID: "c9"})
 		if ev := readEvent(t, ws); ev.Subtype != api.SubtypePromptRejected || ev.Message == "" || string(ev.Data) != `{"clientId":"c9"}` {
 			t.Errorf("rejection: %+v", ev)
+		}
+		if ev := readEvent(t, ws); ev.Type != api.EventSync || ev.Running {
+			t.Errorf("after the rejection: %+v, want a closing sync", ev)
 		}
 		// An oversized frame closes the connection (read limit 1 MiB).
 		ws.WriteMessage(websocket.TextMessage, []byte(big))

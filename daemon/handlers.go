@@ -24,6 +24,9 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/v1/chats", AccessUser, s.handleListChats},
 		{http.MethodGet, "/v1/chats/{id}", AccessUser, s.handleGetChat},
 		{http.MethodDelete, "/v1/chats/{id}", AccessUser, s.handleDeleteChat},
+		{http.MethodPatch, "/v1/chats/{id}", AccessUser, s.handleUpdateChat},
+		{http.MethodGet, "/v1/chats/{id}/history", AccessUser, s.handleHistory},
+		{http.MethodGet, "/v1/usage", AccessUser, s.handleUsage},
 		{http.MethodPost, "/v1/chats/{id}/fork", AccessUser, s.handleFork},
 		{http.MethodGet, "/v1/chats/{id}/events", AccessUser, s.handleEvents},
 		{http.MethodPost, "/v1/chats/{id}/prompt", AccessUser, s.handlePrompt},
@@ -223,6 +226,33 @@ func (s *Server) handleDeleteChat(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// handleUpdateChat renames a chat (PATCH /v1/chats/{id}).
+func (s *Server) handleUpdateChat(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.ownedChat(r)
+	if err != nil {
+		return err
+	}
+	var req api.UpdateChatRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Title == nil {
+		return writeJSON(w, http.StatusOK, c)
+	}
+	if len(*req.Title) > maxTitle || !utf8.ValidString(*req.Title) {
+		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+	}
+	c, err = s.store.UpdateChat(c.ID, func(c *api.Chat) error {
+		c.Title = *req.Title
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rename chat: %w", err)
+	}
+	c.Running = s.hub.Running(c.ID)
+	return writeJSON(w, http.StatusOK, c)
+}
+
 // forkRequest is the optional body of POST /v1/chats/{id}/fork.
 type forkRequest struct {
 	Title string `json:"title,omitempty"`
@@ -278,6 +308,11 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 		}
 		return fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err)
 	}
+	if fork.ForkPending { // the fork continues the session and its running cost
+		if err := s.store.CopyUsageMarks(src.ID, fork.ID); err != nil {
+			s.log.Warn("fork: cost marks not copied; the fork's first run may be charged the parent's cost", "chat", fork.ID, "error", err)
+		}
+	}
 	return writeJSON(w, http.StatusCreated, fork)
 }
 
@@ -290,7 +325,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills})
+	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,15 @@ type Hub struct {
 
 	mu    sync.Mutex
 	rooms map[string]*room
+	// observers see every stored event after its broadcast; set before use.
+	observers []func(chatID string, ev api.Event)
+}
+
+// Observe adds fn to the functions called with every event once it is
+// stored and broadcast. fn runs on the store's commit path and must not
+// block. Observe must be called before the hub is used.
+func (h *Hub) Observe(fn func(chatID string, ev api.Event)) {
+	h.observers = append(h.observers, fn)
 }
 
 type room struct {
@@ -184,6 +193,9 @@ func (h *Hub) AppendAsync(chatID string, ev api.Event, done func(api.Event, erro
 		} else {
 			h.metrics.eventAppended()
 			h.Broadcast(chatID, stored)
+			for _, fn := range h.observers {
+				fn(chatID, stored)
+			}
 		}
 		if done != nil {
 			done(stored, err)

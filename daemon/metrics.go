@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"remote/daemon/store"
 )
 
 // Metrics are the daemon's Prometheus series, on a registry of their own
@@ -20,6 +22,8 @@ type Metrics struct {
 	subscribers       prometheus.Gauge
 	droppedSubscriber prometheus.Counter
 	lxdErrors         prometheus.Counter
+	tokens            *prometheus.CounterVec
+	cost              *prometheus.CounterVec
 }
 
 // NewMetrics registers the daemon's series (and Go runtime and process
@@ -35,8 +39,10 @@ func NewMetrics() *Metrics {
 		subscribers:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_subscribers", Help: "Connected chat followers (WebSocket, NDJSON, SSE)."}),
 		droppedSubscriber: prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_subscribers_dropped_total", Help: "Followers dropped for falling too far behind."}),
 		lxdErrors:         prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_lxd_errors_total", Help: "Failed LXD requests seen by the daemon."}),
+		tokens:            prometheus.NewCounterVec(prometheus.CounterOpts{Name: "remoted_usage_tokens_total", Help: "Tokens used by completed runs, by provider and kind (input, output, cache_read, cache_creation)."}, []string{"provider", "kind"}),
+		cost:              prometheus.NewCounterVec(prometheus.CounterOpts{Name: "remoted_usage_cost_usd_total", Help: "Cost in USD of completed runs, where the CLI reports it, by provider."}, []string{"provider"}),
 	}
-	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors,
+	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors, m.tokens, m.cost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -103,5 +109,19 @@ func (m *Metrics) subscriberRemoved() {
 func (m *Metrics) subscriberDropped() {
 	if m != nil {
 		m.droppedSubscriber.Inc()
+	}
+}
+
+// usage counts one run's recorded usage.
+func (m *Metrics) usage(u store.UsageRecord) {
+	if m == nil {
+		return
+	}
+	m.tokens.WithLabelValues(u.Provider, "input").Add(float64(u.InputTokens))
+	m.tokens.WithLabelValues(u.Provider, "output").Add(float64(u.OutputTokens))
+	m.tokens.WithLabelValues(u.Provider, "cache_read").Add(float64(u.CacheReadTokens))
+	m.tokens.WithLabelValues(u.Provider, "cache_creation").Add(float64(u.CacheCreationTokens))
+	if u.CostUSD > 0 {
+		m.cost.WithLabelValues(u.Provider).Add(u.CostUSD)
 	}
 }

@@ -84,11 +84,11 @@ func projectEvent(ev providers.Event, provider providers.ProviderID, now time.Ti
 		out.Data = ev.Data
 	case providers.EventUsageUpdated:
 		out.Type = api.EventUsageUpdate
-		out.Usage = ev.Usage
+		out.Usage = wireUsage(ev.Usage)
 	case providers.EventRunCompleted:
 		out.Type = api.EventComplete
 		out.Provider = string(ev.Provider)
-		out.Usage = ev.Usage
+		out.Usage = wireUsage(ev.Usage)
 	case providers.EventRunFailed, providers.EventError:
 		out.Type = api.EventError
 		out.Message = ev.Message
@@ -119,5 +119,36 @@ func jsonObject(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	b, _ := json.Marshal(map[string]json.RawMessage{"value": raw})
+	return b
+}
+
+// usageNames maps the providers' normalized token counts to the names the
+// original frontend reads on complete and usage_update events (api.md).
+var usageNames = map[string]string{
+	"inputTokens":           "input_tokens",
+	"outputTokens":          "output_tokens",
+	"cachedInputTokens":     "cache_read_input_tokens",
+	"cacheWriteInputTokens": "cache_creation_input_tokens",
+}
+
+// wireUsage renames the token counts of a usage object to the wire names;
+// other fields stay as they are. Anything but a JSON object passes through.
+func wireUsage(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw
+	}
+	for from, to := range usageNames {
+		if v, ok := m[from]; ok {
+			delete(m, from)
+			if _, taken := m[to]; !taken {
+				m[to] = v
+			}
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
 	return b
 }

@@ -56,6 +56,8 @@ type Options struct {
 	// PingEvery, and a peer that answers none for PongWait is dropped.
 	// 0: 25 s and 60 s (api.md).
 	PingEvery, PongWait time.Duration
+	// Notify, when its URL is set, POSTs run notifications to a webhook.
+	Notify NotifierOptions
 }
 
 // Server is remoted's API: the route table behind the peer-credential
@@ -76,6 +78,7 @@ type Server struct {
 	started    time.Time
 	pingEvery  time.Duration
 	pongWait   time.Duration
+	notifier   *Notifier // nil without a webhook
 
 	mu          sync.Mutex
 	httpSrv     *http.Server
@@ -100,6 +103,13 @@ func New(o Options) (*Server, error) {
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	if o.Notify.URL != "" {
+		if o.Notify.Logger == nil {
+			o.Notify.Logger = o.Logger.Named("notify")
+		}
+		s.notifier = NewNotifier(o.Notify, o.Store.Chat)
+		s.hub.Observe(s.notifier.Observe)
+	}
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
 		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
 	routes := s.routes()
@@ -172,6 +182,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	runErr := s.svc.Shutdown(ctx)
 	s.stopOnce.Do(func() { close(s.stopStreams) })
+	if s.notifier != nil {
+		s.notifier.Close()
+	}
 	return errors.Join(runErr, <-errc)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ var (
 const (
 	msgInterruptedByRestart  = "the run was interrupted by a daemon restart"
 	msgInterruptedByShutdown = "the run was interrupted because the daemon shut down"
+	// statusInterrupted is the status of the complete event that ends a
+	// cancelled run.
+	statusInterrupted = "interrupted"
 )
 
 // ServiceOptions configures the prompt service.
@@ -87,7 +91,12 @@ type PromptInput struct {
 	Text   string
 	Mode   string
 	Skills []string
+	// Synthetic, when set, is stored on the user event (api.md).
+	Synthetic string
 }
+
+// syntheticPattern is what a prompt's synthetic marker may be.
+var syntheticPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // maxPromptBytes bounds one prompt's text.
 const maxPromptBytes = 512 << 10
@@ -106,6 +115,9 @@ func (in PromptInput) validate() error {
 	case "", providers.ModeDefault, providers.ModePlan:
 	default:
 		return BadRequest("mode: unknown mode %q (want \"default\" or \"plan\")", in.Mode)
+	}
+	if in.Synthetic != "" && !syntheticPattern.MatchString(in.Synthetic) {
+		return BadRequest("synthetic: must be 1 to 64 letters, digits, '.', '_' or '-'")
 	}
 	return nil
 }
@@ -163,7 +175,7 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	})
 	if err == nil {
 		var user api.Event
-		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, T: now.UnixMilli()})
+		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
 		if err == nil {
 			s.wg.Add(1)
 			go s.run(runCtx, run, chat, p, caps, in, user.Seq)
@@ -251,9 +263,21 @@ type emitter struct {
 	s        *Service
 	chatID   string
 	provider providers.ProviderID
+	chat     api.Chat // as the run started, for usage records
+	runID    string
 	mu       sync.Mutex
 	pending  sync.WaitGroup
 	closed   bool
+	// lastType is the type of the newest event appended for this run.
+	lastType string
+}
+
+// finished reports whether the run's newest event is a terminal one
+// (complete or error), as api.md requires of every run's last event.
+func (e *emitter) finished() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastType == api.EventComplete || e.lastType == api.EventError
 }
 
 func (e *emitter) emit(ev providers.Event) {
@@ -280,6 +304,9 @@ func (e *emitter) emit(ev providers.Event) {
 			e.s.log.Error("save session", "chat", e.chatID, "provider", provider, "error", err)
 		}
 	}
+	if ev.Type == providers.EventRunCompleted && len(ev.Usage) > 0 {
+		e.s.recordUsage(e, ev.Usage)
+	}
 	ce, ok := projectEvent(ev, e.provider, time.Now())
 	if !ok {
 		return
@@ -288,6 +315,7 @@ func (e *emitter) emit(ev providers.Event) {
 }
 
 func (e *emitter) appendLocked(ev api.Event) {
+	e.lastType = ev.Type
 	e.pending.Add(1)
 	e.s.hub.AppendAsync(e.chatID, ev, func(api.Event, error) { e.pending.Done() })
 }
@@ -314,7 +342,7 @@ func (e *emitter) close() {
 func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
 	defer s.wg.Done()
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID()}
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID}
 	started := time.Now()
 	defer func() {
 		em.close()
@@ -343,6 +371,12 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
 		log.Info("run interrupted by shutdown")
 	case ctx.Err() != nil:
+		// A cancel is not an error: a run the provider left without a
+		// terminal event (Codex stops at turn_status interrupted) ends
+		// with complete, status interrupted, so clients leave "streaming".
+		if !em.finished() {
+			em.daemonEvent(api.Event{Type: api.EventComplete, Provider: string(p.ID()), Status: statusInterrupted})
+		}
 		log.Info("run cancelled")
 	case err == nil:
 	case errors.Is(err, providers.ErrRunFailed):

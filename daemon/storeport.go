@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"time"
 
 	"remote/api"
 	"remote/daemon/store"
@@ -23,7 +24,15 @@ type Store interface {
 	// gives.
 	EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error
 	LastSeq(chatID string) (int64, error)
+	// EventsBefore is the newest limit events' wire JSON before a seq,
+	// oldest first, and whether older ones remain.
+	EventsBefore(chatID string, before int64, limit int) ([][]byte, bool, error)
 	CopyEvents(fromChat, toChat string) error
+	// RecordUsage, CopyUsageMarks and Usage keep each run's token usage
+	// and cost (GET /v1/usage).
+	RecordUsage(rec store.UsageRecord, cumulative bool) (store.UsageRecord, error)
+	CopyUsageMarks(fromChat, toChat string) error
+	Usage(from, to time.Time, fn func(store.UsageRecord) error) error
 }
 
 var _ Store = (*store.Store)(nil)

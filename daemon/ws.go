@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,6 +69,11 @@ func (w *wsConn) control(kind int, data []byte) error {
 // transientError is a per-connection error event; never persisted.
 func transientError(msg string) api.Event {
 	return api.Event{T: time.Now().UnixMilli(), Type: api.EventError, Message: msg}
+}
+
+// closingSync is the sync that tells one client its prompt did not start.
+func closingSync() api.Event {
+	return api.Event{Type: api.EventSync, T: time.Now().UnixMilli()}
 }
 
 // handleChatSocket serves GET /ws/chat/{id}?since=SEQ (S1): replay, sync,
@@ -155,24 +161,33 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 	msg, err := decodeClientMessage(data)
 	if err != nil {
 		_ = ws.send(transientError("invalid message: " + err.Error()))
+		var kind struct{ Type string }
+		if json.Unmarshal(data, &kind) == nil && kind.Type == msgPrompt {
+			_ = ws.send(closingSync()) // a refused prompt, see below
+		}
 		return
 	}
 	switch msg.Type {
 	case msgPrompt:
-		_, err := s.svc.Start(ctx, chatID, PromptInput{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills})
-		if msg.ClientID == "" {
+		_, err := s.svc.Start(ctx, chatID, PromptInput{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills, Synthetic: msg.Synthetic})
+		switch {
+		case msg.ClientID != "":
+			ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
+			ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID})
 			if err != nil {
-				_ = ws.send(transientError(s.publicMessage(err)))
+				ack.Subtype = api.SubtypePromptRejected
+				ack.Message = s.publicMessage(err)
 			}
-			return
+			_ = ws.send(ack)
+		case err != nil:
+			_ = ws.send(transientError(s.publicMessage(err)))
 		}
-		ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
-		ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID})
 		if err != nil {
-			ack.Subtype = api.SubtypePromptRejected
-			ack.Message = s.publicMessage(err)
+			// A client marks the chat streaming when it sends a prompt and
+			// idle only on a closing sync (api.md): a refused prompt must
+			// close what it opened, on this connection only.
+			_ = ws.send(closingSync())
 		}
-		_ = ws.send(ack)
 	case msgCancel:
 		if err := s.svc.Cancel(chatID); err != nil {
 			_ = ws.send(transientError(s.publicMessage(err)))

@@ -256,6 +256,7 @@ func run(args []string) error {
 		LXD:             lxd,
 		Projects:        projects.Chats,
 		RouteProviders:  projects.Routes,
+		Notify:          daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
 	if err != nil {
 		return err

@@ -113,6 +113,8 @@ func field(d []byte, i int, key []byte, ev *api.Event) (int, bool) {
 		s = &ev.InteractionID
 	case "status":
 		s = &ev.Status
+	case "synthetic":
+		s = &ev.Synthetic
 	default:
 		return 0, false // unknown, or matched case-insensitively by encoding/json
 	}

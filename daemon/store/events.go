@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -375,4 +376,52 @@ func (s *Store) CopyEvents(fromChat, toChat string) error {
 		dst.FillPercent = 1
 		return src.ForEach(func(k, v []byte) error { return dst.Put(k, v) })
 	})
+}
+
+// EventsBefore returns the wire JSON (seq included) of the newest limit
+// events of chatID with seq < before (before <= 0: no bound), oldest
+// first, and whether older events remain. It reads in one transaction and
+// never walks more than limit events. An unknown chat is ErrNotFound.
+func (s *Store) EventsBefore(chatID string, before int64, limit int) (events [][]byte, hasMore bool, err error) {
+	if err := checkChatID(chatID); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 {
+		return nil, false, fmt.Errorf("limit %d: %w: must be positive", limit, ErrInvalid)
+	}
+	err = s.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChats).Get([]byte(chatID)) == nil {
+			return fmt.Errorf("chat %q: %w", chatID, ErrNotFound)
+		}
+		b := tx.Bucket(bucketEvents).Bucket([]byte(chatID))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k, v []byte
+		if before <= 0 {
+			k, v = c.Last()
+		} else if k, v = c.Seek(seqKey(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil; k, v = c.Prev() {
+			if len(events) == limit {
+				hasMore = true
+				break
+			}
+			_, raw, err := wireEvent(k, v)
+			if err != nil {
+				return fmt.Errorf("chat %q: %w", chatID, err)
+			}
+			events = append(events, raw)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	slices.Reverse(events)
+	return events, hasMore, nil
 }
