@@ -152,6 +152,14 @@ type scriptDaemon struct {
 	// dropAfterPrompt closes every socket once the first part of the run
 	// is out, to exercise reconnect with since=.
 	dropAfterPrompt bool
+	// chats are the workspace: scriptChatID first, more added by tests.
+	chats   []api.Chat
+	wsConns map[*websocket.Conn]bool
+	// histories records every history request's query; usageRows answer
+	// GET /v1/usage.
+	histories []string
+	usageRows []api.UsageRow
+	usageBy   []string
 }
 
 const scriptChatID = "abcdef012345"
@@ -197,16 +205,18 @@ func startScriptDaemon(t *testing.T) *scriptDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &scriptDaemon{socket: filepath.Join(dir, "d.sock"), conns: map[*websocket.Conn]bool{}}
+	d := &scriptDaemon{socket: filepath.Join(dir, "d.sock"), conns: map[*websocket.Conn]bool{}, wsConns: map[*websocket.Conn]bool{}}
 	chat := api.Chat{ID: scriptChatID, Title: "script", Provider: "claude", CreatedAt: time.Now()}
+	d.chats = []api.Chat{chat}
 	mux := http.NewServeMux()
+	d.routes(mux)
 	mux.HandleFunc("GET /v1/providers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []api.ProviderInfo{{ID: "claude", Label: "Claude Code", Enabled: true, Capabilities: json.RawMessage(`{}`)}})
 	})
 	mux.HandleFunc("GET /v1/projects", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, []api.Project{}) })
-	mux.HandleFunc("GET /v1/chats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, []api.Chat{chat}) })
-	mux.HandleFunc("POST /v1/chats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, chat) })
-	mux.HandleFunc("GET /v1/chats/{id}", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, chat) })
+	mux.HandleFunc("GET /v1/chats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, d.chatList()) })
+	mux.HandleFunc("POST /v1/chats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, d.chat(scriptChatID)) })
+	mux.HandleFunc("GET /v1/chats/{id}", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, d.chat(r.PathValue("id"))) })
 	up := websocket.Upgrader{}
 	mux.HandleFunc("GET /ws/chat/{id}", func(w http.ResponseWriter, r *http.Request) {
 		since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
@@ -274,7 +284,7 @@ func (d *scriptDaemon) read(c *websocket.Conn) {
 			)
 		case "interaction_response":
 			status := "declined"
-			if strings.Contains(string(m.Result), `"accept"`) {
+			if strings.Contains(string(m.Result), `"accept`) {
 				status = "accepted"
 			}
 			d.appendEvents(

@@ -96,7 +96,10 @@ class Workspace extends EventTarget {
         if (!c || !c.id) return;
         const prev = this.chats.get(c.id);
         this.chats.set(c.id, c);
-        if (!prev && !(c.id in this.seen) && this.openChat !== c.id) this.seen[c.id] = String(c.createdAt || '');
+        if (!prev && !(c.id in this.seen) && this.openChat !== c.id) {
+          this.seen[c.id] = String(c.createdAt || '');
+          this.saveSeen();
+        }
         this.transition(prev, c);
         break;
       }
@@ -130,8 +133,9 @@ class Workspace extends EventTarget {
 
   unread(c) {
     if (c.id === this.openChat) return false;
-    const seen = this.seen[c.id];
-    return seen !== undefined && chatTime(c) > seen;
+    // A chat this browser never listed is new since it last looked.
+    const seen = this.seen[c.id] ?? String(c.createdAt || '');
+    return chatTime(c) > seen;
   }
 
   markSeen(id, notify = true) {
