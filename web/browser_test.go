@@ -30,7 +30,7 @@ const chromiumPath = "/usr/bin/chromium"
 const browserTimeout = 3 * time.Minute
 
 // newBrowser starts a fresh headless chromium and returns a tab context.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t testing.TB) context.Context {
 	t.Helper()
 	if fi, err := os.Stat(chromiumPath); err != nil || fi.Mode()&0o111 == 0 {
 		testkit.Missing(t, "%s not installed (scripts/install-browser)", chromiumPath)
@@ -65,7 +65,7 @@ func newBrowser(t *testing.T) context.Context {
 }
 
 // screenshot saves the page under build/screenshots/<name>.png.
-func screenshot(t *testing.T, ctx context.Context, name string) string {
+func screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
 	dir := filepath.Join(testkit.Root(), "build", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -84,7 +84,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 }
 
 // loginInBrowser fills and submits the login form.
-func loginInBrowser(t *testing.T, ctx context.Context, base, user, pw string) {
+func loginInBrowser(t testing.TB, ctx context.Context, base, user, pw string) {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -106,7 +106,7 @@ func loginInBrowser(t *testing.T, ctx context.Context, base, user, pw string) {
 
 // steps runs browser steps with a 60 s guard; on failure it saves a
 // screenshot and fails the test with the page's URL and text.
-func steps(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+func steps(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
@@ -129,7 +129,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 }
 
 // eval runs a JavaScript expression and returns its value.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {

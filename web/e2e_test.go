@@ -63,7 +63,7 @@ type stack struct {
 	codex *fakeopenai.Server
 }
 
-func startProc(t *testing.T, name, bin string, args ...string) *syncBuffer {
+func startProc(t testing.TB, name, bin string, args ...string) *syncBuffer {
 	t.Helper()
 	logs := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
@@ -82,7 +82,7 @@ func startProc(t *testing.T, name, bin string, args ...string) *syncBuffer {
 	return logs
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,6 +95,13 @@ func freeAddr(t *testing.T) string {
 // startStack starts remoted (Claude against the fake Anthropic server, and
 // Codex against the fake Responses server when withCodex) and remote-web.
 func startStack(t *testing.T, model *fakeanthropic.Server, withCodex bool) *stack {
+	t.Helper()
+	return startStackSeeded(t, model, withCodex, nil)
+}
+
+// startStackSeeded is startStack with seed run on the daemon's state
+// directory before remoted starts (to open a store filled beforehand).
+func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool, seed func(stateDir string)) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test builds and runs remoted and remote-web")
@@ -159,6 +166,9 @@ password_hash = %q
 	cfgPath := filepath.Join(dir, "remote.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if seed != nil {
+		seed(filepath.Join(dir, "state"))
 	}
 	dlogs := startProc(t, "remoted", remoted, "-config", cfgPath)
 	wlogs := startProc(t, "remote-web", remoteWeb, "-config", cfgPath)
