@@ -120,6 +120,34 @@ type Chat struct {
 	// Running is live state; the store uses it only to find runs that were
 	// in flight when the daemon stopped (S5).
 	Running bool `json:"running"`
+	// Attention is live, never stored: "approval" while the chat's run
+	// waits for an answer to an interaction request; empty otherwise.
+	Attention string `json:"attention,omitempty"`
+}
+
+// Workspace socket message types (GET /ws/workspace).
+const (
+	WorkspaceSnapshot = "workspace.snapshot"
+	ChatUpsert        = "chat.upsert"
+	ChatDelete        = "chat.delete"
+	ProjectUpsert     = "project.upsert"
+	ProjectDelete     = "project.delete"
+)
+
+// WorkspaceSnapshotMessage is the workspace socket's first message: the
+// caller's chats and projects.
+type WorkspaceSnapshotMessage struct {
+	Type     string    `json:"type"` // workspace.snapshot
+	Chats    []Chat    `json:"chats"`
+	Projects []Project `json:"projects"`
+}
+
+// WorkspaceMessage is one change on the workspace socket.
+type WorkspaceMessage struct {
+	Type    string   `json:"type"`
+	Chat    *Chat    `json:"chat,omitempty"`    // chat.upsert
+	Project *Project `json:"project,omitempty"` // project.upsert
+	ID      string   `json:"id,omitempty"`      // chat.delete, project.delete
 }
 
 // CreateChatRequest is the body of POST /v1/chats.

@@ -33,6 +33,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/chats/{id}/cancel", AccessUser, s.handleCancel},
 		{http.MethodPost, "/v1/chats/{id}/interactions", AccessUser, s.handleInteraction},
 		{http.MethodGet, "/ws/chat/{id}", AccessUser, s.handleChatSocket},
+		{http.MethodGet, "/ws/workspace", AccessUser, s.handleWorkspaceSocket},
 	}
 }
 
@@ -196,7 +197,7 @@ func (s *Server) handleListChats(w http.ResponseWriter, r *http.Request) error {
 	out := []api.Chat{}
 	for _, c := range all {
 		if c.Owner == owner {
-			c.Running = s.hub.Running(c.ID)
+			s.workspace.decorate(&c)
 			out = append(out, c)
 		}
 	}
@@ -208,6 +209,7 @@ func (s *Server) handleGetChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	c.Attention = s.workspace.attentionOf(c.ID)
 	return writeJSON(w, http.StatusOK, c)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/store"
 )
 
 // LXDStatus reports LXD reachability for GET /v1/info.
@@ -79,6 +80,13 @@ type Server struct {
 	pingEvery  time.Duration
 	pongWait   time.Duration
 	notifier   *Notifier // nil without a webhook
+	workspace  *Workspace
+	// projectStore lists projects for the workspace snapshot; nil when the
+	// store keeps none.
+	projectStore interface {
+		Projects() ([]api.Project, error)
+	}
+	stopWorkspace context.CancelFunc
 
 	mu          sync.Mutex
 	httpSrv     *http.Server
@@ -103,6 +111,19 @@ func New(o Options) (*Server, error) {
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	s.workspace = newWorkspace(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
+	s.hub.Observe(s.workspace.observe)
+	if cs, ok := o.Store.(interface{ OnChange(func(store.Change)) }); ok {
+		cs.OnChange(s.workspace.onStoreChange)
+	}
+	if ps, ok := o.Store.(interface {
+		Projects() ([]api.Project, error)
+	}); ok {
+		s.projectStore = ps
+	}
+	var wsCtx context.Context
+	wsCtx, s.stopWorkspace = context.WithCancel(context.Background())
+	go s.workspace.run(wsCtx)
 	if o.Notify.URL != "" {
 		if o.Notify.Logger == nil {
 			o.Notify.Logger = o.Logger.Named("notify")
@@ -185,6 +206,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.notifier != nil {
 		s.notifier.Close()
 	}
+	s.stopWorkspace()
 	return errors.Join(runErr, <-errc)
 }
 

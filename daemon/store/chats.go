@@ -20,13 +20,17 @@ func (s *Store) CreateChat(c api.Chat) error {
 			return err
 		}
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)
 		if b.Get([]byte(c.ID)) != nil {
 			return fmt.Errorf("create chat %q: %w", c.ID, ErrExists)
 		}
 		return putJSON(b, []byte(c.ID), c)
 	})
+	if err == nil {
+		s.changed(Change{Chat: &c})
+	}
+	return err
 }
 
 // Chat returns the chat with id, or ErrNotFound.
@@ -89,6 +93,7 @@ func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error
 	if err != nil {
 		return api.Chat{}, err
 	}
+	s.changed(Change{Chat: &c})
 	return c, nil
 }
 
@@ -97,10 +102,11 @@ func (s *Store) DeleteChat(id string) error {
 	if err := checkChatID(id); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var old api.Chat
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)
-		if b.Get([]byte(id)) == nil {
-			return fmt.Errorf("chat %q: %w", id, ErrNotFound)
+		if err := getJSON(b, []byte(id), &old, fmt.Sprintf("chat %q", id)); err != nil {
+			return err
 		}
 		if err := b.Delete([]byte(id)); err != nil {
 			return err
@@ -111,4 +117,8 @@ func (s *Store) DeleteChat(id string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.changed(Change{Chat: &old, Deleted: true})
+	}
+	return err
 }

@@ -14,13 +14,17 @@ func (s *Store) CreateProject(p api.Project) error {
 	if err := checkProject(p.Name); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketProjects)
 		if b.Get([]byte(p.Name)) != nil {
 			return fmt.Errorf("create project %q: %w", p.Name, ErrExists)
 		}
 		return putJSON(b, []byte(p.Name), p)
 	})
+	if err == nil {
+		s.changed(Change{Project: &p})
+	}
+	return err
 }
 
 // Project returns the named project, or ErrNotFound.
@@ -78,6 +82,7 @@ func (s *Store) UpdateProject(name string, fn func(*api.Project) error) (api.Pro
 	if err != nil {
 		return api.Project{}, err
 	}
+	s.changed(Change{Project: &p})
 	return p, nil
 }
 
@@ -86,10 +91,11 @@ func (s *Store) DeleteProject(name string) error {
 	if err := checkProject(name); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var old api.Project
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketProjects)
-		if b.Get([]byte(name)) == nil {
-			return fmt.Errorf("project %q: %w", name, ErrNotFound)
+		if err := getJSON(b, []byte(name), &old, fmt.Sprintf("project %q", name)); err != nil {
+			return err
 		}
 		if err := b.Delete([]byte(name)); err != nil {
 			return err
@@ -100,4 +106,8 @@ func (s *Store) DeleteProject(name string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.changed(Change{Project: &old, Deleted: true})
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -93,6 +94,8 @@ type Store struct {
 
 	mu     sync.RWMutex // held shared while queueing, exclusively by Close
 	closed bool
+
+	onChange atomic.Pointer[func(Change)]
 }
 
 // Open opens or creates the store file at path (mode 0600), creates its
