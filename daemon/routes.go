@@ -18,8 +18,10 @@ type RouteAccess int
 const (
 	// AccessPeer: any allowed peer (info, providers, metrics).
 	AccessPeer RouteAccess = iota + 1
-	// AccessUser: an allowed peer that names the acting user in
-	// X-Remote-User (401 without it); the handler finds it with UserFrom.
+	// AccessUser: a request acting for a user: the one root, the daemon's
+	// uid or a frontend names in X-Remote-User (401 without it), else the
+	// peer's own login name (403 for a header naming anyone else); the
+	// handler finds it with UserFrom.
 	AccessUser
 )
 
