@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+
 	"remote/api"
 	"remote/providers"
 )
@@ -166,8 +168,10 @@ func aliceChat(t *testing.T, ts *testServer) string {
 // X-Remote-User. It must be refused with 403 on every route and never see
 // alice's chat; without the header (or naming itself) it acts as nobody.
 func TestAttackImpersonationFromUnprivilegedPeer(t *testing.T) {
+	var logs lockedBuffer
 	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: providers.Claude}}, func(o *Options) {
 		o.Access = Access{GIDs: []int{65534}}
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "api", Level: hclog.Info, Output: &logs, JSONFormat: true})
 	})
 	run := asNobody(t, ts)
 	id := aliceChat(t, ts)
@@ -188,6 +192,18 @@ func TestAttackImpersonationFromUnprivilegedPeer(t *testing.T) {
 		if a.Status != http.StatusForbidden || a.Body != refusal {
 			t.Errorf("%s %s as nobody naming alice: %d %s, want 403 %s", attack[i].Method, attack[i].Path, a.Status, a.Body, refusal)
 		}
+	}
+	// The refused prompt is audited with who tried it and whom it named.
+	wantAudit := `{"@level":"info","@message":"request","@module":"api.audit","asserted":"alice","id":"` + id + `","peer_uid":65534,"route":"POST /v1/chats/{id}/prompt","status":403,"user":""}`
+	found := false
+	for _, m := range auditLines(t, logs.String()) {
+		delete(m, "peer_pid")
+		if b, _ := json.Marshal(m); string(b) == wantAudit {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no audit line %s in\n%s", wantAudit, logs.String())
 	}
 	if n := len(ts.events(id)); n != before {
 		t.Errorf("alice's chat has %d events after the attack, want %d", n, before)
