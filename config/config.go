@@ -47,6 +47,10 @@ type Daemon struct {
 	// own uid) allowed to use the API.
 	AllowUIDs []int `toml:"allow_uids"`
 	AllowGIDs []int `toml:"allow_gids"`
+	// FrontendUIDs are the peers (remote-web's uid) that may name the acting
+	// user in X-Remote-User, as root and the daemon's own uid may; they may
+	// also use the API. Every other peer acts as its own login name.
+	FrontendUIDs []int `toml:"frontend_uids"`
 	// StateDir holds the store and the default secrets key (absolute path).
 	StateDir string `toml:"state_dir"`
 	// LogLevel is one of trace, debug, info, warn, error.

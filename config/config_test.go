@@ -46,6 +46,7 @@ socket = "/run/r.sock"
 socket_group = "remote"
 allow_uids = [1000, 1001]
 allow_gids = [27]
+frontend_uids = [991]
 state_dir = "/srv/remote"
 log_level = "debug"
 log_format = "json"
@@ -98,6 +99,7 @@ password_hash = "$2a$10$abc"
 	want := Default()
 	want.Daemon = Daemon{Socket: "/run/r.sock", SocketGroup: "remote", AllowUIDs: []int{1000, 1001}, AllowGIDs: []int{27},
 		StateDir: "/srv/remote", LogLevel: "debug", LogFormat: "json", SecretsKeyFile: "/etc/remote/secrets.key"}
+	want.Daemon.FrontendUIDs = []int{991}
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
 	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"}}
@@ -157,6 +159,8 @@ func TestParseRejects(t *testing.T) {
 		{"relative socket", "[daemon]\nsocket = \"run/r.sock\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] socket: "run/r.sock" must be an absolute path`},
 		{"bad group", "[daemon]\nsocket_group = \"re mote\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] socket_group: invalid group name "re mote"`},
 		{"negative uid", "[daemon]\nallow_uids = [0, -1]\n", ErrInvalidValue, "remoted.toml:2: [daemon] allow_uids[1]: uid -1 out of range"},
+		{"negative frontend uid", "[daemon]\nfrontend_uids = [-5]\n", ErrInvalidValue, "remoted.toml:2: [daemon] frontend_uids[0]: uid -5 out of range"},
+		{"frontend uid as string", "[daemon]\nfrontend_uids = [\"www-data\"]\n", ErrInvalidValue, "remoted.toml:2: [daemon] frontend_uids[0]: must be an integer, not a string"},
 		{"huge gid", "[daemon]\nallow_gids = [4294967295]\n", ErrInvalidValue, "remoted.toml:2: [daemon] allow_gids[0]: gid 4294967295 out of range"},
 		{"relative state", "[daemon]\nstate_dir = \"state\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] state_dir: "state" must be an absolute path`},
 		{"empty state", "[daemon]\nstate_dir = \"\"\n", ErrInvalidValue, "remoted.toml:2: [daemon] state_dir: must not be empty"},

@@ -55,6 +55,11 @@ func (d Daemon) validate(ps *problems) {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "allow_uids"), i), "uid %d out of range", id)
 		}
 	}
+	for i, id := range d.FrontendUIDs {
+		if id < 0 || id > 1<<32-2 {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "frontend_uids"), i), "uid %d out of range", id)
+		}
+	}
 	for i, id := range d.AllowGIDs {
 		if id < 0 || id > 1<<32-2 {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "allow_gids"), i), "gid %d out of range", id)

@@ -168,6 +168,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("REMOTED_TEST_PEER_CLIENT"); sock != "" {
 		os.Exit(peerClient(sock))
 	}
+	if sock := os.Getenv("REMOTED_TEST_PEER_SCRIPT"); sock != "" {
+		os.Exit(peerScript(sock)) // identity_test.go
+	}
 	os.Exit(m.Run())
 }
 

@@ -67,6 +67,7 @@ type Server struct {
 	store      Store
 	reg        *Registry
 	log        hclog.Logger
+	auditLog   hclog.Logger
 	metrics    *Metrics
 	version    string
 	access     atomic.Pointer[Access]
@@ -105,7 +106,7 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, metrics: o.Metrics, version: o.Version,
+	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, auditLog: o.Logger.Named("audit"), metrics: o.Metrics, version: o.Version,
 		defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
 		started: time.Now(), stopStreams: make(chan struct{}),
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}

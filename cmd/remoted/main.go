@@ -248,7 +248,7 @@ func run(args []string) error {
 
 	srv, err := daemon.New(daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version,
-		Access:          daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs},
+		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
 		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
@@ -325,8 +325,14 @@ func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *s
 	}
 }
 
+// access is who may use the socket and who may act for other users.
+func access(cfg config.Config) daemon.Access {
+	return daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs, Frontends: cfg.Daemon.FrontendUIDs}
+}
+
 // reload re-reads the config: log level, provider settings, the allowed
-// peers and the allowed roots change in place; everything else (socket,
+// peers, the frontends and the allowed roots change in place (access for
+// connections made after the reload); everything else (socket,
 // state, LXD, host user) needs a restart.
 func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
 	cfg, source, err := loadConfig(f)
@@ -336,7 +342,7 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
 	reg.Configure(adapters(), providerSettings(cfg), ports)
-	srv.SetAccess(daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs})
+	srv.SetAccess(access(cfg))
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
 	}
