@@ -94,7 +94,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 
 	parser := NewParser(req.ResumeID)
-	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Logger: p.log})
+	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Logger: p.log, ExitGrace: p.cfg.ExitGrace})
 	if ctx.Err() != nil {
 		return nil
 	}
