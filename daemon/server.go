@@ -44,6 +44,8 @@ type Options struct {
 	TranscriptBytes int
 	SkillsDir       string
 	Roots           Roots
+	// IdleTimeout stops a run silent for that long (0 = never).
+	IdleTimeout time.Duration
 	// DefaultCwd is a loose chat's cwd when the request names none (the
 	// host user's home).
 	DefaultCwd string
@@ -101,7 +103,8 @@ func New(o Options) (*Server, error) {
 	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
-		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
+		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
+		IdleTimeout: o.IdleTimeout})
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)
