@@ -50,13 +50,18 @@ type runWatch struct {
 func newRunWatch(idle time.Duration, cancel func(error)) *runWatch {
 	w := &runWatch{idle: idle, cancel: cancel, last: time.Now(), pending: map[string]bool{}}
 	if idle > 0 {
+		w.mu.Lock() // check may run before AfterFunc returns
 		w.timer = time.AfterFunc(idle, w.check)
+		w.mu.Unlock()
 	}
 	return w
 }
 
-// saw records one agent event of the run.
+// saw records one agent event of the run; a nil watch ignores it.
 func (w *runWatch) saw(ev providers.Event) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last = time.Now()
