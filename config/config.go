@@ -87,6 +87,12 @@ type Agent struct {
 	// AllowedRoots are the absolute directories a loose chat may run in;
 	// nil means the host user's home directory and /tmp.
 	AllowedRoots []string `toml:"allowed_roots"`
+	// ExitGrace is how long a CLI that has reported the end of its turn
+	// may take to exit before it is stopped (the turn stands).
+	ExitGrace Duration `toml:"exit_grace"`
+	// IdleTimeout ends a run whose CLI produced no output for that long,
+	// with an error; 0 (the default) never does.
+	IdleTimeout Duration `toml:"idle_timeout"`
 }
 
 // Provider configures one agent CLI, under [providers.<id>].
@@ -182,6 +188,7 @@ func Default() Config {
 		Agent: Agent{
 			CredentialSyncTimeout: Duration{30 * time.Second},
 			TranscriptBytes:       24000,
+			ExitGrace:             Duration{10 * time.Second},
 		},
 		Providers: make(map[string]Provider, len(providerIDs)),
 		Web: Web{

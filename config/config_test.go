@@ -67,6 +67,8 @@ credential_sync_timeout = "1m"
 transcript_bytes = 4096
 host_user = "dev"
 allowed_roots = ["/home/dev", "/srv"]
+exit_grace = "3s"
+idle_timeout = "30m"
 
 [providers.claude]
 enabled = false
@@ -102,7 +104,8 @@ password_hash = "$2a$10$abc"
 	want.Daemon.FrontendUIDs = []int{991}
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
-	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"}}
+	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"},
+		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}}
 	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
 	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills"}
@@ -188,6 +191,9 @@ func TestParseRejects(t *testing.T) {
 		{"transcript zero", "[agent]\ntranscript_bytes = 0\n", ErrInvalidValue, "remoted.toml:2: [agent] transcript_bytes: must be positive, not 0"},
 		{"host user", "[agent]\nhost_user = \"a:b\"\n", ErrInvalidValue, `remoted.toml:2: [agent] host_user: invalid name "a:b"`},
 		{"relative root", "[agent]\nallowed_roots = [\"/ok\", \"home\"]\n", ErrInvalidValue, `remoted.toml:2: [agent] allowed_roots[1]: "home" must be an absolute path`},
+		{"zero exit grace", "[agent]\nexit_grace = \"0s\"\n", ErrInvalidValue, "remoted.toml:2: [agent] exit_grace: must be positive, not 0s"},
+		{"negative idle timeout", "[agent]\nidle_timeout = \"-1m\"\n", ErrInvalidValue, "remoted.toml:2: [agent] idle_timeout: must be 0 (off) or positive, not -1m0s"},
+		{"idle timeout word", "[agent]\nidle_timeout = \"off\"\n", ErrInvalidValue, `remoted.toml:2: [agent] idle_timeout: invalid duration "off"`},
 		// providers
 		{"unknown provider", "[providers.gemini]\nbinary = \"g\"\n", ErrInvalidValue, `remoted.toml:1: [providers] gemini: unknown provider "gemini" (known: claude, codex, minimax, kimi, antigravity)`},
 		{"relative binary", "[providers.claude]\nbinary = \"bin/claude\"\n", ErrInvalidValue, `remoted.toml:2: [providers.claude] binary: "bin/claude" must be a bare name looked up on PATH or an absolute path`},

@@ -121,6 +121,12 @@ func (a Agent) validate(ps *problems) {
 	if a.TranscriptBytes <= 0 {
 		ps.add(ErrInvalidValue, keyPath("agent", "transcript_bytes"), "must be positive, not %d", a.TranscriptBytes)
 	}
+	if a.ExitGrace.Duration <= 0 {
+		ps.add(ErrInvalidValue, keyPath("agent", "exit_grace"), "must be positive, not %s", a.ExitGrace.Duration)
+	}
+	if a.IdleTimeout.Duration < 0 {
+		ps.add(ErrInvalidValue, keyPath("agent", "idle_timeout"), "must be 0 (off) or positive, not %s", a.IdleTimeout.Duration)
+	}
 	requireName(ps, keyPath("agent", "host_user"), a.HostUser, false)
 	for i, r := range a.AllowedRoots {
 		requireAbs(ps, appendIndex(keyPath("agent", "allowed_roots"), i), r, true)

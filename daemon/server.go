@@ -45,6 +45,8 @@ type Options struct {
 	TranscriptBytes int
 	SkillsDir       string
 	Roots           Roots
+	// IdleTimeout stops a run silent for that long (0 = never).
+	IdleTimeout time.Duration
 	// DefaultCwd is a loose chat's cwd when the request names none (the
 	// host user's home).
 	DefaultCwd string
@@ -133,7 +135,8 @@ func New(o Options) (*Server, error) {
 		s.hub.Observe(s.notifier.Observe)
 	}
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
-		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
+		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
+		IdleTimeout: o.IdleTimeout})
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)

@@ -47,6 +47,9 @@ type ServiceOptions struct {
 	SkillsDir string
 	// Roots are the directories loose chats may run in (S8).
 	Roots Roots
+	// IdleTimeout stops a run whose provider produced no output for that
+	// long ([agent] idle_timeout); 0 = never.
+	IdleTimeout time.Duration
 }
 
 // Service is the prompt service (S3): it resolves chat state, builds the
@@ -61,6 +64,7 @@ type Service struct {
 	transcriptBytes int
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
+	idleTimeout     atomic.Int64 // time.Duration
 
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -77,8 +81,13 @@ func NewService(o ServiceOptions) *Service {
 	s := &Service{store: o.Store, hub: o.Hub, reg: o.Registry, log: o.Logger, metrics: o.Metrics,
 		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir}
 	s.roots.Store(&o.Roots)
+	s.SetIdleTimeout(o.IdleTimeout)
 	return s
 }
+
+// SetIdleTimeout replaces the idle timeout of runs started from now on
+// (config reload); 0 turns it off.
+func (s *Service) SetIdleTimeout(d time.Duration) { s.idleTimeout.Store(int64(max(d, 0))) }
 
 // SetRoots replaces the allowed roots (config reload).
 func (s *Service) SetRoots(r Roots) { s.roots.Store(&r) }
@@ -265,6 +274,7 @@ type emitter struct {
 	provider providers.ProviderID
 	chat     api.Chat // as the run started, for usage records
 	runID    string
+	watch    *runWatch
 	mu       sync.Mutex
 	pending  sync.WaitGroup
 	closed   bool
@@ -287,6 +297,7 @@ func (e *emitter) emit(ev providers.Event) {
 		e.s.log.Warn("event emitted after the run returned; dropped", "chat", e.chatID, "type", ev.Type)
 		return
 	}
+	e.watch.saw(ev)
 	if ev.Type == providers.EventSessionUpdated && ev.SessionID != "" {
 		provider := e.provider
 		if ev.Provider != "" {
@@ -342,7 +353,9 @@ func (e *emitter) close() {
 func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
 	defer s.wg.Done()
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID}
+	idle := time.Duration(s.idleTimeout.Load())
+	watch := newRunWatch(idle, run.cancel)
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch}
 	started := time.Now()
 	defer func() {
 		em.close()
@@ -365,11 +378,16 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 			err = s.recoverSession(ctx, log, em, chat, caps, in, run, userSeq, req.ResumeID, p)
 		}
 	}
+	watch.stop()
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errDaemonStopping):
 		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
 		log.Info("run interrupted by shutdown")
+	case errors.Is(cause, errIdleTimeout):
+		s.metrics.runFailed()
+		em.daemonEvent(api.Event{Type: api.EventError, Message: idleMessage(p.ID(), idle)})
+		log.Warn("run stopped: no output", "idle_timeout", idle)
 	case ctx.Err() != nil:
 		// A cancel is not an error: a run the provider left without a
 		// terminal event (Codex stops at turn_status interrupted) ends
@@ -378,6 +396,10 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 			em.daemonEvent(api.Event{Type: api.EventComplete, Provider: string(p.ID()), Status: statusInterrupted})
 		}
 		log.Info("run cancelled")
+	case err == nil && !watch.finishedTurn(), errors.Is(err, providers.ErrUnfinishedTurn):
+		s.metrics.runFailed()
+		em.daemonEvent(api.Event{Type: api.EventError, Message: unfinishedMessage(p.ID(), err)})
+		log.Warn("provider exited without finishing the turn", "error", err)
 	case err == nil:
 	case errors.Is(err, providers.ErrRunFailed):
 		s.metrics.runFailed()
@@ -404,6 +426,7 @@ func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emit
 	}
 	data, _ := json.Marshal(map[string]string{"provider": chat.Provider, "sessionId": lost})
 	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
+	em.watch.retry()
 	req, err := s.request(updated, caps, in, run, userSeq, false)
 	if err != nil {
 		return err

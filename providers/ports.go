@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -99,4 +100,9 @@ type AdapterConfig struct {
 	Containers ContainerLaunchers
 	Preparer   ProjectPreparer
 	Logger     hclog.Logger
+	// ExitGrace is how long a CLI that has emitted its terminal event
+	// (run.completed or run.failed) may take to exit before it is stopped
+	// like a cancelled one; the turn still ends normally. Zero means the
+	// runner's default ([agent] exit_grace).
+	ExitGrace time.Duration
 }

@@ -129,6 +129,12 @@ type LineParser interface {
 // run.failed, so the daemon does not persist a second generic error (S16).
 var ErrRunFailed = errors.New("provider run failed")
 
+// ErrUnfinishedTurn is returned (wrapped, with details after it) by a
+// provider whose CLI exited successfully without a terminal event
+// (run.completed, run.failed or run.interrupted): the turn never finished,
+// so the daemon persists "<provider> exited without finishing the turn".
+var ErrUnfinishedTurn = errors.New("exited without finishing the turn")
+
 // ErrSessionNotFound means the native session named by ResumeID does not
 // exist; the daemon clears it and retries once from visible history (S28).
 var ErrSessionNotFound = errors.New("provider session not found")

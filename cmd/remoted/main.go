@@ -242,6 +242,7 @@ func run(args []string) error {
 		Containers: projects.Containers,
 		Preparer:   projects.Preparer,
 		Logger:     log.Named("providers"),
+		ExitGrace:  cfg.Agent.ExitGrace.Duration,
 	}
 	reg := daemon.NewRegistry()
 	reg.Configure(adapters(), providerSettings(cfg), ports)
@@ -252,6 +253,7 @@ func run(args []string) error {
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
 		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
 		DefaultCwd:      hostUser.Home,
 		LXD:             lxd,
 		Projects:        projects.Chats,
@@ -331,9 +333,10 @@ func access(cfg config.Config) daemon.Access {
 }
 
 // reload re-reads the config: log level, provider settings, the allowed
-// peers, the frontends and the allowed roots change in place (access for
-// connections made after the reload); everything else (socket,
-// state, LXD, host user) needs a restart.
+// peers, the frontends, the allowed roots (access for connections made
+// after the reload) and the run timeouts (exit grace, idle timeout) change
+// in place; everything else (socket, state, LXD, host user) needs a
+// restart.
 func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
 	cfg, source, err := loadConfig(f)
 	if err != nil {
@@ -341,7 +344,9 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 		return
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+	ports.ExitGrace = cfg.Agent.ExitGrace.Duration
 	reg.Configure(adapters(), providerSettings(cfg), ports)
+	srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
 	srv.SetAccess(access(cfg))
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
