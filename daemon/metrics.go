@@ -20,6 +20,8 @@ type Metrics struct {
 	subscribers       prometheus.Gauge
 	droppedSubscriber prometheus.Counter
 	lxdErrors         prometheus.Counter
+	stateFree         prometheus.Gauge
+	unrepaired        prometheus.Gauge
 }
 
 // NewMetrics registers the daemon's series (and Go runtime and process
@@ -35,8 +37,11 @@ func NewMetrics() *Metrics {
 		subscribers:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_subscribers", Help: "Connected chat followers (WebSocket, NDJSON, SSE)."}),
 		droppedSubscriber: prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_subscribers_dropped_total", Help: "Followers dropped for falling too far behind."}),
 		lxdErrors:         prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_lxd_errors_total", Help: "Failed LXD requests seen by the daemon."}),
+		stateFree:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_state_free_bytes", Help: "Free space of the state directory's filesystem at the last check."}),
+		unrepaired:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_chats_unrepaired", Help: "Chats whose last run's end (restart recovery, a run stopped by a full disk) is not stored yet."}),
 	}
 	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors,
+		m.stateFree, m.unrepaired,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -103,5 +108,17 @@ func (m *Metrics) subscriberRemoved() {
 func (m *Metrics) subscriberDropped() {
 	if m != nil {
 		m.droppedSubscriber.Inc()
+	}
+}
+
+func (m *Metrics) setStateFree(n int64) {
+	if m != nil {
+		m.stateFree.Set(float64(n))
+	}
+}
+
+func (m *Metrics) setUnrepaired(n int) {
+	if m != nil {
+		m.unrepaired.Set(float64(n))
 	}
 }
