@@ -445,7 +445,7 @@ func TestFaultDiskFullUnstoredEnd(t *testing.T) {
 	got := <-live
 	if n := len(got); n < 2 || got[n-2].Type != api.EventError || got[n-2].Seq != 0 || !strings.HasPrefix(got[n-2].Message, "storage full: ") ||
 		got[n-1].Type != api.EventSync || got[n-1].Running {
-		t.Fatalf("live follower's last events: %+v", got[max(0, n-2):])
+		t.Fatalf("live follower's last events: %v (seq %d, %q)", types(got[max(0, n-2):]), got[max(0, n-2)].Seq, got[max(0, n-2)].Message)
 	}
 	stored := ts.events(chat.ID)
 	checkGapless(t, stored, 1)
