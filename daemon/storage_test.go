@@ -176,6 +176,20 @@ func TestFaultDiskFullRun(t *testing.T) {
 	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); st != http.StatusInsufficientStorage || errorCode(t, body) != api.CodeStorageFull {
 		t.Fatalf("prompt in the failed chat on a full disk: %d %s", st, body)
 	}
+	// The chat socket's prompt is refused the same way.
+	c, _, err := ts.dialWS("/ws/chat/"+other.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	readEvent(t, c) // sync
+	if err := c.WriteJSON(api.ClientMessage{Type: "prompt", Text: "hi", ClientID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ack := readEvent(t, c); ack.Subtype != api.SubtypePromptRejected || string(ack.Data) != `{"clientId":"c1","code":"storage_full"}` ||
+		!strings.Contains(ack.Message, "below [daemon] min_free (64 KiB)") {
+		t.Fatalf("socket prompt on a full disk: %+v", ack)
+	}
 	// Other writes: never a bare 500.
 	if st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: ts.dir, Title: strings.Repeat("t", 199)}); st != http.StatusCreated && (st != http.StatusInsufficientStorage || errorCode(t, body) != api.CodeStorageFull) {
 		t.Fatalf("create chat on a full disk: %d %s", st, body)
