@@ -15,6 +15,9 @@ const (
 	CodePromptAlreadyRunning = "prompt_already_running"
 	CodeUnavailable          = "unavailable"
 	CodeInternal             = "internal"
+	// CodeStorageFull (507) means the daemon's state directory is short of
+	// space: below [daemon] min_free, or a write failed with ENOSPC.
+	CodeStorageFull = "storage_full"
 )
 
 // ErrorBody is the inside of the error envelope.

@@ -60,6 +60,17 @@ type Daemon struct {
 	// SecretsKeyFile overrides where the secrets key is read; see
 	// Daemon.SecretsKeyPath for the default.
 	SecretsKeyFile string `toml:"secrets_key_file"`
+	// MinFree is the free space the state directory's filesystem must
+	// have for a prompt to start (checked before each run and every 30 s;
+	// below it prompts answer 507 storage_full). 0 turns the check off.
+	MinFree Size `toml:"min_free"`
+	// MaxRunBytes bounds the event bytes one run may store; a run that
+	// outgrows it is stopped with an error event. 0 = no bound.
+	MaxRunBytes Size `toml:"max_run_bytes"`
+	// MaxChatBytes bounds the event bytes one chat may store: a run is
+	// stopped when the chat reaches it and the chat takes no new prompts.
+	// 0 = no bound.
+	MaxChatBytes Size `toml:"max_chat_bytes"`
 }
 
 // LXD says how to reach LXD: the local Unix socket (Socket, or discovery when
@@ -180,6 +191,10 @@ func Default() Config {
 			StateDir:  "/var/lib/remote",
 			LogLevel:  "info",
 			LogFormat: "text",
+			// Storage bounds (README "Disk space").
+			MinFree:      256 << 20,
+			MaxRunBytes:  64 << 20,
+			MaxChatBytes: 1 << 30,
 		},
 		LXD: LXD{
 			Image:    "busybox",

@@ -50,8 +50,13 @@ type Options struct {
 	// DefaultCwd is a loose chat's cwd when the request names none (the
 	// host user's home).
 	DefaultCwd string
-	LXD        LXDStatus    // may be nil: info reports LXD as not configured
-	Projects   ProjectChats // may be nil: project chats refused
+	// StateDir, MinFree, MaxRunBytes, MaxChatBytes and StorageCheckEvery
+	// bound storage (ServiceOptions); zero values turn them off.
+	StateDir                           string
+	MinFree, MaxRunBytes, MaxChatBytes int64
+	StorageCheckEvery                  time.Duration
+	LXD                                LXDStatus    // may be nil: info reports LXD as not configured
+	Projects                           ProjectChats // may be nil: project chats refused
 	// RouteProviders add routes to the table (the projects seam).
 	RouteProviders  []RouteProvider
 	SubscriberQueue int // 0: DefaultSubscriberQueue
@@ -136,7 +141,9 @@ func New(o Options) (*Server, error) {
 	}
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
 		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
-		IdleTimeout: o.IdleTimeout})
+		IdleTimeout: o.IdleTimeout,
+		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
+		StorageCheckEvery: o.StorageCheckEvery})
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)

@@ -50,6 +50,18 @@ type ServiceOptions struct {
 	// IdleTimeout stops a run whose provider produced no output for that
 	// long ([agent] idle_timeout); 0 = never.
 	IdleTimeout time.Duration
+	// StateDir is the directory whose filesystem holds the store; prompts
+	// are refused (507 storage_full) while it has less than MinFree bytes
+	// free. "" or 0 turns the check off.
+	StateDir string
+	MinFree  int64
+	// MaxRunBytes and MaxChatBytes bound the event bytes one run and one
+	// chat may store (0 = unbounded): a run that outgrows either is
+	// stopped with an error event, a full chat takes no new prompts.
+	MaxRunBytes, MaxChatBytes int64
+	// StorageCheckEvery is how often free space is checked and unrecorded
+	// run ends are retried; 0 = DefaultStorageCheckEvery.
+	StorageCheckEvery time.Duration
 }
 
 // Service is the prompt service (S3): it resolves chat state, builds the
@@ -65,6 +77,7 @@ type Service struct {
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
 	idleTimeout     atomic.Int64 // time.Duration
+	guard           *storageGuard
 
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -82,6 +95,7 @@ func NewService(o ServiceOptions) *Service {
 		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir}
 	s.roots.Store(&o.Roots)
 	s.SetIdleTimeout(o.IdleTimeout)
+	s.guard = newStorageGuard(o, o.Hub, o.Logger.Named("storage"))
 	return s
 }
 
@@ -146,6 +160,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	if err != nil {
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
+	if err := s.guard.beforeRun(chatID); err != nil {
+		return "", err
+	}
 	p, err := s.reg.Get(chat.Provider)
 	if err != nil {
 		return "", err
@@ -190,7 +207,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 			go s.run(runCtx, run, chat, p, caps, in, user.Seq)
 			return run.ID, nil
 		}
-		s.clearRunning(chatID)
+		if cerr := s.clearRunning(chatID); cerr != nil {
+			s.guard.clearRunning(chatID, cerr)
+		}
 	}
 	s.hub.FinishRun(run)
 	cancel(nil)
@@ -215,6 +234,7 @@ func (s *Service) Respond(chatID string, resp providers.InteractionResponse) err
 // ends) for the runs to persist their terminal events.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
+	s.guard.close()
 	s.hub.CancelAll(errDaemonStopping)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -228,7 +248,11 @@ func (s *Service) Shutdown(ctx context.Context) error {
 
 // RecoverInterrupted gives every chat still marked running (a run that was
 // in flight when the daemon stopped) a persisted system/daemon_restarted
-// and a terminal error event, and clears its running mark (S5). Call it
+// and a terminal error event, and clears its running mark (S5), in one
+// transaction per chat: running it again adds nothing. A chat whose repair
+// cannot be written (a full disk) is logged, counted in the
+// remoted_chats_unrepaired metric and retried while the daemon serves; it
+// never fails start-up. Only an unreadable chat list is an error. Call it
 // before serving.
 func (s *Service) RecoverInterrupted() error {
 	chats, err := s.store.Chats()
@@ -236,24 +260,17 @@ func (s *Service) RecoverInterrupted() error {
 		return fmt.Errorf("list chats for restart recovery: %w", err)
 	}
 	for _, c := range chats {
-		if !c.Running {
-			continue
+		if c.Running && !s.hub.Running(c.ID) {
+			s.guard.recoverChat(c)
 		}
-		data, _ := json.Marshal(map[string]string{"provider": c.Provider})
-		now := time.Now().UnixMilli()
-		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data, T: now}); err != nil {
-			return err
-		}
-		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventError, Message: msgInterruptedByRestart, T: now}); err != nil {
-			return err
-		}
-		if err := s.clearRunning(c.ID); err != nil {
-			return err
-		}
-		s.log.Warn("run interrupted by restart", "chat", c.ID, "provider", c.Provider)
 	}
 	return nil
 }
+
+// Unrepaired returns the chats whose last run's end (restart recovery, or
+// a run stopped by a full disk) is not stored yet; it is retried every
+// storage check and before the chat's next prompt.
+func (s *Service) Unrepaired() []string { return s.guard.unrepaired() }
 
 func (s *Service) clearRunning(chatID string) error {
 	_, err := s.store.UpdateChat(chatID, func(c *api.Chat) error {
@@ -278,6 +295,19 @@ type emitter struct {
 	mu       sync.Mutex
 	pending  sync.WaitGroup
 	closed   bool
+
+	// stop ends the run (its context's cancel). When an append fails,
+	// broken is set (by the failing append's callback, before any later
+	// commit of this run asks) and nothing more of the run is stored; the
+	// run ends with a storage error (storageGuard.endRun).
+	stop     context.CancelCauseFunc
+	broken   atomic.Bool
+	failMu   sync.Mutex
+	failErr  error
+	limit    int64  // event bytes the run may store; 0 = unbounded
+	limitMsg string // the run's error when it needs more
+	used     int64
+	capped   bool
 	// lastType is the type of the newest event appended for this run.
 	lastType string
 }
@@ -319,7 +349,12 @@ func (e *emitter) emit(ev providers.Event) {
 		e.s.recordUsage(e, ev.Usage)
 	}
 	ce, ok := projectEvent(ev, e.provider, time.Now())
-	if !ok {
+	if !ok || e.capped || e.broken.Load() {
+		return
+	}
+	if n := eventBytes(ce); e.limit > 0 && e.used+n > e.limit {
+		e.capped = true
+		e.stop(&runStopped{msg: e.limitMsg})
 		return
 	}
 	e.appendLocked(ce)
@@ -327,14 +362,33 @@ func (e *emitter) emit(ev providers.Event) {
 
 func (e *emitter) appendLocked(ev api.Event) {
 	e.lastType = ev.Type
+	e.used += eventBytes(ev)
 	e.pending.Add(1)
-	e.s.hub.AppendAsync(e.chatID, ev, func(api.Event, error) { e.pending.Done() })
+	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
+		if err != nil && !isStoreSkipped(err) && e.broken.CompareAndSwap(false, true) {
+			e.failMu.Lock()
+			e.failErr = err
+			e.failMu.Unlock()
+			e.stop(&runStopped{msg: storageFailedMessage(err), storage: true})
+		}
+		e.pending.Done()
+	})
+}
+
+// failure returns the first append failure, or nil.
+func (e *emitter) failure() error {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	return e.failErr
 }
 
 // daemonEvent appends an event of the daemon's own.
 func (e *emitter) daemonEvent(ev api.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.broken.Load() {
+		return // the run ends with its storage error instead
+	}
 	if ev.T == 0 {
 		ev.T = time.Now().UnixMilli()
 	}
@@ -355,16 +409,22 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
 	idle := time.Duration(s.idleTimeout.Load())
 	watch := newRunWatch(idle, run.cancel)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch}
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.cancel}
+	em.limit, em.limitMsg = s.guard.budget(chat.ID)
 	started := time.Now()
 	defer func() {
 		em.close()
-		if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
+		if ferr := em.failure(); ferr != nil {
+			s.metrics.runFailed()
+			log.Error("run stopped: its events could not be stored", "error", ferr)
+			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
+		} else if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
 			c.Running = false
 			c.LastMessageAt = time.Now()
 			return nil
 		}); err != nil {
 			log.Error("clear running mark", "error", err)
+			s.guard.clearRunning(chat.ID, err)
 		}
 		s.hub.FinishRun(run)
 		run.cancel(nil)
@@ -380,7 +440,14 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 	}
 	watch.stop()
 	cause := context.Cause(ctx)
+	var stopped *runStopped
 	switch {
+	case errors.As(cause, &stopped):
+		if !stopped.storage { // a storage failure's error is written when the run ends
+			s.metrics.runFailed()
+			em.daemonEvent(api.Event{Type: api.EventError, Message: stopped.msg})
+			log.Warn("run stopped", "reason", stopped.msg)
+		}
 	case errors.Is(cause, errDaemonStopping):
 		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
 		log.Info("run interrupted by shutdown")

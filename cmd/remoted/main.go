@@ -255,6 +255,10 @@ func run(args []string) error {
 		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
 		DefaultCwd:      hostUser.Home,
+		StateDir:        cfg.Daemon.StateDir,
+		MinFree:         int64(cfg.Daemon.MinFree),
+		MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
+		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
 		LXD:             lxd,
 		Projects:        projects.Chats,
 		RouteProviders:  projects.Routes,
@@ -263,8 +267,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Recovery never fails start-up for want of space: chats it cannot
+	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
+	}
+	if n := len(srv.Service().Unrepaired()); n > 0 {
+		log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
 	}
 
 	// Socket: systemd's, or our own.

@@ -111,6 +111,11 @@ func (s *Store) DeleteChat(id string) error {
 		if err := b.Delete([]byte(id)); err != nil {
 			return err
 		}
+		if c := tx.Bucket(bucketEventBytes); c != nil {
+			if err := c.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
 		ev := tx.Bucket(bucketEvents)
 		if ev.Bucket([]byte(id)) != nil {
 			return ev.DeleteBucket([]byte(id))
@@ -121,4 +126,54 @@ func (s *Store) DeleteChat(id string) error {
 		s.changed(Change{Chat: &old, Deleted: true})
 	}
 	return err
+}
+
+// UpdateChatAndAppend applies fn to the stored chat, saves the result and
+// appends the events fn returns to the chat's log, all in one transaction:
+// either everything is stored or nothing is. It returns the chat as saved
+// and the appended events with Seq (and T where it was 0) set. Events are
+// checked as Append checks them; a bad one (ErrInvalid) stores nothing.
+// fn runs inside the write transaction: it must be quick and must not
+// call the store. A chat that must be repaired exactly once (restart
+// recovery) decides in fn, from the stored chat, whether anything is left
+// to do.
+func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error) {
+	var c api.Chat
+	var out []api.Event
+	if err := checkChatID(id); err != nil {
+		return c, nil, err
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketChats)
+		if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
+			return err
+		}
+		evs, err := fn(&c)
+		if err != nil {
+			return err
+		}
+		if c.ID != id {
+			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
+		}
+		if err := putJSON(b, []byte(id), c); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		p, err := newPending(id, evs)
+		if err != nil {
+			return err
+		}
+		w := newLogWriter(tx)
+		if err := w.put(id, p.evs, p.vals); err != nil {
+			return err
+		}
+		out = p.evs
+		return w.finish()
+	})
+	if err != nil {
+		return api.Chat{}, nil, err
+	}
+	return c, out, nil
 }
