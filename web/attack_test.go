@@ -124,12 +124,19 @@ func TestAttackLoginFlood(t *testing.T) {
 }
 
 // TestLoginLimitCountsOnlyWrongPasswords: good logins never use up a
-// name's budget, and attempts refused for their address do not either.
+// name's or an address's budget, and attempts refused for their address
+// do not count against the name.
 func TestLoginLimitCountsOnlyWrongPasswords(t *testing.T) {
 	h := newHarness(t, false)
 	for i := range DefaultLoginLimit + 2 {
 		if st := loginFrom(t, h, loopbackClient(fmt.Sprintf("127.0.1.%d", i+1)), "bob", "bobpw"); st != http.StatusSeeOther {
 			t.Fatalf("good login %d for bob: %d, want 303", i+1, st)
+		}
+	}
+	same := loopbackClient("127.0.1.100")
+	for i := range DefaultLoginLimit + 2 {
+		if st := loginFrom(t, h, same, testUser, testPassword); st != http.StatusSeeOther {
+			t.Fatalf("good login %d from one address: %d, want 303", i+1, st)
 		}
 	}
 	// One address burns its budget, then keeps trying bob: refused for

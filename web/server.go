@@ -66,10 +66,10 @@ type Options struct {
 	// other Host is refused (403), so a page whose DNS name was rebound to
 	// this server's address reaches nothing.
 	AllowedHosts []string
-	// LoginLimit attempts per LoginWindow are allowed per client address
-	// (an IPv6 /64 counts as one), and LoginLimit failed attempts per user
-	// name; more answer 429 with Retry-After. An attempt refused for its
-	// address does not count against the name.
+	// LoginLimit failed attempts per LoginWindow are allowed per client
+	// address (an IPv6 /64 counts as one), then per user name; more answer
+	// 429 with Retry-After. An attempt refused for its address does not
+	// count against the name; a successful login counts against neither.
 	LoginLimit  int
 	LoginWindow time.Duration
 	// Logger receives request and login logs; nil discards.
@@ -261,7 +261,10 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		s.loginFailed(w, r, http.StatusUnauthorized, "invalid username or password")
 		return
 	}
-	s.byUser.refund(userKey) // only wrong passwords count against a name
+	// Only failed attempts use up a budget: counted before the check (so
+	// parallel guesses cannot slip past the limit), given back on success.
+	s.byUser.refund(userKey)
+	s.byAddr.refund(addr)
 	token, expires, err := s.sessions.create(name)
 	if err != nil {
 		s.log.Error("login: cannot create session", "user", name, "error", err)
