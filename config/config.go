@@ -116,6 +116,9 @@ type Web struct {
 	// besides localhost and IP addresses (always allowed: a rebinding DNS
 	// name is never one of them).
 	AllowedHosts []string `toml:"allowed_hosts"`
+	// TrustedProxies are reverse proxies (IP addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto remote-web believes.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // WebUser is one browser login. PasswordHash is never echoed in errors.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 )
@@ -34,4 +35,22 @@ func validHostName(h string) bool {
 		}
 	}
 	return true
+}
+
+// ParsePrefix reads a [web] trusted_proxies entry: an IP address (a
+// single-address prefix) or a CIDR prefix, masked. IPv4-mapped IPv6
+// prefixes are refused: write the IPv4 form.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("%q: write an IPv4 prefix in its IPv4 form", s)
+	}
+	return p.Masked(), nil
 }

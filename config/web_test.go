@@ -56,3 +56,29 @@ func TestWebCookieSecureAndAllowedHosts(t *testing.T) {
 		t.Errorf("cookie_secure = \"yes\": %v, want an invalid value", err)
 	}
 }
+
+// TestWebTrustedProxies: entries are IP addresses or CIDR prefixes.
+func TestWebTrustedProxies(t *testing.T) {
+	c, err := Parse("remoted.toml", []byte("[web]\ntrusted_proxies = [\"127.0.0.1\", \"10.1.2.3/8\", \"::1\", \"fd00::/8\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.Web.TrustedProxies {
+		pp, err := ParsePrefix(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pp.String())
+	}
+	if want := []string{"127.0.0.1/32", "10.0.0.0/8", "::1/128", "fd00::/8"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("prefixes %q, want %q", got, want)
+	}
+	for _, in := range []string{`"proxy.lan"`, `"10.0.0.0/33"`, `"::ffff:10.0.0.0/104"`, `""`} {
+		_, err := Parse("remoted.toml", []byte("[web]\ntrusted_proxies = ["+in+"]\n"))
+		want := `remoted.toml:2: [web] trusted_proxies[0]: ` + in + `: want an IP address or a CIDR prefix (e.g. "127.0.0.1" or "10.0.0.0/8")`
+		if !errors.Is(err, ErrInvalidValue) || err.Error() != want {
+			t.Errorf("trusted_proxies = [%s]: %v\nwant %s", in, err, want)
+		}
+	}
+}

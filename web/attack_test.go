@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -241,4 +242,67 @@ func httptestRequest(method, u, form string) *http.Request {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	return req
+}
+
+// TestLoginLimitBehindTrustedProxy: behind a trusted reverse proxy every
+// connection comes from the proxy, so the login limit counts the client
+// X-Forwarded-For names (the last hop that is not a trusted proxy: a
+// client cannot hide behind hops it prepends). Another peer's
+// X-Forwarded-For is ignored. X-Forwarded-Proto from the proxy gives the
+// scheme the Origin check expects.
+func TestLoginLimitBehindTrustedProxy(t *testing.T) {
+	d := startFakeDaemon(t)
+	s, err := New(Options{
+		Socket:         d.socket,
+		Users:          []User{{Name: testUser, PasswordHash: testHash(t, testPassword)}},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	login := func(from, xff, user, pw string, hdr map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/login", strings.NewReader(url.Values{"username": {user}, "password": {pw}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := loopbackClient(from).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range DefaultLoginLimit {
+		if st := login("127.0.0.1", "203.0.113.5", fmt.Sprintf("x%d", i), "wrong", nil); st != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %d", i+1, st)
+		}
+	}
+	if st := login("127.0.0.1", "198.51.100.1, 203.0.113.5", "y", "wrong", nil); st != http.StatusTooManyRequests {
+		t.Errorf("the limited client behind a prepended hop: %d, want 429", st)
+	}
+	if st := login("127.0.0.1", "203.0.113.6", testUser, testPassword, nil); st != http.StatusSeeOther {
+		t.Errorf("another client behind the same proxy: %d, want 303", st)
+	}
+	for i := range DefaultLoginLimit {
+		if st := login("127.0.0.2", fmt.Sprintf("192.0.2.%d", i), "z", "wrong", nil); st != http.StatusUnauthorized {
+			t.Fatalf("untrusted peer attempt %d: %d", i+1, st)
+		}
+	}
+	if st := login("127.0.0.2", "192.0.2.200", testUser, testPassword, nil); st != http.StatusTooManyRequests {
+		t.Errorf("an untrusted peer's X-Forwarded-For was believed: %d, want 429", st)
+	}
+	origin := map[string]string{"Origin": strings.Replace(hs.URL, "http:", "https:", 1), "X-Forwarded-Proto": "https"}
+	if st := login("127.0.0.1", "203.0.113.7", testUser, testPassword, origin); st != http.StatusSeeOther {
+		t.Errorf("https Origin through the TLS proxy: %d, want 303", st)
+	}
+	if st := login("127.0.0.3", "", testUser, testPassword, origin); st != http.StatusForbidden {
+		t.Errorf("https Origin with X-Forwarded-Proto from an untrusted peer: %d, want 403", st)
+	}
 }

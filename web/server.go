@@ -66,6 +66,12 @@ type Options struct {
 	// other Host is refused (403), so a page whose DNS name was rebound to
 	// this server's address reaches nothing.
 	AllowedHosts []string
+	// TrustedProxies are the addresses of reverse proxies in front of
+	// remote-web ([web] trusted_proxies). From them only, X-Forwarded-For
+	// names the client (whose address the login limit counts) and
+	// X-Forwarded-Proto the scheme the browser used (for the Origin
+	// check). Empty: both headers are ignored.
+	TrustedProxies []netip.Prefix
 	// LoginLimit failed attempts per LoginWindow are allowed per client
 	// address (an IPv6 /64 counts as one), then per user name; more answer
 	// 429 with Retry-After. An attempt refused for its address does not
@@ -195,7 +201,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "log in first: no valid session cookie")
 		return
 	}
-	if (isWebSocket(r) || !safeMethod(r.Method)) && !sameOrigin(r) {
+	if (isWebSocket(r) || !safeMethod(r.Method)) && !s.sameOrigin(r) {
 		s.log.Warn("cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "user", user)
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
@@ -230,7 +236,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on /login")
 		return
 	}
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
@@ -240,7 +246,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, password := r.PostForm.Get("username"), r.PostForm.Get("password")
-	addr := clientAddr(r)
+	addr := s.clientAddr(r)
 	// The address first: an address over its limit is refused before its
 	// attempt touches the per-name table, so one client cannot fill that
 	// table (or lock names) at more than its own rate.
@@ -328,7 +334,7 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "log out with POST /logout")
 		return
 	}
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
@@ -372,7 +378,7 @@ func setSecurityHeaders(h http.Header) {
 // it the Origin header must name this scheme and host. Requests with
 // neither come from non-browser clients, which cannot ride on a victim's
 // cookie, and are let through.
-func sameOrigin(r *http.Request) bool {
+func (s *Server) sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "same-origin", "none":
 		return true
@@ -388,15 +394,28 @@ func sameOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
 		return false // a serialized origin is scheme://host[:port]; "null" is opaque
 	}
-	if want := requestScheme(r); u.Scheme != want {
+	if want := s.requestScheme(r); u.Scheme != want {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host)
 }
 
-func requestScheme(r *http.Request) string {
+// requestScheme is the scheme the browser used: https under TLS, or what
+// a trusted proxy says in X-Forwarded-Proto.
+func (s *Server) requestScheme(r *http.Request) string {
 	if r.TLS != nil {
 		return "https"
+	}
+	if p, ok := s.peer(r); ok && s.trusted(p) {
+		if v := r.Header.Values("X-Forwarded-Proto"); len(v) > 0 {
+			last := strings.TrimSpace(v[len(v)-1])
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = strings.TrimSpace(last[i+1:])
+			}
+			if last == "https" || last == "http" {
+				return last
+			}
+		}
 	}
 	return "http"
 }
@@ -424,22 +443,55 @@ func wantsJSON(r *http.Request) bool {
 }
 
 // clientAddr is the login limiter's key for the client: its IPv4 address,
-// or its IPv6 /64 (one host usually holds the whole /64).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
+// or its IPv6 /64 (one host usually holds the whole /64). Behind trusted
+// proxies the client is the last X-Forwarded-For hop that is not one of
+// them; a proxy is trusted to append, never to be believed about hops it
+// did not add.
+func (s *Server) clientAddr(r *http.Request) string {
+	a, ok := s.peer(r)
+	if !ok {
 		return r.RemoteAddr
 	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
+	if s.trusted(a) {
+		var hops []string
+		for _, v := range r.Header.Values("X-Forwarded-For") {
+			hops = append(hops, strings.Split(v, ",")...)
+		}
+		for i := len(hops) - 1; i >= 0; i-- {
+			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break
+			}
+			a = h.Unmap().WithZone("")
+			if !s.trusted(a) {
+				break
+			}
+		}
 	}
-	a = a.Unmap().WithZone("")
 	if a.Is6() {
 		p, _ := a.Prefix(64)
 		return p.String()
 	}
 	return a.String()
+}
+
+// peer is the address of the connection's other end.
+func (s *Server) peer(r *http.Request) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap().WithZone(""), true
+}
+
+// trusted reports whether a is one of Options.TrustedProxies.
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.opts.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostAllowed reports whether a request's Host may be served, and the host

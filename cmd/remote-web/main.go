@@ -140,7 +140,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 // webOptions maps the config onto web.Options. The session cookie is
 // Secure per [web] cookie_secure (default: when remote-web serves TLS);
 // the Host names served are [web] allowed_hosts, plus the listen host when
-// it is a DNS name (localhost and IP addresses are always served).
+// it is a DNS name (localhost and IP addresses are always served);
+// [web] trusted_proxies are the proxies whose X-Forwarded-* are believed.
 func webOptions(cfg config.Config, log hclog.Logger) web.Options {
 	users := make([]web.User, 0, len(cfg.Web.Users))
 	for _, u := range cfg.Web.Users {
@@ -152,13 +153,20 @@ func webOptions(cfg config.Config, log hclog.Logger) web.Options {
 			hosts = append(hosts, host)
 		}
 	}
+	var proxies []netip.Prefix
+	for _, p := range cfg.Web.TrustedProxies {
+		if pp, err := config.ParsePrefix(p); err == nil { // validated by config
+			proxies = append(proxies, pp)
+		}
+	}
 	return web.Options{
-		Socket:       cfg.Daemon.Socket,
-		Users:        users,
-		SessionTTL:   cfg.Web.SessionTTL.Duration,
-		Secure:       cfg.Web.IsCookieSecure(),
-		AllowedHosts: hosts,
-		Logger:       log,
+		Socket:         cfg.Daemon.Socket,
+		Users:          users,
+		SessionTTL:     cfg.Web.SessionTTL.Duration,
+		Secure:         cfg.Web.IsCookieSecure(),
+		AllowedHosts:   hosts,
+		TrustedProxies: proxies,
+		Logger:         log,
 	}
 }
 

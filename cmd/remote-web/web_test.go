@@ -98,3 +98,16 @@ func TestAllowedHostsWiring(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxiesWiring: [web] trusted_proxies reach web.Options as
+// prefixes.
+func TestTrustedProxiesWiring(t *testing.T) {
+	cfg, err := config.Parse("remoted.toml", []byte("[web]\ntrusted_proxies = [\"127.0.0.1\", \"10.0.0.0/8\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := webOptions(cfg, hclog.NewNullLogger()).TrustedProxies
+	if len(got) != 2 || got[0].String() != "127.0.0.1/32" || got[1].String() != "10.0.0.0/8" {
+		t.Errorf("TrustedProxies = %v, want [127.0.0.1/32 10.0.0.0/8]", got)
+	}
+}
