@@ -140,6 +140,17 @@ type Web struct {
 	TLSKey     string    `toml:"tls_key"`     // PEM file
 	SessionTTL Duration  `toml:"session_ttl"` // browser session lifetime
 	Users      []WebUser `toml:"users"`       // [[web.users]] entries
+	// CookieSecure marks the session cookie Secure; unset means "when
+	// tls_cert is set" (IsCookieSecure). Set it true behind a TLS-ending
+	// reverse proxy.
+	CookieSecure *bool `toml:"cookie_secure"`
+	// AllowedHosts are the DNS names browsers may use in the Host header,
+	// besides localhost and IP addresses (always allowed: a rebinding DNS
+	// name is never one of them).
+	AllowedHosts []string `toml:"allowed_hosts"`
+	// TrustedProxies are reverse proxies (IP addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto remote-web believes.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // WebUser is one browser login. PasswordHash is never echoed in errors.

@@ -191,6 +191,16 @@ func (w Web) validate(ps *problems) {
 	if w.SessionTTL.Duration <= 0 {
 		ps.add(ErrInvalidValue, keyPath("web", "session_ttl"), "must be positive, not %s", w.SessionTTL.Duration)
 	}
+	for i, h := range w.AllowedHosts {
+		if !validHostName(h) {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("web", "allowed_hosts"), i), "%q is not a host name: give the name alone, without scheme, port or path (e.g. \"remote.example.com\")", h)
+		}
+	}
+	for i, p := range w.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("web", "trusted_proxies"), i), "%q: want an IP address or a CIDR prefix (e.g. \"127.0.0.1\" or \"10.0.0.0/8\")", p)
+		}
+	}
 	seen := map[string]bool{}
 	for i, u := range w.Users {
 		base := appendIndex(keyPath("web", "users"), i)

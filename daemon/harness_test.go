@@ -168,6 +168,9 @@ func (ts *testServer) do(method, path, user string, body any) (int, []byte) {
 		r = bytes.NewReader(data)
 	}
 	req, _ := http.NewRequest(method, "http://remoted"+path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if user != "" {
 		req.Header.Set(api.HeaderUser, user)
 	}

@@ -49,6 +49,7 @@ func benchEnv(b *testing.B, o projectEnvOpts) (*projectEnv, api.Project) {
 func (e *projectEnv) apiExec(b *testing.B, project string, cmd ...string) int64 {
 	body, _ := json.Marshal(api.ExecRequest{Command: cmd})
 	req, _ := http.NewRequest("POST", "http://remoted/v1/projects/"+project+"/exec", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(api.HeaderUser, "alice")
 	resp, err := e.client.Do(req)
 	if err != nil {

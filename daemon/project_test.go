@@ -296,6 +296,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		body, _ := json.Marshal(api.ExecRequest{Command: []string{"sh", "-c", "echo started; exec sleep 4242"}})
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://remoted/v1/projects/"+name+"/exec", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(api.HeaderUser, "alice")
 		resp, err := e.client.Do(req)
 		if err != nil {
