@@ -18,6 +18,9 @@ const (
 	// CodeStorageFull (507) means the daemon's state directory is short of
 	// space: below [daemon] min_free, or a write failed with ENOSPC.
 	CodeStorageFull = "storage_full"
+	// CodeUnsupportedMediaType (415): a JSON body sent without
+	// Content-Type: application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // ErrorBody is the inside of the error envelope.

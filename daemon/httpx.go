@@ -19,9 +19,6 @@ import (
 // MaxBodyBytes bounds every request body (and every chat socket frame).
 const MaxBodyBytes = 1 << 20
 
-// codeUnsupportedMediaType is the error code of a 415 answer.
-const codeUnsupportedMediaType = "unsupported_media_type"
-
 // requireJSON refuses (415) a request whose body is not declared as
 // application/json. A browser can send a cross-site or form-built request
 // with text/plain, form or multipart bodies without a preflight, never
@@ -35,15 +32,15 @@ func requireJSON(r *http.Request) error {
 		return nil
 	}
 	if ct == "" {
-		return &Error{Status: http.StatusUnsupportedMediaType, Code: codeUnsupportedMediaType, Message: "request body has no Content-Type; send it as Content-Type: application/json"}
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: "request body has no Content-Type; send it as Content-Type: application/json"}
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return &Error{Status: http.StatusUnsupportedMediaType, Code: codeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q is not accepted; send the body as Content-Type: application/json", ct)}
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q is not accepted; send the body as Content-Type: application/json", ct)}
 	}
 	for k, v := range params {
 		if k != "charset" || !strings.EqualFold(v, "utf-8") {
-			return &Error{Status: http.StatusUnsupportedMediaType, Code: codeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: only a charset=utf-8 parameter is accepted", ct)}
+			return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: only a charset=utf-8 parameter is accepted", ct)}
 		}
 	}
 	return nil

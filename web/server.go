@@ -209,7 +209,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if !safeMethod(r.Method) {
 		if msg := jsonBodyProblem(r); msg != "" {
 			s.log.Warn("request body refused", "path", r.URL.Path, "content_type", r.Header.Get("Content-Type"), "user", user)
-			writeError(w, http.StatusUnsupportedMediaType, codeUnsupportedMediaType, msg)
+			writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, msg)
 			return
 		}
 	}
@@ -518,9 +518,6 @@ func normalHost(h string) string {
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	return strings.ToLower(strings.TrimSuffix(h, "."))
 }
-
-// codeUnsupportedMediaType is the error code of a 415 answer.
-const codeUnsupportedMediaType = "unsupported_media_type"
 
 // jsonBodyProblem explains why r's body may not go to the daemon, or is
 // "". A body must be declared application/json (a charset parameter may
