@@ -164,6 +164,9 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 	if err := meta.Put(keySchema, u64(want)); err != nil {
 		return err
 	}
+	if err := s.assignProjectIDs(tx); err != nil {
+		return fmt.Errorf("assign project ids: %w", err)
+	}
 	return s.checkKey(meta)
 }
 
