@@ -24,7 +24,7 @@ type fakeLXD struct {
 }
 
 func (f *fakeLXD) Instance(context.Context, string) (*lxdexec.Instance, string, error) {
-	return &lxdexec.Instance{Name: "c", Status: f.status, Config: map[string]string{MarkerKey: "p", "volatile.uuid": "u1"}}, "", nil
+	return &lxdexec.Instance{Name: "c", Status: f.status, Config: map[string]string{MarkerKey: testProjectID("p"), "volatile.uuid": "u1"}}, "", nil
 }
 
 func (f *fakeLXD) SetState(_ context.Context, _ string, req lxdexec.StateRequest) error {

@@ -24,7 +24,9 @@ func TestReconcilerRealLXD(t *testing.T) {
 		}
 		names = append(names, name)
 		// Projects 0–2 autostart; 3 does not. Stored status claims running.
-		store.projects[fmt.Sprint("p", i)] = api.Project{Name: fmt.Sprint("p", i), Container: name, Autostart: i < 3, Status: StatusRunning}
+		proj := api.Project{ID: testProjectID(fmt.Sprint("p", i)), Name: fmt.Sprint("p", i), Container: name, Autostart: i < 3, Status: StatusRunning}
+		markContainer(t, cl, name, proj)
+		store.projects[proj.Name] = proj
 	}
 	prep, err := New(Options{LXD: cl, Projects: store})
 	if err != nil {
@@ -97,5 +99,21 @@ func TestPrepareRejectsMissingContainerName(t *testing.T) {
 	}
 	if _, err := prep.Prepare(context.Background(), providersReq("p"), nil); !errors.Is(err, ErrNoContainer) {
 		t.Fatalf("err %v, want ErrNoContainer", err)
+	}
+}
+
+// TestPrepareRefusesReplacedProject: a run bound to a project id never
+// prepares a later project of the same name (another id); nothing reaches
+// LXD (the zero client would fail any request).
+func TestPrepareRefusesReplacedProject(t *testing.T) {
+	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: newMemStore(api.Project{Name: "p", Container: "c"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := providersReq("p")
+	req.ProjectUID = testProjectID("an earlier p")
+	_, err = prep.Prepare(context.Background(), req, nil)
+	if !errors.Is(err, ErrProjectReplaced) || err.Error() != `project "p": project was deleted or replaced since the chat was created` {
+		t.Fatalf("err %v, want ErrProjectReplaced", err)
 	}
 }
