@@ -57,6 +57,7 @@ type Service struct {
 	transcriptBytes int
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
+	projects        ProjectChats // set by New; nil: project chats do not run
 
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -140,6 +141,8 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 		if _, err := s.Roots().Check(chat.Cwd); err != nil {
 			return "", err
 		}
+	} else if err := s.checkProject(ctx, chat); err != nil {
+		return "", err
 	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -174,6 +177,16 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	s.hub.FinishRun(run)
 	cancel(nil)
 	return "", fmt.Errorf("start prompt in chat %s: %w", chatID, err)
+}
+
+// checkProject refuses a project chat whose project is gone, was created
+// again (another id) or is not the chat owner's: nothing runs, no
+// container is touched.
+func (s *Service) checkProject(ctx context.Context, chat api.Chat) error {
+	if s.projects == nil {
+		return fmt.Errorf("chat %s is in project %q but projects are not available on this daemon: %w", chat.ID, chat.Project, ErrConflict)
+	}
+	return s.projects.CheckChatRun(ctx, chat)
 }
 
 // Cancel cancels the chat's run (S29); ErrNoActiveRun when none.
@@ -388,6 +401,7 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		Model:                chat.Model,
 		Mode:                 providers.ModeDefault,
 		ProjectID:            chat.Project,
+		ProjectUID:           chat.ProjectID,
 		Skills:               slices.Clone(in.Skills),
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),
