@@ -311,3 +311,20 @@ func TestAttackSquattedContainer(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerName: a project's container name carries its id's first 8
+// characters and stays a valid LXD name for every valid project name.
+func TestContainerName(t *testing.T) {
+	const id = "0123456789abcdef"
+	long := strings.Repeat("a", 46) + "-b-" + strings.Repeat("c", 7) // 56 characters
+	for _, tc := range []struct{ name, want string }{
+		{"web", "remote-web-01234567"},
+		{long, "remote-" + strings.Repeat("a", 46) + "-01234567"}, // cut at "-": no "--"
+		{strings.Repeat("x", 56), "remote-" + strings.Repeat("x", 47) + "-01234567"},
+	} {
+		got := ContainerName(tc.name, id)
+		if got != tc.want || len(got) > 63 || !projectNameRE.MatchString(strings.TrimPrefix(got, "remote-")) {
+			t.Errorf("ContainerName(%q) = %q (%d), want %q", tc.name, got, len(got), tc.want)
+		}
+	}
+}
