@@ -117,3 +117,37 @@ func TestPrepareRefusesReplacedProject(t *testing.T) {
 		t.Fatalf("err %v, want ErrProjectReplaced", err)
 	}
 }
+
+// TestResyncForeignContainer: a container under a project's container
+// name that is not the project's (another id, or no marker) is reported
+// as status unknown, never as the project's running container; one from
+// before ids (name marker only) keeps its LXD status until Start decides.
+func TestResyncForeignContainer(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]string
+		want   string
+	}{
+		{map[string]string{MarkerKey: testProjectID("p")}, StatusRunning},
+		{map[string]string{MarkerKey: testProjectID("q"), NameKey: "p"}, StatusUnknown},
+		{nil, StatusUnknown},
+		{map[string]string{NameKey: "p"}, StatusRunning},
+	} {
+		store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusMissing})
+		lister := &fakeLister{}
+		lister.set(lxdexec.Instance{Name: "c", Status: "Running", Config: tc.config})
+		prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: lister})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Resync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.status("p"); got != tc.want {
+			t.Errorf("config %v: status %q, want %q", tc.config, got, tc.want)
+		}
+	}
+}
