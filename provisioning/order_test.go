@@ -120,3 +120,31 @@ func TestPrepareOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestPrepareSecretsOfReplacedProject: secrets are stored by project name;
+// when the project is deleted and created again (by anyone) while a run
+// prepares, the secrets read may be the new project's, so the run gets
+// none of them and fails.
+func TestPrepareSecretsOfReplacedProject(t *testing.T) {
+	var calls []string
+	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
+	prep, err := New(Options{
+		LXD: &fakeLXD{status: "Running", calls: &calls}, Projects: store,
+		Secrets: SecretSourceFunc(func(string) ([]providers.Secret, error) {
+			// Replaced between the start and the secrets' read.
+			store.mu.Lock()
+			store.projects["p"] = api.Project{ID: testProjectID("bob's p"), Name: "p", Container: "c2"}
+			store.mu.Unlock()
+			return []providers.Secret{{Key: "BOB_TOKEN", Value: "bob's"}}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := providersReq("p")
+	req.ProjectUID = testProjectID("p")
+	tgt, err := prep.Prepare(context.Background(), req, nil)
+	if !errors.Is(err, ErrProjectReplaced) || tgt.Secrets != nil {
+		t.Fatalf("target %+v err %v, want no secrets and ErrProjectReplaced", tgt, err)
+	}
+}

@@ -24,7 +24,7 @@ const MarkerKey = "user.remote.project-id"
 
 // NameKey is the instance config key holding the project's name, for
 // people reading `lxc list`. Before projects had ids it was the only
-// marker (see claimable).
+// marker (see owns).
 const NameKey = "user.remote.project"
 
 // ErrProjectReplaced means the project a run was bound to is gone: the
@@ -229,7 +229,11 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// project still having its id after they were read shows they are its
 	// own (ids are never reused), not a later project's of that name.
 	secrets := p.loadSecrets(proj.Name)
-	if cur, err := p.projects.Project(proj.Name); err != nil || cur.ID != proj.ID {
+	cur, err := p.projects.Project(proj.Name)
+	if err != nil {
+		return providers.Target{}, fmt.Errorf("resolve project %q again: %w", proj.Name, err)
+	}
+	if cur.ID != proj.ID {
 		return providers.Target{}, fmt.Errorf("project %q: %w while it was prepared", proj.Name, ErrProjectReplaced)
 	}
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
@@ -508,8 +512,8 @@ var ErrNoProjectID = errors.New("project has no id")
 // proj's id. Otherwise it returns an error naming the container, wrapping
 // ErrForeignContainer when it is marked as another project's and
 // ErrUnmarkedContainer when it is not marked at all (made outside the
-// daemon, or adopted by a version that adopted such containers). Nothing is ever adopted; the operator who knows a
-// container is the project's marks it by hand (README).
+// daemon). Nothing is ever adopted: the operator who knows a container is
+// the project's marks it by hand (README).
 //
 // The one exception, legacy true: a container from before project ids,
 // marked only with the project's name (NameKey), that LXD created after
