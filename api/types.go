@@ -101,9 +101,14 @@ type Chat struct {
 	Owner    string `json:"owner,omitempty"`
 	Provider string `json:"provider"`
 	Project  string `json:"project,omitempty"` // empty: a loose chat on the host
-	Cwd      string `json:"cwd,omitempty"`
-	Model    string `json:"model,omitempty"`
-	Mode     string `json:"mode,omitempty"`
+	// ProjectID is the id (Project.ID) of the project the chat was created
+	// in. A prompt runs only while the project named Project still has
+	// this id and the chat's owner: a project deleted and created again
+	// under the same name is another project.
+	ProjectID string `json:"projectId,omitempty"`
+	Cwd       string `json:"cwd,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Mode      string `json:"mode,omitempty"`
 	// ApprovalPolicy is the chat's Codex AskForApproval policy (one of
 	// ApprovalPolicies); empty lets the provider decide ("never" for
 	// Codex and MiniMax). Only providers whose capabilities declare
@@ -258,6 +263,10 @@ type ClientMessage struct {
 
 // Project is a project as the API returns it.
 type Project struct {
+	// ID is the project's immutable random id, set at creation: its
+	// container carries it (provisioning.MarkerKey) and its chats are
+	// bound to it (Chat.ProjectID).
+	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	Owner     string    `json:"owner,omitempty"`
 	Container string    `json:"container"`

@@ -139,10 +139,11 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		if req.Cwd != "" {
 			return BadRequest("cwd: a project chat runs in its container's /workspace; cwd must be empty")
 		}
-		if err := s.projects.CheckChatProject(r.Context(), owner, req.Project); err != nil {
+		id, err := s.projects.CheckChatProject(r.Context(), owner, req.Project)
+		if err != nil {
 			return err
 		}
-		c.Project = req.Project
+		c.Project, c.ProjectID = req.Project, id
 	} else {
 		cwd := req.Cwd
 		if cwd == "" {

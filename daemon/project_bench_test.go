@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -258,7 +259,12 @@ func BenchmarkProjectStartup(b *testing.B) {
 	for i := range 20 {
 		c := testkit.NewContainer(b, cl, fmt.Sprint("boot", i))
 		names = append(names, c)
-		if err := st.CreateProject(api.Project{Name: fmt.Sprintf("boot%d", i), Container: c, Autostart: true, Status: provisioning.StatusRunning, CreatedAt: time.Now()}); err != nil {
+		id := store.NewProjectID()
+		if err := st.CreateProject(api.Project{ID: id, Name: fmt.Sprintf("boot%d", i), Container: c, Autostart: true, Status: provisioning.StatusRunning, CreatedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		// Marked as the project's, as the daemon marks what it creates.
+		if err := cl.UpdateInstance(context.Background(), c, lxdexec.InstancePatch{Config: map[string]string{provisioning.MarkerKey: id}}, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,10 +25,14 @@ type LXDStatus interface {
 // ProjectChats lets chats be bound to projects. The projects work supplies
 // it; without it a chat naming a project is refused with bad_request.
 type ProjectChats interface {
-	// CheckChatProject returns nil when owner may create a chat in the
-	// named project, an error wrapping ErrNotFound when it does not exist
-	// for owner, or another classified error.
-	CheckChatProject(ctx context.Context, owner, project string) error
+	// CheckChatProject returns the project's id when owner may create a
+	// chat in the named project, an error wrapping ErrNotFound when it
+	// does not exist for owner, or another classified error.
+	CheckChatProject(ctx context.Context, owner, project string) (string, error)
+	// CheckChatRun returns nil when the project chat may run now: its
+	// project still exists with the chat's project id and owner; else an
+	// error wrapping ErrNotFound or ErrConflict, and nothing runs.
+	CheckChatRun(ctx context.Context, chat api.Chat) error
 }
 
 // Options configures a Server. Store and Registry are required.
@@ -144,6 +148,7 @@ func New(o Options) (*Server, error) {
 		IdleTimeout: o.IdleTimeout,
 		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
 		StorageCheckEvery: o.StorageCheckEvery})
+	s.svc.projects = o.Projects
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)

@@ -78,6 +78,7 @@ type Service struct {
 	roots           atomic.Pointer[Roots]
 	idleTimeout     atomic.Int64 // time.Duration
 	guard           *storageGuard
+	projects        ProjectChats // set by New; nil: project chats do not run
 
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -178,6 +179,8 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 		if _, err := s.Roots().Check(chat.Cwd); err != nil {
 			return "", err
 		}
+	} else if err := s.checkProject(ctx, chat); err != nil {
+		return "", err
 	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -214,6 +217,16 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	s.hub.FinishRun(run)
 	cancel(nil)
 	return "", fmt.Errorf("start prompt in chat %s: %w", chatID, err)
+}
+
+// checkProject refuses a project chat whose project is gone, was created
+// again (another id) or is not the chat owner's: nothing runs, no
+// container is touched.
+func (s *Service) checkProject(ctx context.Context, chat api.Chat) error {
+	if s.projects == nil {
+		return fmt.Errorf("chat %s is in project %q but projects are not available on this daemon: %w", chat.ID, chat.Project, ErrConflict)
+	}
+	return s.projects.CheckChatRun(ctx, chat)
 }
 
 // Cancel cancels the chat's run (S29); ErrNoActiveRun when none.
@@ -512,6 +525,7 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		Model:                chat.Model,
 		Mode:                 providers.ModeDefault,
 		ProjectID:            chat.Project,
+		ProjectUID:           chat.ProjectID,
 		Skills:               slices.Clone(in.Skills),
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),

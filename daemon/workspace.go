@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -178,8 +179,9 @@ func (w *Workspace) attentionOf(id string) string {
 	return w.attention[id]
 }
 
-// projectKey is what project.delete names a project by.
-func projectKey(p api.Project) string { return p.Name }
+// projectKey is what project.delete names a project by: its immutable id
+// (a project stored before ids existed has one from the store's migration).
+func projectKey(p api.Project) string { return cmp.Or(p.ID, p.Name) }
 
 // handleWorkspaceSocket serves GET /ws/workspace: a snapshot of the
 // caller's chats and projects, then every change to them as it commits.

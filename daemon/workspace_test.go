@@ -124,11 +124,15 @@ func TestWorkspaceSocket(t *testing.T) {
 	if m := readWorkspace(t, a); wsType(m) != "project.upsert" || !containsField(m["project"], "status", "running") {
 		t.Fatalf("project changed: %v", m)
 	}
+	web, err := ts.st.Project("web")
+	if err != nil || web.ID == "" {
+		t.Fatalf("project web: %+v %v", web, err)
+	}
 	if err := ts.st.DeleteProject("web"); err != nil {
 		t.Fatal(err)
 	}
-	if m := readWorkspace(t, a); wsType(m) != "project.delete" {
-		t.Fatalf("project deleted: %v", m)
+	if m := readWorkspace(t, a); wsType(m) != "project.delete" || string(m["id"]) != `"`+web.ID+`"` {
+		t.Fatalf("project deleted: %v, want id %s", m, web.ID)
 	}
 	// Bob saw none of it: his next message is his own new chat.
 	mine := ts.createChat("bob", "codex")

@@ -61,6 +61,7 @@ type PrepareRequest struct {
 	EnableBrowser       bool
 	EnableScheduleTools bool
 	Skills              []string
+	ProjectUID          string // when set: fail unless project ProjectID has this id (api.Project.ID)
 }
 
 // Target is where a prepared project run executes.

@@ -101,6 +101,7 @@ type RunRequest struct {
 	// ProjectID selects the execution target: empty runs on the host, set
 	// runs inside that project's container through the ProjectPreparer.
 	ProjectID           string
+	ProjectUID          string // the project id the chat is bound to (api.Chat.ProjectID)
 	Preferences         RunPreferences
 	RuntimeEnv          map[string]string // backend-issued variables (S11)
 	EnableBrowser       bool

@@ -9,8 +9,9 @@ import (
 	"remote/api"
 )
 
-// CreateChat stores a new chat. It fails with ErrInvalid for a bad id or
-// project name and with ErrExists when the id is taken.
+// CreateChat stores a new chat. It fails with ErrInvalid for a bad id,
+// project name or project id (one without a project name included) and
+// with ErrExists when the id is taken.
 func (s *Store) CreateChat(c api.Chat) error {
 	if err := checkChatID(c.ID); err != nil {
 		return err
@@ -19,6 +20,9 @@ func (s *Store) CreateChat(c api.Chat) error {
 		if err := checkProject(c.Project); err != nil {
 			return err
 		}
+	}
+	if c.ProjectID != "" && (c.Project == "" || !ValidProjectID(c.ProjectID)) {
+		return fmt.Errorf("chat %q project id %q: %w: want 16 lowercase hex characters, with a project name", c.ID, clip(c.ProjectID), ErrInvalid)
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)

@@ -199,6 +199,9 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if err := s.assignProjectIDs(tx); err != nil {
+		return fmt.Errorf("assign project ids: %w", err)
+	}
 	return s.checkKey(meta)
 }
 

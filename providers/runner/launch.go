@@ -60,7 +60,7 @@ func PrepareProject(ctx context.Context, cfg providers.AdapterConfig, provider p
 		return providers.Target{}, nil, fmt.Errorf("project %q: %w", req.ProjectID, notWired)
 	}
 	target, err := cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-		Provider: provider, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
+		Provider: provider, ProjectID: req.ProjectID, ProjectUID: req.ProjectUID, EnableBrowser: req.EnableBrowser,
 		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
 	}, emit)
 	if err != nil {
