@@ -210,7 +210,7 @@ func run(args []string) error {
 		Access:          daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs},
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+		Roots:           daemon.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
 		DefaultCwd:      hostUser.Home,
 		LXD:             lxd,
 		Projects:        projects.Chats,
@@ -296,7 +296,7 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 	reg.Configure(adapters(), providerSettings(cfg), ports)
 	srv.SetAccess(daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs})
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
+		srv.Service().SetRoots(daemon.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
 }
