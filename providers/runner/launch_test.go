@@ -175,7 +175,7 @@ func TestSyncCredentials(t *testing.T) {
 				}
 				return sync(ctx, tg, id)
 			}}
-			SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Kimi, time.Millisecond, AdapterLogger(nil, "test"))
+			SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Kimi, time.Millisecond, AdapterLogger(nil, "test"), nil)
 			if gotTarget.Container != "c1" || gotID != providers.Kimi {
 				t.Fatalf("synced %+v for %s", gotTarget, gotID)
 			}
