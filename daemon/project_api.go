@@ -158,6 +158,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		seen[port] = true
 	}
+	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
+		return BadRequest("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -166,6 +169,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	proj := api.Project{
 		Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerPrefix + req.Name,
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
+		Credentials: req.Credentials,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {

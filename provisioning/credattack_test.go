@@ -303,3 +303,28 @@ func TestAttackCredentialSyncBackPoison(t *testing.T) {
 		}
 	})
 }
+
+// TestProjectCredentialsStayInTheProject: a project created with
+// credentials "project" never gets the host user's login pushed in, and
+// the login its container makes is never synced back to the host.
+func TestProjectCredentialsStayInTheProject(t *testing.T) {
+	f := newUserFixture(t)
+	ctx := context.Background()
+	f.store.UpdateProject(f.project, func(p *api.Project) error { p.Credentials = api.CredentialsProject; return nil })
+	hostPath := f.userFile(t, ".claude/.credentials.json", claudeCred("host-1"), 0o600)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(hostPath, old, old)
+	if _, err := f.prep.Prepare(ctx, providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, f.cl, f.name, `cat /root/.claude/.credentials.json 2>/dev/null; true`); out != "" {
+		t.Fatalf("host login pushed into a project-credentials container: %q", out)
+	}
+	sh(t, f.cl, f.name, `mkdir -p /root/.claude; echo '`+claudeCred("own-5")+`' > /root/.claude/.credentials.json`)
+	if err := f.prep.SyncCredentials(ctx, providers.Target{ProjectID: f.project, Container: f.name}, providers.Claude); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(hostPath); string(b) != claudeCred("host-1") {
+		t.Fatalf("host login replaced by the project's: %q", b)
+	}
+}
