@@ -169,8 +169,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	proj := api.Project{
 		Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerPrefix + req.Name,
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
-		Credentials: req.Credentials,
-		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
+		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project
