@@ -564,3 +564,29 @@ func readDirNames(fd int) ([]string, error) {
 	sort.Strings(names)
 	return names, err
 }
+
+// IsFile reports whether rel beneath the root is a regular file of the
+// expected owner, reached without symlinks.
+func (r Root) IsFile(rel string) bool {
+	err := r.User.Do(func() error {
+		rootfd, err := r.openRoot()
+		if err != nil {
+			return err
+		}
+		defer unix.Close(rootfd)
+		fd, err := r.openat(rootfd, rel, unix.O_PATH, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return ErrUnsafe
+		}
+		return r.checkOwner(path.Join(r.Dir, rel), &st)
+	})
+	return err == nil
+}
