@@ -327,14 +327,14 @@ func (r Root) walk(rootfd int, base, sub string, limit int64, out *[]Entry, dept
 		unix.Close(fd)
 		return err
 	}
+	defer unix.Close(fd)
 	names, err := readDirNames(fd)
-	unix.Close(fd)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", path.Join(r.Dir, dirRel), err)
 	}
 	for _, name := range names {
 		var lst unix.Stat_t
-		if err := unix.Fstatat(rootfd, path.Join(dirRel, name), &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(fd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // gone meanwhile
 		}
 		switch lst.Mode & unix.S_IFMT {

@@ -123,3 +123,35 @@ func TestEnterDirAnswersAsTheUser(t *testing.T) {
 		t.Fatalf("as root: %v", err)
 	}
 }
+
+func TestReadTreeSkipsLinksAndRefusesForeignFiles(t *testing.T) {
+	home := userHome(t) // a tree owned by nobody, read by a root daemon
+	r := Root{Dir: home, Owner: OwnerOfDir}
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("root only"), 0o600)
+	os.MkdirAll(filepath.Join(home, "skill/sub"), 0o755)
+	os.WriteFile(filepath.Join(home, "skill/SKILL.md"), []byte("doc"), 0o644)
+	os.WriteFile(filepath.Join(home, "skill/sub/run.sh"), []byte("sh"), 0o755)
+	for _, p := range []string{"skill", "skill/sub", "skill/SKILL.md", "skill/sub/run.sh"} {
+		os.Chown(filepath.Join(home, p), 65534, 65534)
+	}
+	os.Symlink(secret, filepath.Join(home, "skill/leak"))
+	os.Symlink(filepath.Dir(secret), filepath.Join(home, "skill/leakdir"))
+	got, err := r.ReadTree("skill", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Rel != "SKILL.md" || got[1].Rel != "sub/run.sh" || got[1].Mode != 0o755 || string(got[1].Content) != "sh" {
+		t.Fatalf("tree %+v", got)
+	}
+	if err := os.Link(secret, filepath.Join(home, "skill/hard")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadTree("skill", 100); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "owned by uid 0, not uid 65534") {
+		t.Fatalf("hard link to a root file: %v", err)
+	}
+	// The daemon's own rights are back after acting for nobody.
+	if _, err := os.ReadFile(secret); err != nil {
+		t.Fatalf("root lost its rights: %v", err)
+	}
+}
