@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,9 +160,19 @@ func TestAttackCredentialSymlinkRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.Remove(credPath)
+		// Read with the user's rights, a root-only file is not readable.
 		_, err := f.prep.Prepare(ctx, req, nil)
 		leaked(t)
-		want := credPath + ": refused host file: owned by uid 0, not uid 65534"
+		want := "open " + credPath + ": permission denied"
+		if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Prepare err %v, want one containing %q", err, want)
+		}
+		// One the user may read is still not the user's.
+		os.Chmod(key, 0o644)
+		defer os.Chmod(key, 0o600)
+		_, err = f.prep.Prepare(ctx, req, nil)
+		leaked(t)
+		want = credPath + ": refused host file: owned by uid 0, not uid 65534"
 		if !errors.Is(err, hostfs.ErrUnsafe) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Prepare err %v, want one containing %q", err, want)
 		}
