@@ -277,7 +277,19 @@ type Project struct {
 	Status    string    `json:"status"` // stored: running, stopped, missing, unknown
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+
+	// Credentials is the project's credential mode: "" or "shared" (the
+	// host user's provider logins are pushed in and synced back), or
+	// "project" (the container keeps its own login; nothing is copied
+	// between it and the host).
+	Credentials string `json:"credentials,omitempty"`
 }
+
+// Project credential modes (Project.Credentials).
+const (
+	CredentialsShared  = "shared"
+	CredentialsProject = "project"
+)
 
 // CreateProjectRequest is the body of POST /v1/projects.
 type CreateProjectRequest struct {
@@ -286,6 +298,9 @@ type CreateProjectRequest struct {
 	Provider  string `json:"provider,omitempty"`
 	Ports     []int  `json:"ports,omitempty"`
 	Autostart *bool  `json:"autostart,omitempty"`
+
+	// Credentials is "shared" (default) or "project"; see Project.
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // SecretInfo names a stored secret; values are never returned.

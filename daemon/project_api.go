@@ -172,6 +172,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		seen[port] = true
 	}
+	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
+		return BadRequest("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -181,7 +184,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	proj := api.Project{
 		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
-		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
+		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project

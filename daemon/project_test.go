@@ -197,6 +197,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 			{`{"name":"x1","bogus":1}`, 400},
 			{api.CreateProjectRequest{Name: "x2", Ports: []int{0}}, 400},
 			{api.CreateProjectRequest{Name: "x3", Provider: "nope"}, 400},
+			{api.CreateProjectRequest{Name: "x4", Credentials: "host"}, 400},
 			{api.CreateProjectRequest{Name: name}, 409},
 		} {
 			if status, body := e.do("POST", "/v1/projects", "alice", tc.body); status != tc.code {

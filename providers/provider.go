@@ -139,3 +139,11 @@ var ErrUnfinishedTurn = errors.New("exited without finishing the turn")
 // ErrSessionNotFound means the native session named by ResumeID does not
 // exist; the daemon clears it and retries once from visible history (S28).
 var ErrSessionNotFound = errors.New("provider session not found")
+
+// ErrCredentialSyncRejected means credentials copied back from a project
+// container were refused before they replaced anything on the host: not
+// the provider's expected shape (or an API-key record, S13), or a host
+// path that is not safe to write for the host user. Adapters report it to
+// the chat as system/credential_sync_rejected with the reason, never the
+// content.
+var ErrCredentialSyncRejected = errors.New("credential sync rejected")

@@ -221,7 +221,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 		if len(proj.Ports) > 0 {
 			emit(systemEvent("container_preparing", map[string]any{"project": proj.Name, "container": proj.Container, "ports": proj.Ports}))
 		}
-		if err := p.provision(ctx, c, req); err != nil {
+		if err := p.provision(ctx, c, req, proj.Credentials != api.CredentialsProject); err != nil {
 			return providers.Target{}, fmt.Errorf("prepare project %q for %s: %w", proj.Name, req.Provider, classify(err))
 		}
 	}
@@ -239,13 +239,18 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
 }
 
-func (p *Preparer) provision(ctx context.Context, c Container, req providers.PrepareRequest) error {
+// provision runs the provisioning steps; sharedCredentials is false for a
+// project with its own login (api.CredentialsProject): the host's
+// credentials are then never pushed.
+func (p *Preparer) provision(ctx context.Context, c Container, req providers.PrepareRequest, sharedCredentials bool) error {
 	d := p.deps
 	if err := d.CLI.EnsureCLI(ctx, c, req.Provider); err != nil {
 		return err
 	}
-	if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
-		return err
+	if sharedCredentials {
+		if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
+			return err
+		}
 	}
 	if err := d.Workspace.PublishInstructions(ctx, c, req.Provider); err != nil {
 		return err
@@ -284,9 +289,21 @@ func (p *Preparer) loadSecrets(project string) []providers.Secret {
 // container when its copy is newer (S12). It gives up after the configured
 // timeout even when LXD does not answer; the abandoned transfer finishes or
 // fails in the background.
+//
+// A project with its own login (api.CredentialsProject) is never synced
+// back: its container's login stays its own.
 func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov providers.ProviderID) error {
 	if !p.wired {
 		return nil
+	}
+	if t.ProjectID != "" {
+		proj, err := p.projects.Project(t.ProjectID)
+		if err != nil {
+			return fmt.Errorf("sync %s credentials: resolve project %q: %w", prov, t.ProjectID, err)
+		}
+		if proj.Credentials == api.CredentialsProject {
+			return nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.syncTimeout)
 	defer cancel()

@@ -176,7 +176,7 @@ test -e /root/.claude/browser-mcp.json && echo browser-present || echo browser-a
 	})
 
 	t.Run("credential sync back when the container copy is newer", func(t *testing.T) {
-		sh(t, f.cl, f.name, `sleep 1; echo '{"token":"refreshed-2"}' > /root/.claude/.credentials.json`)
+		sh(t, f.cl, f.name, `sleep 1; echo '`+claudeCred("refreshed-2")+`' > /root/.claude/.credentials.json`)
 		// The host copy is older than the container's.
 		hostPath := filepath.Join(f.home, ".claude/.credentials.json")
 		old := time.Now().Add(-time.Hour)

@@ -18,7 +18,7 @@ func init() {
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [--json]", Summary: "create a project", Run: runProjectCreate},
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
 	"show":   {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
 	"start":  {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
@@ -76,6 +76,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Provider, "provider", "", "default provider `id`")
 	fs.Var(&ports, "port", "container `port` (repeatable)")
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")
+	fs.StringVar(&req.Credentials, "credentials", "", "`mode`: shared (the host user's logins, default) or project (the container's own)")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -128,6 +129,9 @@ func printProject(e *env, p api.Project) error {
 	fmt.Fprintf(tw, "image:\t%s\n", dash(p.Image))
 	fmt.Fprintf(tw, "provider:\t%s\n", dash(p.Provider))
 	fmt.Fprintf(tw, "autostart:\t%v\n", p.Autostart)
+	if p.Credentials != "" {
+		fmt.Fprintf(tw, "credentials:\t%s\n", p.Credentials)
+	}
 	if len(p.Ports) > 0 {
 		fmt.Fprintf(tw, "ports:\t%v\n", p.Ports)
 	}

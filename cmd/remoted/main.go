@@ -252,7 +252,7 @@ func run(args []string) error {
 		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+		Roots:           daemon.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
 		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
 		DefaultCwd:      hostUser.Home,
 		StateDir:        cfg.Daemon.StateDir,
@@ -358,7 +358,7 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 	srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
 	srv.SetAccess(access(cfg))
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
+		srv.Service().SetRoots(daemon.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
 }

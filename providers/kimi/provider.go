@@ -114,7 +114,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	if req.ProjectID != "" {
 		runner.SyncCredentials(ctx, p.cfg.Preparer, launch.Target, providers.Kimi, CredentialSyncTimeout,
-			p.log.With("project", req.ProjectID))
+			p.log.With("project", req.ProjectID), out)
 	}
 	return nil
 }
