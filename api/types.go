@@ -15,6 +15,12 @@ const (
 	CodePromptAlreadyRunning = "prompt_already_running"
 	CodeUnavailable          = "unavailable"
 	CodeInternal             = "internal"
+	// CodeStorageFull (507) means the daemon's state directory is short of
+	// space: below [daemon] min_free, or a write failed with ENOSPC.
+	CodeStorageFull = "storage_full"
+	// CodeUnsupportedMediaType (415): a JSON body sent without
+	// Content-Type: application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // ErrorBody is the inside of the error envelope.
@@ -95,9 +101,14 @@ type Chat struct {
 	Owner    string `json:"owner,omitempty"`
 	Provider string `json:"provider"`
 	Project  string `json:"project,omitempty"` // empty: a loose chat on the host
-	Cwd      string `json:"cwd,omitempty"`
-	Model    string `json:"model,omitempty"`
-	Mode     string `json:"mode,omitempty"`
+	// ProjectID is the id (Project.ID) of the project the chat was created
+	// in. A prompt runs only while the project named Project still has
+	// this id and the chat's owner: a project deleted and created again
+	// under the same name is another project.
+	ProjectID string `json:"projectId,omitempty"`
+	Cwd       string `json:"cwd,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Mode      string `json:"mode,omitempty"`
 	// ApprovalPolicy is the chat's Codex AskForApproval policy (one of
 	// ApprovalPolicies); empty lets the provider decide ("never" for
 	// Codex and MiniMax). Only providers whose capabilities declare
@@ -120,6 +131,34 @@ type Chat struct {
 	// Running is live state; the store uses it only to find runs that were
 	// in flight when the daemon stopped (S5).
 	Running bool `json:"running"`
+	// Attention is live, never stored: "approval" while the chat's run
+	// waits for an answer to an interaction request; empty otherwise.
+	Attention string `json:"attention,omitempty"`
+}
+
+// Workspace socket message types (GET /ws/workspace).
+const (
+	WorkspaceSnapshot = "workspace.snapshot"
+	ChatUpsert        = "chat.upsert"
+	ChatDelete        = "chat.delete"
+	ProjectUpsert     = "project.upsert"
+	ProjectDelete     = "project.delete"
+)
+
+// WorkspaceSnapshotMessage is the workspace socket's first message: the
+// caller's chats and projects.
+type WorkspaceSnapshotMessage struct {
+	Type     string    `json:"type"` // workspace.snapshot
+	Chats    []Chat    `json:"chats"`
+	Projects []Project `json:"projects"`
+}
+
+// WorkspaceMessage is one change on the workspace socket.
+type WorkspaceMessage struct {
+	Type    string   `json:"type"`
+	Chat    *Chat    `json:"chat,omitempty"`    // chat.upsert
+	Project *Project `json:"project,omitempty"` // project.upsert
+	ID      string   `json:"id,omitempty"`      // chat.delete, project.delete
 }
 
 // CreateChatRequest is the body of POST /v1/chats.
@@ -224,6 +263,10 @@ type ClientMessage struct {
 
 // Project is a project as the API returns it.
 type Project struct {
+	// ID is the project's immutable random id, set at creation: its
+	// container carries it (provisioning.MarkerKey) and its chats are
+	// bound to it (Chat.ProjectID).
+	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	Owner     string    `json:"owner,omitempty"`
 	Container string    `json:"container"`
@@ -234,7 +277,19 @@ type Project struct {
 	Status    string    `json:"status"` // stored: running, stopped, missing, unknown
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+
+	// Credentials is the project's credential mode: "" or "shared" (the
+	// host user's provider logins are pushed in and synced back), or
+	// "project" (the container keeps its own login; nothing is copied
+	// between it and the host).
+	Credentials string `json:"credentials,omitempty"`
 }
+
+// Project credential modes (Project.Credentials).
+const (
+	CredentialsShared  = "shared"
+	CredentialsProject = "project"
+)
 
 // CreateProjectRequest is the body of POST /v1/projects.
 type CreateProjectRequest struct {
@@ -243,6 +298,9 @@ type CreateProjectRequest struct {
 	Provider  string `json:"provider,omitempty"`
 	Ports     []int  `json:"ports,omitempty"`
 	Autostart *bool  `json:"autostart,omitempty"`
+
+	// Credentials is "shared" (default) or "project"; see Project.
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // SecretInfo names a stored secret; values are never returned.

@@ -47,6 +47,10 @@ type Daemon struct {
 	// own uid) allowed to use the API.
 	AllowUIDs []int `toml:"allow_uids"`
 	AllowGIDs []int `toml:"allow_gids"`
+	// FrontendUIDs are the peers (remote-web's uid) that may name the acting
+	// user in X-Remote-User, as root and the daemon's own uid may; they may
+	// also use the API. Every other peer acts as its own login name.
+	FrontendUIDs []int `toml:"frontend_uids"`
 	// StateDir holds the store and the default secrets key (absolute path).
 	StateDir string `toml:"state_dir"`
 	// LogLevel is one of trace, debug, info, warn, error.
@@ -56,6 +60,17 @@ type Daemon struct {
 	// SecretsKeyFile overrides where the secrets key is read; see
 	// Daemon.SecretsKeyPath for the default.
 	SecretsKeyFile string `toml:"secrets_key_file"`
+	// MinFree is the free space the state directory's filesystem must
+	// have for a prompt to start (checked before each run and every 30 s;
+	// below it prompts answer 507 storage_full). 0 turns the check off.
+	MinFree Size `toml:"min_free"`
+	// MaxRunBytes bounds the event bytes one run may store; a run that
+	// outgrows it is stopped with an error event. 0 = no bound.
+	MaxRunBytes Size `toml:"max_run_bytes"`
+	// MaxChatBytes bounds the event bytes one chat may store: a run is
+	// stopped when the chat reaches it and the chat takes no new prompts.
+	// 0 = no bound.
+	MaxChatBytes Size `toml:"max_chat_bytes"`
 }
 
 // LXD says how to reach LXD: the local Unix socket (Socket, or discovery when
@@ -83,6 +98,12 @@ type Agent struct {
 	// AllowedRoots are the absolute directories a loose chat may run in;
 	// nil means the host user's home directory and /tmp.
 	AllowedRoots []string `toml:"allowed_roots"`
+	// ExitGrace is how long a CLI that has reported the end of its turn
+	// may take to exit before it is stopped (the turn stands).
+	ExitGrace Duration `toml:"exit_grace"`
+	// IdleTimeout ends a run whose CLI produced no output for that long,
+	// with an error; 0 (the default) never does.
+	IdleTimeout Duration `toml:"idle_timeout"`
 }
 
 // Provider configures one agent CLI, under [providers.<id>].
@@ -119,6 +140,17 @@ type Web struct {
 	TLSKey     string    `toml:"tls_key"`     // PEM file
 	SessionTTL Duration  `toml:"session_ttl"` // browser session lifetime
 	Users      []WebUser `toml:"users"`       // [[web.users]] entries
+	// CookieSecure marks the session cookie Secure; unset means "when
+	// tls_cert is set" (IsCookieSecure). Set it true behind a TLS-ending
+	// reverse proxy.
+	CookieSecure *bool `toml:"cookie_secure"`
+	// AllowedHosts are the DNS names browsers may use in the Host header,
+	// besides localhost and IP addresses (always allowed: a rebinding DNS
+	// name is never one of them).
+	AllowedHosts []string `toml:"allowed_hosts"`
+	// TrustedProxies are reverse proxies (IP addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto remote-web believes.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // WebUser is one browser login. PasswordHash is never echoed in errors.
@@ -170,6 +202,10 @@ func Default() Config {
 			StateDir:  "/var/lib/remote",
 			LogLevel:  "info",
 			LogFormat: "text",
+			// Storage bounds (README "Disk space").
+			MinFree:      256 << 20,
+			MaxRunBytes:  64 << 20,
+			MaxChatBytes: 1 << 30,
 		},
 		LXD: LXD{
 			Image:    "busybox",
@@ -178,6 +214,7 @@ func Default() Config {
 		Agent: Agent{
 			CredentialSyncTimeout: Duration{30 * time.Second},
 			TranscriptBytes:       24000,
+			ExitGrace:             Duration{10 * time.Second},
 		},
 		Providers: make(map[string]Provider, len(providerIDs)),
 		Web: Web{

@@ -46,10 +46,14 @@ socket = "/run/r.sock"
 socket_group = "remote"
 allow_uids = [1000, 1001]
 allow_gids = [27]
+frontend_uids = [991]
 state_dir = "/srv/remote"
 log_level = "debug"
 log_format = "json"
 secrets_key_file = "/etc/remote/secrets.key"
+min_free = "1 GiB"
+max_run_bytes = 1048576
+max_chat_bytes = "0"
 
 [lxd]
 url = "https://lxd.example:8443"
@@ -66,6 +70,8 @@ credential_sync_timeout = "1m"
 transcript_bytes = 4096
 host_user = "dev"
 allowed_roots = ["/home/dev", "/srv"]
+exit_grace = "3s"
+idle_timeout = "30m"
 
 [providers.claude]
 enabled = false
@@ -97,10 +103,13 @@ password_hash = "$2a$10$abc"
 	off := false
 	want := Default()
 	want.Daemon = Daemon{Socket: "/run/r.sock", SocketGroup: "remote", AllowUIDs: []int{1000, 1001}, AllowGIDs: []int{27},
-		StateDir: "/srv/remote", LogLevel: "debug", LogFormat: "json", SecretsKeyFile: "/etc/remote/secrets.key"}
+		StateDir: "/srv/remote", LogLevel: "debug", LogFormat: "json", SecretsKeyFile: "/etc/remote/secrets.key",
+		MinFree: 1 << 30, MaxRunBytes: 1 << 20, MaxChatBytes: 0}
+	want.Daemon.FrontendUIDs = []int{991}
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
-	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"}}
+	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"},
+		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}}
 	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
 	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills"}
@@ -157,7 +166,14 @@ func TestParseRejects(t *testing.T) {
 		{"relative socket", "[daemon]\nsocket = \"run/r.sock\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] socket: "run/r.sock" must be an absolute path`},
 		{"bad group", "[daemon]\nsocket_group = \"re mote\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] socket_group: invalid group name "re mote"`},
 		{"negative uid", "[daemon]\nallow_uids = [0, -1]\n", ErrInvalidValue, "remoted.toml:2: [daemon] allow_uids[1]: uid -1 out of range"},
+		{"negative frontend uid", "[daemon]\nfrontend_uids = [-5]\n", ErrInvalidValue, "remoted.toml:2: [daemon] frontend_uids[0]: uid -5 out of range"},
+		{"frontend uid as string", "[daemon]\nfrontend_uids = [\"www-data\"]\n", ErrInvalidValue, "remoted.toml:2: [daemon] frontend_uids[0]: must be an integer, not a string"},
 		{"huge gid", "[daemon]\nallow_gids = [4294967295]\n", ErrInvalidValue, "remoted.toml:2: [daemon] allow_gids[0]: gid 4294967295 out of range"},
+		{"bad size", "[daemon]\nmin_free = \"lots\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] min_free: invalid size "lots": want a byte count such as "256MiB", "1GiB" or "4096"`},
+		{"size unit", "[daemon]\nmax_run_bytes = \"64 MiBs\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] max_run_bytes: invalid size "64 MiBs": want a byte count such as "256MiB", "1GiB" or "4096"`},
+		{"negative size", "[daemon]\nmax_chat_bytes = -1\n", ErrInvalidValue, "remoted.toml:2: [daemon] max_chat_bytes: invalid size -1: must not be negative"},
+		{"size as bool", "[daemon]\nmin_free = true\n", ErrInvalidValue, `remoted.toml:2: [daemon] min_free: must be a size string such as "256MiB" or an integer of bytes, not a boolean`},
+		{"huge size", "[daemon]\nmin_free = \"9000000TiB\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] min_free: invalid size "9000000TiB": too large`},
 		{"relative state", "[daemon]\nstate_dir = \"state\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] state_dir: "state" must be an absolute path`},
 		{"empty state", "[daemon]\nstate_dir = \"\"\n", ErrInvalidValue, "remoted.toml:2: [daemon] state_dir: must not be empty"},
 		{"log level", "[daemon]\nlog_level = \"loud\"\n", ErrInvalidValue, `remoted.toml:2: [daemon] log_level: "loud" is not one of trace, debug, info, warn, error`},
@@ -184,6 +200,9 @@ func TestParseRejects(t *testing.T) {
 		{"transcript zero", "[agent]\ntranscript_bytes = 0\n", ErrInvalidValue, "remoted.toml:2: [agent] transcript_bytes: must be positive, not 0"},
 		{"host user", "[agent]\nhost_user = \"a:b\"\n", ErrInvalidValue, `remoted.toml:2: [agent] host_user: invalid name "a:b"`},
 		{"relative root", "[agent]\nallowed_roots = [\"/ok\", \"home\"]\n", ErrInvalidValue, `remoted.toml:2: [agent] allowed_roots[1]: "home" must be an absolute path`},
+		{"zero exit grace", "[agent]\nexit_grace = \"0s\"\n", ErrInvalidValue, "remoted.toml:2: [agent] exit_grace: must be positive, not 0s"},
+		{"negative idle timeout", "[agent]\nidle_timeout = \"-1m\"\n", ErrInvalidValue, "remoted.toml:2: [agent] idle_timeout: must be 0 (off) or positive, not -1m0s"},
+		{"idle timeout word", "[agent]\nidle_timeout = \"off\"\n", ErrInvalidValue, `remoted.toml:2: [agent] idle_timeout: invalid duration "off"`},
 		// providers
 		{"unknown provider", "[providers.gemini]\nbinary = \"g\"\n", ErrInvalidValue, `remoted.toml:1: [providers] gemini: unknown provider "gemini" (known: claude, codex, minimax, kimi, antigravity)`},
 		{"relative binary", "[providers.claude]\nbinary = \"bin/claude\"\n", ErrInvalidValue, `remoted.toml:2: [providers.claude] binary: "bin/claude" must be a bare name looked up on PATH or an absolute path`},
@@ -406,6 +425,28 @@ func TestDurationText(t *testing.T) {
 	}
 	if err := d.UnmarshalText([]byte("soon")); err == nil {
 		t.Error("UnmarshalText(soon) = nil error")
+	}
+}
+
+func TestSizeText(t *testing.T) {
+	for in, want := range map[string]Size{
+		"0": 0, "4096": 4096, "256MiB": 256 << 20, "256 mib": 256 << 20, "1GiB": 1 << 30, "1G": 1 << 30,
+		"64k": 64 << 10, "500MB": 500e6, "1.5GiB": 3 << 29, "2 TB": 2e12, " 10B ": 10,
+	} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v, want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1..2GiB", "1 GiBs", "1e3", "0x10"} {
+		if got, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
+		}
+	}
+	for z, want := range map[Size]string{0: "0", 256 << 20: "256MiB", 1 << 30: "1GiB", 1536: "1536", 3 << 10: "3KiB"} {
+		if b, _ := z.MarshalText(); string(b) != want {
+			t.Errorf("MarshalText(%d) = %q, want %q", int64(z), b, want)
+		}
 	}
 }
 

@@ -107,6 +107,7 @@ func locate(name, text string, raw map[string]any, ps *problems) error {
 var (
 	configType   = reflect.TypeFor[Config]()
 	durationType = reflect.TypeFor[Duration]()
+	sizeType     = reflect.TypeFor[Size]()
 	// textUnmarshalerType marks schema types decoded from TOML strings.
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
@@ -115,6 +116,13 @@ var (
 // schema, recording unknown keys and type mismatches. It never records the
 // value itself except for durations, which are not secret.
 func checkValue(ps *problems, path []pathElem, v any, t reflect.Type) {
+	if t == sizeType {
+		var z Size
+		if err := z.UnmarshalTOML(v); err != nil {
+			ps.add(ErrInvalidValue, path, "%s", err.Error())
+		}
+		return
+	}
 	if t == durationType {
 		s, ok := v.(string)
 		if !ok {

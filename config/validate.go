@@ -55,6 +55,11 @@ func (d Daemon) validate(ps *problems) {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "allow_uids"), i), "uid %d out of range", id)
 		}
 	}
+	for i, id := range d.FrontendUIDs {
+		if id < 0 || id > 1<<32-2 {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "frontend_uids"), i), "uid %d out of range", id)
+		}
+	}
 	for i, id := range d.AllowGIDs {
 		if id < 0 || id > 1<<32-2 {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("daemon", "allow_gids"), i), "gid %d out of range", id)
@@ -115,6 +120,12 @@ func (a Agent) validate(ps *problems) {
 	}
 	if a.TranscriptBytes <= 0 {
 		ps.add(ErrInvalidValue, keyPath("agent", "transcript_bytes"), "must be positive, not %d", a.TranscriptBytes)
+	}
+	if a.ExitGrace.Duration <= 0 {
+		ps.add(ErrInvalidValue, keyPath("agent", "exit_grace"), "must be positive, not %s", a.ExitGrace.Duration)
+	}
+	if a.IdleTimeout.Duration < 0 {
+		ps.add(ErrInvalidValue, keyPath("agent", "idle_timeout"), "must be 0 (off) or positive, not %s", a.IdleTimeout.Duration)
 	}
 	requireName(ps, keyPath("agent", "host_user"), a.HostUser, false)
 	for i, r := range a.AllowedRoots {
@@ -179,6 +190,16 @@ func (w Web) validate(ps *problems) {
 	requireAbs(ps, keyPath("web", "tls_key"), w.TLSKey, false)
 	if w.SessionTTL.Duration <= 0 {
 		ps.add(ErrInvalidValue, keyPath("web", "session_ttl"), "must be positive, not %s", w.SessionTTL.Duration)
+	}
+	for i, h := range w.AllowedHosts {
+		if !validHostName(h) {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("web", "allowed_hosts"), i), "%q is not a host name: give the name alone, without scheme, port or path (e.g. \"remote.example.com\")", h)
+		}
+	}
+	for i, p := range w.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("web", "trusted_proxies"), i), "%q: want an IP address or a CIDR prefix (e.g. \"127.0.0.1\" or \"10.0.0.0/8\")", p)
+		}
 	}
 	seen := map[string]bool{}
 	for i, u := range w.Users {

@@ -23,6 +23,14 @@ type Peer struct {
 	PID      int32
 	// Allowed is the access decision taken from the credentials.
 	Allowed bool
+	// MayAssert says the peer may name any acting user in X-Remote-User:
+	// root, the daemon's own uid and the configured frontends.
+	MayAssert bool
+	// Name is the login name the peer's uid maps to in the user database,
+	// looked up for allowed peers that may not assert another user; NameErr
+	// says why there is none.
+	Name    string
+	NameErr error
 	// Err says why the credentials could not be read, if they could not.
 	Err error
 }
@@ -37,19 +45,27 @@ func PeerFrom(ctx context.Context) *Peer {
 }
 
 // Access decides which peers may use the socket: root, the daemon's own
-// uid, the listed uids, and members (primary or supplementary) of the
-// listed gids.
+// uid, the listed uids and frontends, and members (primary or
+// supplementary) of the listed gids. It also decides who may act for
+// another user: root, the daemon's own uid and the frontends name the
+// acting user in X-Remote-User; every other peer acts as its own login
+// name.
 type Access struct {
 	UIDs []int
 	GIDs []int
+	// Frontends are the uids (remote-web's) that relay other users'
+	// requests and so may assert any user; they may also connect.
+	Frontends []int
 	// groupsOf returns the group ids of uid (supplementary included); tests
 	// replace it.
 	groupsOf func(uid uint32) []int
+	// nameOf returns the login name of uid; tests replace it.
+	nameOf func(uid uint32) (string, error)
 }
 
 // Allows reports whether a peer with uid and primary gid may connect.
 func (a Access) Allows(uid, gid uint32) bool {
-	if uid == 0 || int(uid) == os.Getuid() || slices.Contains(a.UIDs, int(uid)) {
+	if a.MayAssert(uid) || slices.Contains(a.UIDs, int(uid)) {
 		return true
 	}
 	if len(a.GIDs) == 0 {
@@ -68,6 +84,24 @@ func (a Access) Allows(uid, gid uint32) bool {
 		}
 	}
 	return false
+}
+
+// MayAssert reports whether a peer with uid may name any acting user in
+// X-Remote-User.
+func (a Access) MayAssert(uid uint32) bool {
+	return uid == 0 || int(uid) == os.Getuid() || slices.Contains(a.Frontends, int(uid))
+}
+
+// loginName returns the user database's name for uid.
+func (a Access) loginName(uid uint32) (string, error) {
+	if a.nameOf != nil {
+		return a.nameOf(uid)
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
 }
 
 func userGroups(uid uint32) []int {
@@ -114,9 +148,15 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, peerKey{}, p)
 	}
 	p.UID, p.GID, p.PID = cred.Uid, cred.Gid, cred.Pid
-	p.Allowed = s.access.Load().Allows(cred.Uid, cred.Gid)
+	a := s.access.Load()
+	p.Allowed = a.Allows(cred.Uid, cred.Gid)
 	if !p.Allowed {
 		s.log.Warn("refusing peer", "uid", cred.Uid, "gid", cred.Gid, "pid", cred.Pid)
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	p.MayAssert = a.MayAssert(cred.Uid)
+	if !p.MayAssert {
+		p.Name, p.NameErr = a.loginName(cred.Uid)
 	}
 	return context.WithValue(ctx, peerKey{}, p)
 }
@@ -148,22 +188,39 @@ var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
 
 var errNoUser = &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: api.HeaderUser + " header is required"}
 
-// callerName returns the X-Remote-User of r, validated.
+// callerName returns the user r acts as. A peer that may assert (root, the
+// daemon's uid, a frontend) names it in X-Remote-User; any other peer acts
+// as its own login name, and a header naming someone else is refused.
 func callerName(r *http.Request) (string, error) {
 	name := r.Header.Get(api.HeaderUser)
-	if name == "" {
-		return "", errNoUser
-	}
-	if !userName.MatchString(name) {
+	if name != "" && !userName.MatchString(name) {
 		return "", BadRequest("%s: invalid user name %q", api.HeaderUser, name)
 	}
-	return name, nil
+	p := PeerFrom(r.Context())
+	if p == nil {
+		return "", errForbiddenPeer
+	}
+	if p.MayAssert {
+		if name == "" {
+			return "", errNoUser
+		}
+		return name, nil
+	}
+	if p.NameErr != nil || !userName.MatchString(p.Name) {
+		return "", &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
+			Message: fmt.Sprintf("uid %d has no usable login name in the user database, and a peer that is not root, the daemon's user or one of [daemon] frontend_uids acts as its own login name", p.UID)}
+	}
+	if name != "" && name != p.Name {
+		return "", &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
+			Message: fmt.Sprintf("%s %q refused: uid %d (%s) may act only as itself; only root, the daemon's user and [daemon] frontend_uids may name another user", api.HeaderUser, name, p.UID, p.Name)}
+	}
+	return p.Name, nil
 }
 
 type userKey struct{}
 
-// UserFrom returns the validated X-Remote-User of a request that passed a
-// route with AccessUser.
+// UserFrom returns the acting user of a request that passed a route with
+// AccessUser (see callerName).
 func UserFrom(ctx context.Context) string {
 	u, _ := ctx.Value(userKey{}).(string)
 	return u

@@ -143,7 +143,7 @@ func TestBadInput(t *testing.T) {
 		}
 		// A prompt rejected with a clientId gets prompt_rejected, to this socket only.
 		ws.WriteJSON(api.ClientMessage{Type: "prompt", Text: " ", ClientID: "c9"})
-		if ev := readEvent(t, ws); ev.Subtype != api.SubtypePromptRejected || ev.Message == "" || string(ev.Data) != `{"clientId":"c9"}` {
+		if ev := readEvent(t, ws); ev.Subtype != api.SubtypePromptRejected || ev.Message == "" || string(ev.Data) != `{"clientId":"c9","code":"bad_request"}` {
 			t.Errorf("rejection: %+v", ev)
 		}
 		if ev := readEvent(t, ws); ev.Type != api.EventSync || ev.Running {
@@ -167,6 +167,9 @@ func TestBadInput(t *testing.T) {
 func TestMain(m *testing.M) {
 	if sock := os.Getenv("REMOTED_TEST_PEER_CLIENT"); sock != "" {
 		os.Exit(peerClient(sock))
+	}
+	if sock := os.Getenv("REMOTED_TEST_PEER_SCRIPT"); sock != "" {
+		os.Exit(peerScript(sock)) // identity_test.go
 	}
 	os.Exit(m.Run())
 }

@@ -70,6 +70,9 @@ func errorFor(err error) (int, api.ErrorBody) {
 		return http.StatusBadRequest, api.ErrorBody{Code: api.CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable, api.ErrorBody{Code: api.CodeUnavailable, Message: err.Error()}
+	case isStoreNoSpace(err): // a write hit ENOSPC/EDQUOT: nothing of it was stored
+		return http.StatusInsufficientStorage, api.ErrorBody{Code: api.CodeStorageFull,
+			Message: "storage full: the daemon's state directory has no space left, nothing was saved; free space, then retry"}
 	default:
 		return http.StatusInternalServerError, api.ErrorBody{Code: api.CodeInternal, Message: "internal error"}
 	}

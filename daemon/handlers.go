@@ -33,6 +33,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/chats/{id}/cancel", AccessUser, s.handleCancel},
 		{http.MethodPost, "/v1/chats/{id}/interactions", AccessUser, s.handleInteraction},
 		{http.MethodGet, "/ws/chat/{id}", AccessUser, s.handleChatSocket},
+		{http.MethodGet, "/ws/workspace", AccessUser, s.handleWorkspaceSocket},
 	}
 }
 
@@ -138,10 +139,11 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		if req.Cwd != "" {
 			return BadRequest("cwd: a project chat runs in its container's /workspace; cwd must be empty")
 		}
-		if err := s.projects.CheckChatProject(r.Context(), owner, req.Project); err != nil {
+		id, err := s.projects.CheckChatProject(r.Context(), owner, req.Project)
+		if err != nil {
 			return err
 		}
-		c.Project = req.Project
+		c.Project, c.ProjectID = req.Project, id
 	} else {
 		cwd := req.Cwd
 		if cwd == "" {
@@ -196,7 +198,7 @@ func (s *Server) handleListChats(w http.ResponseWriter, r *http.Request) error {
 	out := []api.Chat{}
 	for _, c := range all {
 		if c.Owner == owner {
-			c.Running = s.hub.Running(c.ID)
+			s.workspace.decorate(&c)
 			out = append(out, c)
 		}
 	}
@@ -208,6 +210,7 @@ func (s *Server) handleGetChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	c.Attention = s.workspace.attentionOf(c.ID)
 	return writeJSON(w, http.StatusOK, c)
 }
 

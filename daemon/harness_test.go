@@ -85,7 +85,12 @@ type serverOpt func(*Options)
 
 func newTestServer(t testing.TB, ps []providers.Provider, opts ...serverOpt) *testServer {
 	t.Helper()
-	dir := t.TempDir()
+	return newTestServerIn(t, t.TempDir(), ps, opts...)
+}
+
+// newTestServerIn is newTestServer with its state (and chats' cwd) in dir.
+func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...serverOpt) *testServer {
+	t.Helper()
 	sockDir, err := os.MkdirTemp("", "rd")
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +168,9 @@ func (ts *testServer) do(method, path, user string, body any) (int, []byte) {
 		r = bytes.NewReader(data)
 	}
 	req, _ := http.NewRequest(method, "http://remoted"+path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if user != "" {
 		req.Header.Set(api.HeaderUser, user)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"remote/internal/hostfs"
 )
 
 // LookupHostUser resolves the [agent] host_user name; "" is the daemon's
@@ -31,9 +33,20 @@ func LookupHostUser(name string) (HostUser, error) {
 }
 
 // Roots is the set of directories loose chats may work in ([agent]
-// allowed_roots), held as cleaned, symlink-resolved absolute paths.
+// allowed_roots), held as cleaned, symlink-resolved absolute paths, and
+// the host user whose rights Check uses.
 type Roots struct {
 	dirs []string
+	user hostfs.User // zero: the daemon's own rights
+	who  string      // the user's name, for messages
+}
+
+// NewUserRoots is NewRoots for the host user u, whose rights Check then
+// uses (as root the daemon could see paths u cannot, and say so).
+func NewUserRoots(dirs []string, u HostUser) Roots {
+	r := NewRoots(dirs, u.Home)
+	r.user, r.who = hostfs.User{UID: u.UID, GID: u.GID}, u.Name
+	return r
 }
 
 // NewRoots resolves dirs; an empty list means the host user's home and
@@ -64,25 +77,30 @@ func resolvePath(p string) string {
 	return p
 }
 
-// Check returns the resolved cwd when it is an existing directory inside
-// one of the roots, or a bad_request error naming it.
+// Check returns the resolved cwd when it is a directory the host user can
+// enter (resolved with that user's rights, see hostfs.User.EnterDir)
+// inside one of the roots. Every other case — missing, not a directory,
+// not searchable by the user, outside the roots — is one bad_request
+// message, so the answer reveals nothing the user could not see itself.
 func (r Roots) Check(cwd string) (string, error) {
 	if !filepath.IsAbs(cwd) {
 		return "", BadRequest("cwd: %q is not an absolute path", cwd)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Clean(cwd))
-	if err != nil {
-		return "", BadRequest("cwd: %q does not exist", cwd)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", BadRequest("cwd: %q is not a directory", cwd)
-	}
-	for _, root := range r.dirs {
-		if real == root || strings.HasPrefix(real, strings.TrimSuffix(root, "/")+"/") {
-			return real, nil
+	real, err := r.user.EnterDir(filepath.Clean(cwd))
+	if err == nil {
+		for _, root := range r.dirs {
+			if real == root || strings.HasPrefix(real, strings.TrimSuffix(root, "/")+"/") {
+				return real, nil
+			}
 		}
 	}
-	return "", BadRequest("cwd: %q is outside the allowed roots (%s)", cwd, strings.Join(r.dirs, ", "))
+	who := r.who
+	if who == "" {
+		who = "the host user"
+	} else {
+		who = "user " + strconv.Quote(who)
+	}
+	return "", BadRequest("cwd: %q is not a directory %s may enter inside the allowed roots (%s)", cwd, who, strings.Join(r.dirs, ", "))
 }
 
 // uidString formats an id for messages.

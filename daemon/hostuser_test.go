@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,5 +74,63 @@ func TestLooseChatRunsAsHostUser(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(evs[1].Text), "\n")
 	if len(lines) != 3 || lines[0] != uidString(nobody.UID) || lines[1] != nobody.Home || lines[2] != chat.Cwd {
 		t.Errorf("agent ran as %q, want uid %d, HOME %s, cwd %s", lines, nobody.UID, nobody.Home, chat.Cwd)
+	}
+}
+
+// TestAttackCwdOracle: a local user asks for loose chats in paths under a
+// root-only directory it cannot enter. The daemon (root) must not answer
+// differently for a directory that exists there and one that does not:
+// the cwd check runs with the host user's rights and every refusal is the
+// same message. A directory the user can enter is still accepted.
+func TestAttackCwdOracle(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the oracle needs a root daemon and another host user")
+	}
+	nobody, err := LookupHostUser("nobody")
+	if err != nil {
+		t.Skipf("no nobody user: %v", err)
+	}
+	base, err := os.MkdirTemp("", "rdoracle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	for _, d := range []string{"secret/exists", "open/sub"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(base, "secret"), 0o700) // root only
+	if err := os.WriteFile(filepath.Join(base, "open/file.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := os.MkdirTemp("", "rdoutside")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	os.Chmod(outside, 0o755)
+
+	p := &fakeProvider{id: providers.Claude}
+	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = NewUserRoots([]string{base}, nobody) })
+	for _, cwd := range []string{
+		filepath.Join(base, "secret/exists"),  // exists, root-only
+		filepath.Join(base, "secret/missing"), // does not exist, root-only
+		filepath.Join(base, "open/missing"),   // does not exist
+		filepath.Join(base, "open/file.txt"),  // not a directory
+		outside,                               // outside the roots
+	} {
+		st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: cwd})
+		var e api.ErrorResponse
+		_ = json.Unmarshal(body, &e)
+		want := `cwd: "` + cwd + `" is not a directory user "nobody" may enter inside the allowed roots (` + base + `)`
+		if st != 400 || e.Error.Code != "bad_request" || e.Error.Message != want {
+			t.Errorf("cwd %s: %d %s, want 400 bad_request %q", cwd, st, body, want)
+		}
+	}
+	st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: filepath.Join(base, "open/sub")})
+	if st != 201 {
+		t.Fatalf("enterable cwd: %d %s", st, body)
 	}
 }

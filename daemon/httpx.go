@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"remote/api"
 )
@@ -17,8 +19,39 @@ import (
 // MaxBodyBytes bounds every request body (and every chat socket frame).
 const MaxBodyBytes = 1 << 20
 
-// readBody reads at most MaxBodyBytes of r's body.
+// requireJSON refuses (415) a request whose body is not declared as
+// application/json. A browser can send a cross-site or form-built request
+// with text/plain, form or multipart bodies without a preflight, never
+// with application/json, so a JSON body that arrives under another type is
+// refused rather than parsed. A charset parameter may only say utf-8. A
+// request without a body and without a Content-Type passes: callers that
+// accept an optional body (fork) read the empty body as "no fields".
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 {
+		return nil
+	}
+	if ct == "" {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: "request body has no Content-Type; send it as Content-Type: application/json"}
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q is not accepted; send the body as Content-Type: application/json", ct)}
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMediaType, Message: fmt.Sprintf("Content-Type %q: only a charset=utf-8 parameter is accepted", ct)}
+		}
+	}
+	return nil
+}
+
+// readBody reads at most MaxBodyBytes of r's body, which must be declared
+// as application/json (requireJSON).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -42,10 +75,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeStrict(data, v)
 }
 
-// decodeStrict is decodeBody's decoder for bytes already read.
+// decodeStrict is decodeBody's decoder for bytes already read (a body or
+// a chat socket frame). Invalid UTF-8 is refused before decoding, which
+// would otherwise replace it with U+FFFD and accept the result.
 func decodeStrict(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return BadRequest("request body is empty; want a JSON object")
+	}
+	if !utf8.Valid(data) {
+		return BadRequest("invalid UTF-8 at byte %d; JSON must be UTF-8", invalidUTF8At(data))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
@@ -66,6 +104,18 @@ func decodeStrict(data []byte, v any) error {
 		return decodeError(err)
 	}
 	return nil
+}
+
+// invalidUTF8At returns the offset of the first invalid UTF-8 sequence.
+func invalidUTF8At(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }
 
 func decodeError(err error) error {

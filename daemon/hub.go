@@ -186,11 +186,20 @@ func (h *Hub) Respond(chatID string, resp providers.InteractionResponse) error {
 // subscribers and then calls done (which may be nil). Per chat, done and
 // the broadcasts follow call order.
 func (h *Hub) AppendAsync(chatID string, ev api.Event, done func(api.Event, error)) {
-	h.store.AppendAsync(chatID, ev, func(stored api.Event, err error) {
-		if err != nil {
+	h.AppendAsyncIf(chatID, ev, nil, done)
+}
+
+// AppendAsyncIf is AppendAsync storing ev only if cond (nil: always),
+// asked inside the commit, returns true (store AppendAsyncIf); a refused
+// event is not broadcast and done gets an error wrapping store.ErrSkipped.
+func (h *Hub) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
+	h.store.AppendAsyncIf(chatID, ev, cond, func(stored api.Event, err error) {
+		switch {
+		case isStoreSkipped(err):
+		case err != nil:
 			h.log.Error("append failed", "chat", chatID, "type", ev.Type, "error", err)
 			h.metrics.appendFailed()
-		} else {
+		default:
 			h.metrics.eventAppended()
 			h.Broadcast(chatID, stored)
 			for _, fn := range h.observers {

@@ -24,6 +24,8 @@ type Metrics struct {
 	lxdErrors         prometheus.Counter
 	tokens            *prometheus.CounterVec
 	cost              *prometheus.CounterVec
+	stateFree         prometheus.Gauge
+	unrepaired        prometheus.Gauge
 }
 
 // NewMetrics registers the daemon's series (and Go runtime and process
@@ -41,8 +43,11 @@ func NewMetrics() *Metrics {
 		lxdErrors:         prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_lxd_errors_total", Help: "Failed LXD requests seen by the daemon."}),
 		tokens:            prometheus.NewCounterVec(prometheus.CounterOpts{Name: "remoted_usage_tokens_total", Help: "Tokens used by completed runs, by provider and kind (input, output, cache_read, cache_creation)."}, []string{"provider", "kind"}),
 		cost:              prometheus.NewCounterVec(prometheus.CounterOpts{Name: "remoted_usage_cost_usd_total", Help: "Cost in USD of completed runs, where the CLI reports it, by provider."}, []string{"provider"}),
+		stateFree:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_state_free_bytes", Help: "Free space of the state directory's filesystem at the last check."}),
+		unrepaired:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "remoted_chats_unrepaired", Help: "Chats whose last run's end (restart recovery, a run stopped by a full disk) is not stored yet."}),
 	}
-	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors, m.tokens, m.cost,
+	m.reg.MustRegister(m.runs, m.runsActive, m.runErrors, m.events, m.appendErrors, m.subscribers, m.droppedSubscriber, m.lxdErrors,
+		m.stateFree, m.unrepaired, m.tokens, m.cost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -123,5 +128,17 @@ func (m *Metrics) usage(u store.UsageRecord) {
 	m.tokens.WithLabelValues(u.Provider, "cache_creation").Add(float64(u.CacheCreationTokens))
 	if u.CostUSD > 0 {
 		m.cost.WithLabelValues(u.Provider).Add(u.CostUSD)
+	}
+}
+
+func (m *Metrics) setStateFree(n int64) {
+	if m != nil {
+		m.stateFree.Set(float64(n))
+	}
+}
+
+func (m *Metrics) setUnrepaired(n int) {
+	if m != nil {
+		m.unrepaired.Set(float64(n))
 	}
 }

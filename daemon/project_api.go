@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -95,7 +96,8 @@ func projectError(err error) error {
 	switch {
 	case provisioning.IsUnavailable(err):
 		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "lxd is unreachable: " + err.Error(), Err: err}
-	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, lxdexec.ErrConflict):
+	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, provisioning.ErrUnmarkedContainer),
+		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
 	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill):
 		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
@@ -112,6 +114,18 @@ var (
 // ContainerPrefix prefixes a project's name to form its container name, so
 // a project never adopts an unrelated container of the same name.
 const ContainerPrefix = "remote-"
+
+// ContainerName is the container of project name with id: ContainerPrefix,
+// the name (cut to fit) and the id's first 8 characters, so that a later
+// project of the same name never finds the container a deleted one left
+// (its marker, the full id, is checked besides). It is a valid LXD name:
+// at most 63 characters of [a-z0-9-], not ending with a hyphen.
+func ContainerName(name, id string) string {
+	const maxLen, suffix = 63, 8
+	name = name[:min(len(name), maxLen-len(ContainerPrefix)-1-suffix)]
+	name = strings.TrimRight(name, "-")
+	return ContainerPrefix + name + "-" + id[:min(len(id), suffix)]
+}
 
 // maxSecretValue bounds one secret value.
 const maxSecretValue = 64 << 10
@@ -158,20 +172,24 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		seen[port] = true
 	}
+	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
+		return BadRequest("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
 	}
 	now := time.Now().UTC()
+	id := store.NewProjectID()
 	proj := api.Project{
-		Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerPrefix + req.Name,
+		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
-		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
+		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project
 	}
-	p.log.Info("project created", "project", proj.Name, "owner", proj.Owner)
+	p.log.Info("project created", "project", proj.Name, "id", proj.ID, "owner", proj.Owner, "container", proj.Container)
 	_ = writeJSON(w, http.StatusCreated, proj)
 	return nil
 }
@@ -225,7 +243,7 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
 		return fmt.Errorf("delete project: %w", err) // the store's error names it
 	}
-	p.log.Info("project deleted", "project", proj.Name, "purge", purge == "true")
+	p.log.Info("project deleted", "project", proj.Name, "id", proj.ID, "purge", purge == "true")
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

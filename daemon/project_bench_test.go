@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -49,6 +50,7 @@ func benchEnv(b *testing.B, o projectEnvOpts) (*projectEnv, api.Project) {
 func (e *projectEnv) apiExec(b *testing.B, project string, cmd ...string) int64 {
 	body, _ := json.Marshal(api.ExecRequest{Command: cmd})
 	req, _ := http.NewRequest("POST", "http://remoted/v1/projects/"+project+"/exec", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(api.HeaderUser, "alice")
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -257,7 +259,12 @@ func BenchmarkProjectStartup(b *testing.B) {
 	for i := range 20 {
 		c := testkit.NewContainer(b, cl, fmt.Sprint("boot", i))
 		names = append(names, c)
-		if err := st.CreateProject(api.Project{Name: fmt.Sprintf("boot%d", i), Container: c, Autostart: true, Status: provisioning.StatusRunning, CreatedAt: time.Now()}); err != nil {
+		id := store.NewProjectID()
+		if err := st.CreateProject(api.Project{ID: id, Name: fmt.Sprintf("boot%d", i), Container: c, Autostart: true, Status: provisioning.StatusRunning, CreatedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		// Marked as the project's, as the daemon marks what it creates.
+		if err := cl.UpdateInstance(context.Background(), c, lxdexec.InstancePatch{Config: map[string]string{provisioning.MarkerKey: id}}, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

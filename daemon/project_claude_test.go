@@ -271,12 +271,13 @@ func dump(evs []api.Event) string {
 
 // observeCLI waits (bounded) for the claude process in the container, and
 // returns its environment and working directory read from /proc; it also
-// rewrites the container's credentials as a token refresh would.
+// rewrites the container's credentials as a token refresh would (a valid
+// claudeAiOauth record: sync-back refuses anything else).
 func observeCLI(cl *lxdexec.Client, container string) string {
 	script := `for i in $(seq 1 600); do pid=$(pidof claude) && break; sleep 0.05; done
 [ -n "$pid" ] || exit 1
 tr '\0' '\n' < /proc/$pid/environ; echo "PWD=$(readlink /proc/$pid/cwd)"
-echo '{"token":"rotated-in-container"}' > /root/.claude/.credentials.json`
+echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-rotated","expiresAt":4102444800000}}' > /root/.claude/.credentials.json`
 	for range 600 {
 		ex, err := cl.Exec(context.Background(), container, lxdexec.ExecRequest{Command: []string{"sh", "-c", script}})
 		if err != nil { // the container is still being created

@@ -198,7 +198,14 @@ const terminalReadLimit = 1 << 20
 // {"type":"resize","cols":C,"rows":R} resizes the pty. Query parameters
 // cols and rows give the initial size. The socket closes when the shell
 // exits; closing the socket ends the shell.
+//
+// Anything but a WebSocket upgrade is refused (400) before the project's
+// container is touched: a GET has no side effect, so an <img src> in a
+// page cannot create or start containers.
 func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
+	if !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" || r.Header.Get("Sec-WebSocket-Key") == "" {
+		return BadRequest("%s is a WebSocket endpoint: send a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)", r.URL.Path)
+	}
 	proj, err := p.lookup(r)
 	if err != nil {
 		return err

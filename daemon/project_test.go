@@ -197,6 +197,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 			{`{"name":"x1","bogus":1}`, 400},
 			{api.CreateProjectRequest{Name: "x2", Ports: []int{0}}, 400},
 			{api.CreateProjectRequest{Name: "x3", Provider: "nope"}, 400},
+			{api.CreateProjectRequest{Name: "x4", Credentials: "host"}, 400},
 			{api.CreateProjectRequest{Name: name}, 409},
 		} {
 			if status, body := e.do("POST", "/v1/projects", "alice", tc.body); status != tc.code {
@@ -296,6 +297,7 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		body, _ := json.Marshal(api.ExecRequest{Command: []string{"sh", "-c", "echo started; exec sleep 4242"}})
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://remoted/v1/projects/"+name+"/exec", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(api.HeaderUser, "alice")
 		resp, err := e.client.Do(req)
 		if err != nil {

@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/internal/hostfs"
 	"remote/providers"
 )
 
@@ -95,7 +95,9 @@ func validateSkills(names []string, dir string) error {
 		if dir == "" {
 			return BadRequest("skills[%d]: unknown skill %q (no skills directory configured)", i, name)
 		}
-		if fi, err := os.Stat(filepath.Join(dir, name, "SKILL.md")); err != nil || !fi.Mode().IsRegular() {
+		// Read as provisioning publishes it: beneath dir, no symlinks,
+		// owned by dir's owner (provisioning.operatorRoot).
+		if !(hostfs.Root{Dir: dir, Owner: hostfs.OwnerOfDir}).IsFile(name + "/SKILL.md") {
 			return BadRequest("skills[%d]: unknown skill %q", i, name)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"remote/api"
 )
 
 // RouteAccess is the check a route demands beyond the socket's peer check
@@ -18,8 +20,10 @@ type RouteAccess int
 const (
 	// AccessPeer: any allowed peer (info, providers, metrics).
 	AccessPeer RouteAccess = iota + 1
-	// AccessUser: an allowed peer that names the acting user in
-	// X-Remote-User (401 without it); the handler finds it with UserFrom.
+	// AccessUser: a request acting for a user: the one root, the daemon's
+	// uid or a frontend names in X-Remote-User (401 without it), else the
+	// peer's own login name (403 for a header naming anyone else); the
+	// handler finds it with UserFrom.
 	AccessUser
 )
 
@@ -123,39 +127,89 @@ func (s *Server) dispatch(methods map[string]Route) http.Handler {
 			s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowHeader)})
 			return
 		}
+		rw := &trackingWriter{ResponseWriter: w}
+		var user string
+		if audited(r) {
+			rw.commit = func(status int) { s.audit(r, rt, user, status) }
+		}
 		if rt.Access == AccessUser {
 			name, err := callerName(r)
 			if err != nil {
-				s.writeError(w, r, err)
+				s.writeError(rw, r, err)
 				return
 			}
+			user = name
 			r = r.WithContext(context.WithValue(r.Context(), userKey{}, name))
 		}
-		rw := &trackingWriter{ResponseWriter: w}
-		if err := rt.Handler(rw, r); err != nil {
-			if rw.wrote {
-				s.log.Debug("request ended with an error after the response started", "method", r.Method, "path", r.URL.Path, "error", err)
-				return
-			}
+		err := rt.Handler(rw, r)
+		if err != nil && !rw.wrote {
 			s.writeError(rw, r, err)
+		} else if err != nil {
+			s.log.Debug("request ended with an error after the response started", "method", r.Method, "path", r.URL.Path, "error", err)
+		}
+		if !rw.wrote {
+			rw.committed(http.StatusOK) // net/http answers 200 for a handler that wrote nothing
 		}
 	})
 }
 
-// trackingWriter remembers whether a response was started, and passes
-// Flush and Hijack through (http.ResponseController uses Unwrap).
+// audited reports whether r may change state, so it gets an audit line:
+// every method but GET and HEAD, and every WebSocket upgrade (a chat
+// socket takes prompts, a terminal runs a shell).
+func audited(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return true
+	}
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// audit logs one state-changing request at info: who (peer uid, acting
+// user), what (route and its target from the path) and the result status.
+// Never a body: a secret's value travels only there.
+func (s *Server) audit(r *http.Request, rt Route, user string, status int) {
+	args := []any{"route", rt.Method + " " + rt.Pattern, "user", user, "status", status}
+	if p := PeerFrom(r.Context()); p != nil {
+		args = append(args, "peer_uid", p.UID, "peer_pid", p.PID)
+	}
+	for _, wildcard := range []string{"id", "name", "key"} {
+		if v := r.PathValue(wildcard); v != "" {
+			args = append(args, wildcard, v)
+		}
+	}
+	if user == "" {
+		if asserted := r.Header.Get(api.HeaderUser); userName.MatchString(asserted) {
+			args = append(args, "asserted", asserted)
+		}
+	}
+	s.auditLog.Info("request", args...)
+}
+
+// trackingWriter remembers whether a response was started, tells commit
+// (when set) the status once it is decided, and passes Flush and Hijack
+// through (http.ResponseController uses Unwrap).
 type trackingWriter struct {
 	http.ResponseWriter
-	wrote bool
+	wrote  bool
+	commit func(status int)
+}
+
+// committed reports the response's status to commit, once.
+func (t *trackingWriter) committed(status int) {
+	if t.commit != nil {
+		t.commit(status)
+		t.commit = nil
+	}
 }
 
 func (t *trackingWriter) WriteHeader(code int) {
 	t.wrote = true
+	t.committed(code)
 	t.ResponseWriter.WriteHeader(code)
 }
 
 func (t *trackingWriter) Write(b []byte) (int, error) {
 	t.wrote = true
+	t.committed(http.StatusOK)
 	return t.ResponseWriter.Write(b)
 }
 
@@ -165,5 +219,9 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 // asserts http.Hijacker directly).
 func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	t.wrote = true
-	return http.NewResponseController(t.ResponseWriter).Hijack()
+	c, rw, err := http.NewResponseController(t.ResponseWriter).Hijack()
+	if err == nil {
+		t.committed(http.StatusSwitchingProtocols) // the upgrader answers 101 on the raw connection
+	}
+	return c, rw, err
 }

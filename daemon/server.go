@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/store"
 )
 
 // LXDStatus reports LXD reachability for GET /v1/info.
@@ -24,10 +25,14 @@ type LXDStatus interface {
 // ProjectChats lets chats be bound to projects. The projects work supplies
 // it; without it a chat naming a project is refused with bad_request.
 type ProjectChats interface {
-	// CheckChatProject returns nil when owner may create a chat in the
-	// named project, an error wrapping ErrNotFound when it does not exist
-	// for owner, or another classified error.
-	CheckChatProject(ctx context.Context, owner, project string) error
+	// CheckChatProject returns the project's id when owner may create a
+	// chat in the named project, an error wrapping ErrNotFound when it
+	// does not exist for owner, or another classified error.
+	CheckChatProject(ctx context.Context, owner, project string) (string, error)
+	// CheckChatRun returns nil when the project chat may run now: its
+	// project still exists with the chat's project id and owner; else an
+	// error wrapping ErrNotFound or ErrConflict, and nothing runs.
+	CheckChatRun(ctx context.Context, chat api.Chat) error
 }
 
 // Options configures a Server. Store and Registry are required.
@@ -44,11 +49,18 @@ type Options struct {
 	TranscriptBytes int
 	SkillsDir       string
 	Roots           Roots
+	// IdleTimeout stops a run silent for that long (0 = never).
+	IdleTimeout time.Duration
 	// DefaultCwd is a loose chat's cwd when the request names none (the
 	// host user's home).
 	DefaultCwd string
-	LXD        LXDStatus    // may be nil: info reports LXD as not configured
-	Projects   ProjectChats // may be nil: project chats refused
+	// StateDir, MinFree, MaxRunBytes, MaxChatBytes and StorageCheckEvery
+	// bound storage (ServiceOptions); zero values turn them off.
+	StateDir                           string
+	MinFree, MaxRunBytes, MaxChatBytes int64
+	StorageCheckEvery                  time.Duration
+	LXD                                LXDStatus    // may be nil: info reports LXD as not configured
+	Projects                           ProjectChats // may be nil: project chats refused
 	// RouteProviders add routes to the table (the projects seam).
 	RouteProviders  []RouteProvider
 	SubscriberQueue int // 0: DefaultSubscriberQueue
@@ -66,6 +78,7 @@ type Server struct {
 	store      Store
 	reg        *Registry
 	log        hclog.Logger
+	auditLog   hclog.Logger
 	metrics    *Metrics
 	version    string
 	access     atomic.Pointer[Access]
@@ -79,6 +92,13 @@ type Server struct {
 	pingEvery  time.Duration
 	pongWait   time.Duration
 	notifier   *Notifier // nil without a webhook
+	workspace  *Workspace
+	// projectStore lists projects for the workspace snapshot; nil when the
+	// store keeps none.
+	projectStore interface {
+		Projects() ([]api.Project, error)
+	}
+	stopWorkspace context.CancelFunc
 
 	mu          sync.Mutex
 	httpSrv     *http.Server
@@ -97,12 +117,25 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, metrics: o.Metrics, version: o.Version,
+	s := &Server{store: o.Store, reg: o.Registry, log: o.Logger, auditLog: o.Logger.Named("audit"), metrics: o.Metrics, version: o.Version,
 		defaultCwd: o.DefaultCwd, lxd: o.LXD, projects: o.Projects,
 		started: time.Now(), stopStreams: make(chan struct{}),
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
 	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	s.workspace = newWorkspace(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
+	s.hub.Observe(s.workspace.observe)
+	if cs, ok := o.Store.(interface{ OnChange(func(store.Change)) }); ok {
+		cs.OnChange(s.workspace.onStoreChange)
+	}
+	if ps, ok := o.Store.(interface {
+		Projects() ([]api.Project, error)
+	}); ok {
+		s.projectStore = ps
+	}
+	var wsCtx context.Context
+	wsCtx, s.stopWorkspace = context.WithCancel(context.Background())
+	go s.workspace.run(wsCtx)
 	if o.Notify.URL != "" {
 		if o.Notify.Logger == nil {
 			o.Notify.Logger = o.Logger.Named("notify")
@@ -111,7 +144,11 @@ func New(o Options) (*Server, error) {
 		s.hub.Observe(s.notifier.Observe)
 	}
 	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
-		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots})
+		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
+		IdleTimeout: o.IdleTimeout,
+		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
+		StorageCheckEvery: o.StorageCheckEvery})
+	s.svc.projects = o.Projects
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)
@@ -185,6 +222,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.notifier != nil {
 		s.notifier.Close()
 	}
+	s.stopWorkspace()
 	return errors.Join(runErr, <-errc)
 }
 

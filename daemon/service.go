@@ -47,6 +47,21 @@ type ServiceOptions struct {
 	SkillsDir string
 	// Roots are the directories loose chats may run in (S8).
 	Roots Roots
+	// IdleTimeout stops a run whose provider produced no output for that
+	// long ([agent] idle_timeout); 0 = never.
+	IdleTimeout time.Duration
+	// StateDir is the directory whose filesystem holds the store; prompts
+	// are refused (507 storage_full) while it has less than MinFree bytes
+	// free. "" or 0 turns the check off.
+	StateDir string
+	MinFree  int64
+	// MaxRunBytes and MaxChatBytes bound the event bytes one run and one
+	// chat may store (0 = unbounded): a run that outgrows either is
+	// stopped with an error event, a full chat takes no new prompts.
+	MaxRunBytes, MaxChatBytes int64
+	// StorageCheckEvery is how often free space is checked and unrecorded
+	// run ends are retried; 0 = DefaultStorageCheckEvery.
+	StorageCheckEvery time.Duration
 }
 
 // Service is the prompt service (S3): it resolves chat state, builds the
@@ -61,6 +76,9 @@ type Service struct {
 	transcriptBytes int
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
+	idleTimeout     atomic.Int64 // time.Duration
+	guard           *storageGuard
+	projects        ProjectChats // set by New; nil: project chats do not run
 
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -77,8 +95,14 @@ func NewService(o ServiceOptions) *Service {
 	s := &Service{store: o.Store, hub: o.Hub, reg: o.Registry, log: o.Logger, metrics: o.Metrics,
 		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir}
 	s.roots.Store(&o.Roots)
+	s.SetIdleTimeout(o.IdleTimeout)
+	s.guard = newStorageGuard(o, o.Hub, o.Logger.Named("storage"))
 	return s
 }
+
+// SetIdleTimeout replaces the idle timeout of runs started from now on
+// (config reload); 0 turns it off.
+func (s *Service) SetIdleTimeout(d time.Duration) { s.idleTimeout.Store(int64(max(d, 0))) }
 
 // SetRoots replaces the allowed roots (config reload).
 func (s *Service) SetRoots(r Roots) { s.roots.Store(&r) }
@@ -137,6 +161,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	if err != nil {
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
+	if err := s.guard.beforeRun(chatID); err != nil {
+		return "", err
+	}
 	p, err := s.reg.Get(chat.Provider)
 	if err != nil {
 		return "", err
@@ -152,6 +179,8 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 		if _, err := s.Roots().Check(chat.Cwd); err != nil {
 			return "", err
 		}
+	} else if err := s.checkProject(ctx, chat); err != nil {
+		return "", err
 	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -181,11 +210,23 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 			go s.run(runCtx, run, chat, p, caps, in, user.Seq)
 			return run.ID, nil
 		}
-		s.clearRunning(chatID)
+		if cerr := s.clearRunning(chatID); cerr != nil {
+			s.guard.clearRunning(chatID, cerr)
+		}
 	}
 	s.hub.FinishRun(run)
 	cancel(nil)
 	return "", fmt.Errorf("start prompt in chat %s: %w", chatID, err)
+}
+
+// checkProject refuses a project chat whose project is gone, was created
+// again (another id) or is not the chat owner's: nothing runs, no
+// container is touched.
+func (s *Service) checkProject(ctx context.Context, chat api.Chat) error {
+	if s.projects == nil {
+		return fmt.Errorf("chat %s is in project %q but projects are not available on this daemon: %w", chat.ID, chat.Project, ErrConflict)
+	}
+	return s.projects.CheckChatRun(ctx, chat)
 }
 
 // Cancel cancels the chat's run (S29); ErrNoActiveRun when none.
@@ -206,6 +247,7 @@ func (s *Service) Respond(chatID string, resp providers.InteractionResponse) err
 // ends) for the runs to persist their terminal events.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
+	s.guard.close()
 	s.hub.CancelAll(errDaemonStopping)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -219,7 +261,11 @@ func (s *Service) Shutdown(ctx context.Context) error {
 
 // RecoverInterrupted gives every chat still marked running (a run that was
 // in flight when the daemon stopped) a persisted system/daemon_restarted
-// and a terminal error event, and clears its running mark (S5). Call it
+// and a terminal error event, and clears its running mark (S5), in one
+// transaction per chat: running it again adds nothing. A chat whose repair
+// cannot be written (a full disk) is logged, counted in the
+// remoted_chats_unrepaired metric and retried while the daemon serves; it
+// never fails start-up. Only an unreadable chat list is an error. Call it
 // before serving.
 func (s *Service) RecoverInterrupted() error {
 	chats, err := s.store.Chats()
@@ -227,24 +273,17 @@ func (s *Service) RecoverInterrupted() error {
 		return fmt.Errorf("list chats for restart recovery: %w", err)
 	}
 	for _, c := range chats {
-		if !c.Running {
-			continue
+		if c.Running && !s.hub.Running(c.ID) {
+			s.guard.recoverChat(c)
 		}
-		data, _ := json.Marshal(map[string]string{"provider": c.Provider})
-		now := time.Now().UnixMilli()
-		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data, T: now}); err != nil {
-			return err
-		}
-		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventError, Message: msgInterruptedByRestart, T: now}); err != nil {
-			return err
-		}
-		if err := s.clearRunning(c.ID); err != nil {
-			return err
-		}
-		s.log.Warn("run interrupted by restart", "chat", c.ID, "provider", c.Provider)
 	}
 	return nil
 }
+
+// Unrepaired returns the chats whose last run's end (restart recovery, or
+// a run stopped by a full disk) is not stored yet; it is retried every
+// storage check and before the chat's next prompt.
+func (s *Service) Unrepaired() []string { return s.guard.unrepaired() }
 
 func (s *Service) clearRunning(chatID string) error {
 	_, err := s.store.UpdateChat(chatID, func(c *api.Chat) error {
@@ -265,9 +304,23 @@ type emitter struct {
 	provider providers.ProviderID
 	chat     api.Chat // as the run started, for usage records
 	runID    string
+	watch    *runWatch
 	mu       sync.Mutex
 	pending  sync.WaitGroup
 	closed   bool
+
+	// stop ends the run (its context's cancel). When an append fails,
+	// broken is set (by the failing append's callback, before any later
+	// commit of this run asks) and nothing more of the run is stored; the
+	// run ends with a storage error (storageGuard.endRun).
+	stop     context.CancelCauseFunc
+	broken   atomic.Bool
+	failMu   sync.Mutex
+	failErr  error
+	limit    int64  // event bytes the run may store; 0 = unbounded
+	limitMsg string // the run's error when it needs more
+	used     int64
+	capped   bool
 	// lastType is the type of the newest event appended for this run.
 	lastType string
 }
@@ -287,6 +340,7 @@ func (e *emitter) emit(ev providers.Event) {
 		e.s.log.Warn("event emitted after the run returned; dropped", "chat", e.chatID, "type", ev.Type)
 		return
 	}
+	e.watch.saw(ev)
 	if ev.Type == providers.EventSessionUpdated && ev.SessionID != "" {
 		provider := e.provider
 		if ev.Provider != "" {
@@ -308,7 +362,12 @@ func (e *emitter) emit(ev providers.Event) {
 		e.s.recordUsage(e, ev.Usage)
 	}
 	ce, ok := projectEvent(ev, e.provider, time.Now())
-	if !ok {
+	if !ok || e.capped || e.broken.Load() {
+		return
+	}
+	if n := eventBytes(ce); e.limit > 0 && e.used+n > e.limit {
+		e.capped = true
+		e.stop(&runStopped{msg: e.limitMsg})
 		return
 	}
 	e.appendLocked(ce)
@@ -316,14 +375,33 @@ func (e *emitter) emit(ev providers.Event) {
 
 func (e *emitter) appendLocked(ev api.Event) {
 	e.lastType = ev.Type
+	e.used += eventBytes(ev)
 	e.pending.Add(1)
-	e.s.hub.AppendAsync(e.chatID, ev, func(api.Event, error) { e.pending.Done() })
+	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
+		if err != nil && !isStoreSkipped(err) && e.broken.CompareAndSwap(false, true) {
+			e.failMu.Lock()
+			e.failErr = err
+			e.failMu.Unlock()
+			e.stop(&runStopped{msg: storageFailedMessage(err), storage: true})
+		}
+		e.pending.Done()
+	})
+}
+
+// failure returns the first append failure, or nil.
+func (e *emitter) failure() error {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	return e.failErr
 }
 
 // daemonEvent appends an event of the daemon's own.
 func (e *emitter) daemonEvent(ev api.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.broken.Load() {
+		return // the run ends with its storage error instead
+	}
 	if ev.T == 0 {
 		ev.T = time.Now().UnixMilli()
 	}
@@ -342,16 +420,24 @@ func (e *emitter) close() {
 func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
 	defer s.wg.Done()
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID}
+	idle := time.Duration(s.idleTimeout.Load())
+	watch := newRunWatch(idle, run.cancel)
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.cancel}
+	em.limit, em.limitMsg = s.guard.budget(chat.ID)
 	started := time.Now()
 	defer func() {
 		em.close()
-		if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
+		if ferr := em.failure(); ferr != nil {
+			s.metrics.runFailed()
+			log.Error("run stopped: its events could not be stored", "error", ferr)
+			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
+		} else if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
 			c.Running = false
 			c.LastMessageAt = time.Now()
 			return nil
 		}); err != nil {
 			log.Error("clear running mark", "error", err)
+			s.guard.clearRunning(chat.ID, err)
 		}
 		s.hub.FinishRun(run)
 		run.cancel(nil)
@@ -365,11 +451,23 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 			err = s.recoverSession(ctx, log, em, chat, caps, in, run, userSeq, req.ResumeID, p)
 		}
 	}
+	watch.stop()
 	cause := context.Cause(ctx)
+	var stopped *runStopped
 	switch {
+	case errors.As(cause, &stopped):
+		if !stopped.storage { // a storage failure's error is written when the run ends
+			s.metrics.runFailed()
+			em.daemonEvent(api.Event{Type: api.EventError, Message: stopped.msg})
+			log.Warn("run stopped", "reason", stopped.msg)
+		}
 	case errors.Is(cause, errDaemonStopping):
 		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
 		log.Info("run interrupted by shutdown")
+	case errors.Is(cause, errIdleTimeout):
+		s.metrics.runFailed()
+		em.daemonEvent(api.Event{Type: api.EventError, Message: idleMessage(p.ID(), idle)})
+		log.Warn("run stopped: no output", "idle_timeout", idle)
 	case ctx.Err() != nil:
 		// A cancel is not an error: a run the provider left without a
 		// terminal event (Codex stops at turn_status interrupted) ends
@@ -378,6 +476,10 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 			em.daemonEvent(api.Event{Type: api.EventComplete, Provider: string(p.ID()), Status: statusInterrupted})
 		}
 		log.Info("run cancelled")
+	case err == nil && !watch.finishedTurn(), errors.Is(err, providers.ErrUnfinishedTurn):
+		s.metrics.runFailed()
+		em.daemonEvent(api.Event{Type: api.EventError, Message: unfinishedMessage(p.ID(), err)})
+		log.Warn("provider exited without finishing the turn", "error", err)
 	case err == nil:
 	case errors.Is(err, providers.ErrRunFailed):
 		s.metrics.runFailed()
@@ -404,6 +506,7 @@ func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emit
 	}
 	data, _ := json.Marshal(map[string]string{"provider": chat.Provider, "sessionId": lost})
 	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
+	em.watch.retry()
 	req, err := s.request(updated, caps, in, run, userSeq, false)
 	if err != nil {
 		return err
@@ -422,6 +525,7 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		Model:                chat.Model,
 		Mode:                 providers.ModeDefault,
 		ProjectID:            chat.Project,
+		ProjectUID:           chat.ProjectID,
 		Skills:               slices.Clone(in.Skills),
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),

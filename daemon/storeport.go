@@ -18,6 +18,14 @@ type Store interface {
 	UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error)
 	DeleteChat(id string) error
 	AppendAsync(chatID string, ev api.Event, done func(api.Event, error))
+	// AppendAsyncIf stores ev only if cond, asked inside the commit after
+	// every earlier commit's done callbacks ran, returns true.
+	AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error))
+	// UpdateChatAndAppend changes the chat and appends the events fn
+	// returns in one transaction (restart recovery, run ends).
+	UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error)
+	// EventBytes is the stored size of a chat's events (its byte caps).
+	EventBytes(chatID string) (int64, error)
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
 	// EventsRaw is Events handing each event's wire JSON (seq included)
 	// instead of decoding it, byte for byte what json.Marshal of the event
@@ -42,3 +50,7 @@ func isStoreNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) 
 func isStoreExists(err error) bool { return errors.Is(err, store.ErrExists) }
 
 func isStoreInvalid(err error) bool { return errors.Is(err, store.ErrInvalid) }
+
+func isStoreNoSpace(err error) bool { return errors.Is(err, store.ErrNoSpace) }
+
+func isStoreSkipped(err error) bool { return errors.Is(err, store.ErrSkipped) }

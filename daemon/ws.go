@@ -177,6 +177,8 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 			if err != nil {
 				ack.Subtype = api.SubtypePromptRejected
 				ack.Message = s.publicMessage(err)
+				_, body := errorFor(err) // the HTTP route's code, e.g. storage_full
+				ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID, "code": body.Code})
 			}
 			_ = ws.send(ack)
 		case err != nil:

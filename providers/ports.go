@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -60,6 +61,7 @@ type PrepareRequest struct {
 	EnableBrowser       bool
 	EnableScheduleTools bool
 	Skills              []string
+	ProjectUID          string // when set: fail unless project ProjectID has this id (api.Project.ID)
 }
 
 // Target is where a prepared project run executes.
@@ -99,4 +101,9 @@ type AdapterConfig struct {
 	Containers ContainerLaunchers
 	Preparer   ProjectPreparer
 	Logger     hclog.Logger
+	// ExitGrace is how long a CLI that has emitted its terminal event
+	// (run.completed or run.failed) may take to exit before it is stopped
+	// like a cancelled one; the turn still ends normally. Zero means the
+	// runner's default ([agent] exit_grace).
+	ExitGrace time.Duration
 }

@@ -101,6 +101,7 @@ type RunRequest struct {
 	// ProjectID selects the execution target: empty runs on the host, set
 	// runs inside that project's container through the ProjectPreparer.
 	ProjectID           string
+	ProjectUID          string // the project id the chat is bound to (api.Chat.ProjectID)
 	Preferences         RunPreferences
 	RuntimeEnv          map[string]string // backend-issued variables (S11)
 	EnableBrowser       bool
@@ -129,6 +130,20 @@ type LineParser interface {
 // run.failed, so the daemon does not persist a second generic error (S16).
 var ErrRunFailed = errors.New("provider run failed")
 
+// ErrUnfinishedTurn is returned (wrapped, with details after it) by a
+// provider whose CLI exited successfully without a terminal event
+// (run.completed, run.failed or run.interrupted): the turn never finished,
+// so the daemon persists "<provider> exited without finishing the turn".
+var ErrUnfinishedTurn = errors.New("exited without finishing the turn")
+
 // ErrSessionNotFound means the native session named by ResumeID does not
 // exist; the daemon clears it and retries once from visible history (S28).
 var ErrSessionNotFound = errors.New("provider session not found")
+
+// ErrCredentialSyncRejected means credentials copied back from a project
+// container were refused before they replaced anything on the host: not
+// the provider's expected shape (or an API-key record, S13), or a host
+// path that is not safe to write for the host user. Adapters report it to
+// the chat as system/credential_sync_rejected with the reason, never the
+// content.
+var ErrCredentialSyncRejected = errors.New("credential sync rejected")

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strconv"
 	"strings"
 	"time"
 
+	"remote/internal/hostfs"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -22,7 +22,9 @@ const maxCredentialBytes = 1 << 20
 // PushCredentials pushes the provider's host credential files that exist,
 // mode 0600 and owned by the container user. Either all of them arrive or
 // none: a failure removes the ones pushed by this call. A Codex record
-// marked as API-key authentication is refused (S13).
+// marked as API-key authentication is refused (S13). Host files are read
+// with the host user's rights beneath its home (hostFile): no symlink on
+// the way, a regular file owned by the host user, at most 1 MiB.
 func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.ProviderID) error {
 	st, err := s.setup(p)
 	if err != nil {
@@ -32,8 +34,9 @@ func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.Pr
 	defer rev.fail()
 	var done []func()
 	for _, cred := range st.Credentials {
-		b, err := readBounded(cred.Host, maxCredentialBytes)
-		if errors.Is(err, os.ErrNotExist) {
+		root, rel := s.hostFile(cred.Host)
+		b, err := root.ReadFile(rel, maxCredentialBytes)
+		if errors.Is(err, fs.ErrNotExist) {
 			s.log.Debug("no host credential file", "provider", p, "path", cred.Host)
 			continue
 		}
@@ -67,22 +70,40 @@ func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.Pr
 	return nil
 }
 
+// hostFile is where a host credential file is resolved: beneath the host
+// user's home when it lies there, else beneath "/", always with the host
+// user's rights and owned by the host user.
+func (s *Steps) hostFile(p string) (hostfs.Root, string) {
+	dir, rel := hostfs.Split(s.opts.HostHome, p)
+	return hostfs.Root{Dir: dir, User: s.opts.HostUser, Owner: int64(s.opts.HostUser.UID)}, rel
+}
+
 // apiKeyAuth reports whether a Codex auth record is explicitly marked as
-// API-key authentication.
+// API-key authentication, or holds an OPENAI_API_KEY without ChatGPT
+// tokens (S13).
 func apiKeyAuth(b []byte) bool {
 	var rec struct {
-		AuthMode string `json:"auth_mode"`
+		AuthMode *string         `json:"auth_mode"`
+		APIKey   *string         `json:"OPENAI_API_KEY"`
+		Tokens   json.RawMessage `json:"tokens"`
 	}
 	if json.Unmarshal(b, &rec) != nil {
 		return false
 	}
-	m := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(rec.AuthMode))
-	return m == "apikey"
+	if rec.AuthMode != nil {
+		m := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(*rec.AuthMode))
+		return m == "apikey"
+	}
+	noTokens := len(rec.Tokens) == 0 || string(rec.Tokens) == "null"
+	return rec.APIKey != nil && *rec.APIKey != "" && noTokens
 }
 
 // SyncCredentials copies each synced credential back to the host when the
-// container's copy is newer than the host's. The host file is replaced
-// atomically with mode 0600.
+// container's copy is newer than the host's. The content is validated
+// first (validateCredential); the host file is replaced atomically with
+// the host user's rights, keeping its mode (new: 0600), with a
+// modification time no later than now. A refused copy is an error
+// wrapping providers.ErrCredentialSyncRejected and changes nothing.
 func (s *Steps) SyncCredentials(ctx context.Context, c Container, p providers.ProviderID) error {
 	st, err := s.setup(p)
 	if err != nil {
@@ -114,7 +135,7 @@ func (s *Steps) syncOne(ctx context.Context, c Container, p providers.ProviderID
 		return fmt.Errorf("pull %s credentials %q from %q: %w", p, cred.Container, c.Name, classify(err))
 	}
 	if len(b) > maxCredentialBytes {
-		return fmt.Errorf("pull %s credentials %q from %q: larger than %d bytes", p, cred.Container, c.Name, maxCredentialBytes)
+		return fmt.Errorf("pull %s credentials %q from %q: %w: larger than %d bytes", p, cred.Container, c.Name, providers.ErrCredentialSyncRejected, maxCredentialBytes)
 	}
 	mtime := time.Time{}
 	if info != nil {
@@ -125,22 +146,38 @@ func (s *Steps) syncOne(ctx context.Context, c Container, p providers.ProviderID
 			return err
 		}
 	}
-	host, err := os.Stat(cred.Host)
-	if err == nil && !mtime.After(host.ModTime()) {
+	root, rel := s.hostFile(cred.Host)
+	hostTime, err := root.ModTime(rel)
+	if err == nil && !mtime.After(hostTime) {
 		return nil
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("stat host %s credentials %q: %w", p, cred.Host, err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("host %s credentials: %w", p, s.rejected(err))
 	}
-	if hostB, err := os.ReadFile(cred.Host); err == nil && string(hostB) == string(b) {
+	hostB, herr := root.ReadFile(rel, maxCredentialBytes)
+	if herr == nil && string(hostB) == string(b) {
 		return nil
 	}
-	if err := writeAtomic(cred.Host, b, mtime); err != nil {
-		return fmt.Errorf("write host %s credentials: %w", p, err)
+	if herr != nil && !errors.Is(herr, fs.ErrNotExist) {
+		return fmt.Errorf("host %s credentials: %w", p, s.rejected(herr))
+	}
+	if err := validateCredential(p, cred, b, hostB); err != nil {
+		return fmt.Errorf("%s credentials %q from %q: %w: %w", p, cred.Container, c.Name, providers.ErrCredentialSyncRejected, err)
+	}
+	if err := root.WriteFile(rel, b, mtime); err != nil {
+		return fmt.Errorf("write host %s credentials: %w", p, s.rejected(err))
 	}
 	s.remember(c, cred.Container, hashOf(b))
 	s.log.Info("synced credentials back from container", "provider", p, "container", c.Name, "path", cred.Host)
 	return nil
+}
+
+// rejected marks an unsafe host path as a refused sync.
+func (s *Steps) rejected(err error) error {
+	if errors.Is(err, hostfs.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", providers.ErrCredentialSyncRejected, err)
+	}
+	return err
 }
 
 // containerMTime reads a file's modification time with stat in the
@@ -157,35 +194,69 @@ func (s *Steps) containerMTime(ctx context.Context, container, p string) (time.T
 	return time.Unix(sec, 0), nil
 }
 
-// writeAtomic replaces path with b (mode 0600) through a temporary file
-// and a rename, and sets its modification time.
-func writeAtomic(path string, b []byte, mtime time.Time) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// validateCredential checks a credential record copied back from a
+// container before it replaces the host's (hostB, nil when the host has
+// none). Every record is a JSON object; Claude's holds claudeAiOauth with
+// an access and a refresh token; Codex's holds ChatGPT tokens, is not an
+// API-key record (S13) and keeps the host record's account. Messages name
+// what is wrong, never a value.
+func validateCredential(p providers.ProviderID, cred Credential, b, hostB []byte) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil || obj == nil {
+		return errors.New("not a JSON object")
 	}
-	tmp, err := os.CreateTemp(dir, ".sync-*")
-	if err != nil {
-		return err
+	nonEmpty := func(raw json.RawMessage) bool {
+		var v string
+		return json.Unmarshal(raw, &v) == nil && strings.TrimSpace(v) != ""
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
+	switch {
+	case p == providers.Claude:
+		var rec struct {
+			OAuth *struct {
+				AccessToken  json.RawMessage `json:"accessToken"`
+				RefreshToken json.RawMessage `json:"refreshToken"`
+				ExpiresAt    json.RawMessage `json:"expiresAt"`
+			} `json:"claudeAiOauth"`
+		}
+		if json.Unmarshal(b, &rec) != nil || rec.OAuth == nil {
+			return errors.New("no claudeAiOauth object")
+		}
+		if !nonEmpty(rec.OAuth.AccessToken) || !nonEmpty(rec.OAuth.RefreshToken) {
+			return errors.New("claudeAiOauth lacks an accessToken or a refreshToken")
+		}
+		var exp float64
+		if len(rec.OAuth.ExpiresAt) > 0 && json.Unmarshal(rec.OAuth.ExpiresAt, &exp) != nil {
+			return errors.New("claudeAiOauth.expiresAt is not a number")
+		}
+	case p == providers.Codex || cred.RejectAPIKey:
+		if apiKeyAuth(b) {
+			return ErrAPIKeyAuth
+		}
+		var rec codexRecord
+		if json.Unmarshal(b, &rec) != nil || rec.Tokens == nil {
+			return errors.New("no ChatGPT tokens object")
+		}
+		if rec.APIKey != nil && *rec.APIKey != "" {
+			return errors.New("holds an OPENAI_API_KEY")
+		}
+		if !nonEmpty(rec.Tokens.AccessToken) || !nonEmpty(rec.Tokens.RefreshToken) {
+			return errors.New("tokens lack an access_token or a refresh_token")
+		}
+		var host codexRecord
+		if hostB != nil && json.Unmarshal(hostB, &host) == nil && host.Tokens != nil && host.Tokens.AccountID != "" &&
+			rec.Tokens.AccountID != host.Tokens.AccountID {
+			return errors.New("tokens.account_id differs from the host's (another account)")
+		}
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if !mtime.IsZero() {
-		_ = os.Chtimes(tmp.Name(), mtime, mtime)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
+}
+
+// codexRecord is the part of Codex's auth.json validation looks at.
+type codexRecord struct {
+	APIKey *string `json:"OPENAI_API_KEY"`
+	Tokens *struct {
+		AccessToken  json.RawMessage `json:"access_token"`
+		RefreshToken json.RawMessage `json:"refresh_token"`
+		AccountID    string          `json:"account_id"`
+	} `json:"tokens"`
 }

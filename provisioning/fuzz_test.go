@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// FuzzAPIKeyAuth: any bytes decide without panicking, and only an explicit
-// auth_mode of API-key authentication is refused.
+// FuzzAPIKeyAuth: any bytes decide without panicking, and only a record
+// with an auth_mode (API-key authentication) or an OPENAI_API_KEY (without
+// ChatGPT tokens) is refused, as codex.CheckAuthRecord does (S13).
 func FuzzAPIKeyAuth(f *testing.F) {
 	for _, s := range []string{
 		`{"auth_mode":"apikey"}`, `{"auth_mode":"ApiKey"}`, `{"auth_mode":"api_key","OPENAI_API_KEY":"sk"}`,
@@ -16,8 +17,9 @@ func FuzzAPIKeyAuth(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got := apiKeyAuth(b)
-		if got && !strings.Contains(strings.ToLower(string(b)), "auth_mode") {
-			t.Fatalf("refused a record without auth_mode: %q", b)
+		lower := strings.ToLower(string(b))
+		if got && !strings.Contains(lower, "auth_mode") && !strings.Contains(lower, "openai_api_key") {
+			t.Fatalf("refused a record without auth_mode or OPENAI_API_KEY: %q", b)
 		}
 	})
 }

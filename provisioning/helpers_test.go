@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -22,12 +24,33 @@ type memStore struct {
 	projects map[string]api.Project
 }
 
+// newMemStore holds ps; a project without an id gets testProjectID(name),
+// as the real store gives every project one.
 func newMemStore(ps ...api.Project) *memStore {
 	m := &memStore{projects: map[string]api.Project{}}
 	for _, p := range ps {
+		if p.ID == "" {
+			p.ID = testProjectID(p.Name)
+		}
 		m.projects[p.Name] = p
 	}
 	return m
+}
+
+// testProjectID is a fixed id for project name (16 hex characters).
+func testProjectID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:8])
+}
+
+// markContainer marks an existing container as project's (MarkerKey), as
+// the preparer does for containers it creates.
+func markContainer(t testing.TB, cl *lxdexec.Client, name string, proj api.Project) {
+	t.Helper()
+	err := cl.UpdateInstance(context.Background(), name, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.ID, NameKey: proj.Name}}, "")
+	if err != nil {
+		t.Fatalf("mark container %s: %v", name, err)
+	}
 }
 
 var errNoProject = fmt.Errorf("no such project")

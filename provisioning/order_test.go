@@ -24,7 +24,7 @@ type fakeLXD struct {
 }
 
 func (f *fakeLXD) Instance(context.Context, string) (*lxdexec.Instance, string, error) {
-	return &lxdexec.Instance{Name: "c", Status: f.status, Config: map[string]string{MarkerKey: "p", "volatile.uuid": "u1"}}, "", nil
+	return &lxdexec.Instance{Name: "c", Status: f.status, Config: map[string]string{MarkerKey: testProjectID("p"), "volatile.uuid": "u1"}}, "", nil
 }
 
 func (f *fakeLXD) SetState(_ context.Context, _ string, req lxdexec.StateRequest) error {
@@ -118,5 +118,33 @@ func TestPrepareOrder(t *testing.T) {
 				t.Fatalf("order\n got %v\nwant %v", calls, tc.want)
 			}
 		})
+	}
+}
+
+// TestPrepareSecretsOfReplacedProject: secrets are stored by project name;
+// when the project is deleted and created again (by anyone) while a run
+// prepares, the secrets read may be the new project's, so the run gets
+// none of them and fails.
+func TestPrepareSecretsOfReplacedProject(t *testing.T) {
+	var calls []string
+	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
+	prep, err := New(Options{
+		LXD: &fakeLXD{status: "Running", calls: &calls}, Projects: store,
+		Secrets: SecretSourceFunc(func(string) ([]providers.Secret, error) {
+			// Replaced between the start and the secrets' read.
+			store.mu.Lock()
+			store.projects["p"] = api.Project{ID: testProjectID("bob's p"), Name: "p", Container: "c2"}
+			store.mu.Unlock()
+			return []providers.Secret{{Key: "BOB_TOKEN", Value: "bob's"}}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := providersReq("p")
+	req.ProjectUID = testProjectID("p")
+	tgt, err := prep.Prepare(context.Background(), req, nil)
+	if !errors.Is(err, ErrProjectReplaced) || tgt.Secrets != nil {
+		t.Fatalf("target %+v err %v, want no secrets and ErrProjectReplaced", tgt, err)
 	}
 }

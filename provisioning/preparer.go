@@ -16,9 +16,20 @@ import (
 )
 
 // MarkerKey is the instance config key the daemon sets on containers it
-// creates; its value is the project name. A container with another value
-// belongs to another project and is refused.
-const MarkerKey = "user.remote.project"
+// creates; its value is the project's id (api.Project.ID). Only a container
+// marked with a project's id is that project's: one with another value, or
+// none, is never adopted, started, stopped or deleted for it (409 naming
+// the container).
+const MarkerKey = "user.remote.project-id"
+
+// NameKey is the instance config key holding the project's name, for
+// people reading `lxc list`. Before projects had ids it was the only
+// marker (see owns).
+const NameKey = "user.remote.project"
+
+// ErrProjectReplaced means the project a run was bound to is gone: the
+// project of that name was deleted, or deleted and created again (a new id).
+var ErrProjectReplaced = errors.New("project was deleted or replaced")
 
 // DefaultCredentialSyncTimeout bounds SyncCredentials when Options leaves
 // it zero (S12).
@@ -178,10 +189,14 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if emit == nil {
 		emit = func(providers.Event) {}
 	}
-	// 1. Resolve the project.
+	// 1. Resolve the project; a run bound to a project id runs only in
+	// that project, never in a later one of the same name.
 	proj, err := p.projects.Project(req.ProjectID)
 	if err != nil {
 		return providers.Target{}, fmt.Errorf("resolve project %q: %w", req.ProjectID, err)
+	}
+	if req.ProjectUID != "" && proj.ID != req.ProjectUID {
+		return providers.Target{}, fmt.Errorf("project %q: %w since the chat was created", proj.Name, ErrProjectReplaced)
 	}
 	if proj.Container == "" {
 		return providers.Target{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
@@ -206,21 +221,36 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 		if len(proj.Ports) > 0 {
 			emit(systemEvent("container_preparing", map[string]any{"project": proj.Name, "container": proj.Container, "ports": proj.Ports}))
 		}
-		if err := p.provision(ctx, c, req); err != nil {
+		if err := p.provision(ctx, c, req, proj.Credentials != api.CredentialsProject); err != nil {
 			return providers.Target{}, fmt.Errorf("prepare project %q for %s: %w", proj.Name, req.Provider, classify(err))
 		}
 	}
-	// 5. Secrets, best effort.
-	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: p.loadSecrets(proj.Name)}, nil
+	// 5. Secrets, best effort. They are stored by project name: the
+	// project still having its id after they were read shows they are its
+	// own (ids are never reused), not a later project's of that name.
+	secrets := p.loadSecrets(proj.Name)
+	cur, err := p.projects.Project(proj.Name)
+	if err != nil {
+		return providers.Target{}, fmt.Errorf("resolve project %q again: %w", proj.Name, err)
+	}
+	if cur.ID != proj.ID {
+		return providers.Target{}, fmt.Errorf("project %q: %w while it was prepared", proj.Name, ErrProjectReplaced)
+	}
+	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
 }
 
-func (p *Preparer) provision(ctx context.Context, c Container, req providers.PrepareRequest) error {
+// provision runs the provisioning steps; sharedCredentials is false for a
+// project with its own login (api.CredentialsProject): the host's
+// credentials are then never pushed.
+func (p *Preparer) provision(ctx context.Context, c Container, req providers.PrepareRequest, sharedCredentials bool) error {
 	d := p.deps
 	if err := d.CLI.EnsureCLI(ctx, c, req.Provider); err != nil {
 		return err
 	}
-	if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
-		return err
+	if sharedCredentials {
+		if err := d.Credentials.PushCredentials(ctx, c, req.Provider); err != nil {
+			return err
+		}
 	}
 	if err := d.Workspace.PublishInstructions(ctx, c, req.Provider); err != nil {
 		return err
@@ -259,9 +289,21 @@ func (p *Preparer) loadSecrets(project string) []providers.Secret {
 // container when its copy is newer (S12). It gives up after the configured
 // timeout even when LXD does not answer; the abandoned transfer finishes or
 // fails in the background.
+//
+// A project with its own login (api.CredentialsProject) is never synced
+// back: its container's login stays its own.
 func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov providers.ProviderID) error {
 	if !p.wired {
 		return nil
+	}
+	if t.ProjectID != "" {
+		proj, err := p.projects.Project(t.ProjectID)
+		if err != nil {
+			return fmt.Errorf("sync %s credentials: resolve project %q: %w", prov, t.ProjectID, err)
+		}
+		if proj.Credentials == api.CredentialsProject {
+			return nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.syncTimeout)
 	defer cancel()
@@ -292,6 +334,9 @@ func (p *Preparer) start(ctx context.Context, proj api.Project, starting func())
 	if proj.Container == "" {
 		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
+	if proj.ID == "" {
+		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoProjectID)
+	}
 	inst, changed, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting))
 	if err != nil {
 		return Container{}, err
@@ -320,6 +365,9 @@ func (p *Preparer) Stop(ctx context.Context, proj api.Project) error {
 	}
 	if err != nil {
 		return fmt.Errorf("stop project %q: %w", proj.Name, classify(err))
+	}
+	if _, err := owns(inst, proj); err != nil {
+		return err
 	}
 	if inst.Status != "Stopped" {
 		err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "stop", Timeout: 10})
@@ -352,8 +400,8 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 	if err != nil {
 		return fmt.Errorf("delete container %q: %w", proj.Container, classify(err))
 	}
-	if v := inst.Config[MarkerKey]; v != "" && v != proj.Name {
-		return fmt.Errorf("delete container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
+	if _, err := owns(inst, proj); err != nil {
+		return err
 	}
 	if inst.Status != "Stopped" {
 		if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil && !p.isState(ctx, proj.Container, "Stopped") {
@@ -404,17 +452,16 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	case err != nil:
 		return nil, false, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
-	if v := inst.Config[MarkerKey]; v != "" && v != proj.Name {
-		return nil, false, fmt.Errorf("container %q of project %q: %w (%s)", proj.Container, proj.Name, ErrForeignContainer, v)
+	legacy, err := owns(inst, proj)
+	if err != nil {
+		// Never adopted, never destroyed: the operator decides.
+		return nil, false, err
 	}
-	if inst.Config[MarkerKey] == "" {
-		// Replaced outside the daemon by a container we did not create:
-		// adopt it (never destroy user data); its new volatile.uuid resets
-		// every cached publication, so it is provisioned from scratch.
-		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.Name}}, ""); err != nil {
+	if legacy {
+		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.ID}}, ""); err != nil {
 			return nil, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
 		}
-		p.log.Info("adopted container replaced outside the daemon", "project", proj.Name, "container", proj.Container)
+		p.log.Info("container from before project ids marked with its project's id", "project", proj.Name, "container", proj.Container, "id", proj.ID)
 	}
 	if inst.Status == "Running" {
 		return inst, false, nil
@@ -447,7 +494,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Type:     "container",
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
 		Profiles: p.profiles,
-		Config:   map[string]string{MarkerKey: proj.Name, "boot.autostart": "true"},
+		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
 	})
 	if err != nil {
 		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, classify(err))
@@ -468,4 +515,42 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 	}
 	rev.success()
 	return nil
+}
+
+// ErrUnmarkedContainer means a container exists under the project's
+// container name without the project's marker; it is never adopted.
+var ErrUnmarkedContainer = errors.New("container is not marked as the project's")
+
+// ErrNoProjectID means a project has no id, so no container can be shown
+// to be its own (the store gives every project one).
+var ErrNoProjectID = errors.New("project has no id")
+
+// owns returns nil when inst is proj's container: marked (MarkerKey) with
+// proj's id. Otherwise it returns an error naming the container, wrapping
+// ErrForeignContainer when it is marked as another project's and
+// ErrUnmarkedContainer when it is not marked at all (made outside the
+// daemon). Nothing is ever adopted: the operator who knows a container is
+// the project's marks it by hand (README).
+//
+// The one exception, legacy true: a container from before project ids,
+// marked only with the project's name (NameKey), that LXD created after
+// the project was created: only the daemon made it, for this project (a
+// container left by an earlier project of that name, or placed under the
+// name in advance, predates it). The caller marks it with the id.
+func owns(inst *lxdexec.Instance, proj api.Project) (legacy bool, err error) {
+	if proj.ID == "" {
+		return false, fmt.Errorf("project %q: %w", proj.Name, ErrNoProjectID)
+	}
+	switch id := inst.Config[MarkerKey]; {
+	case id == proj.ID:
+		return false, nil
+	case id != "":
+		return false, fmt.Errorf("container %q of project %q: %w (its %s differs); it is left as it is",
+			proj.Container, proj.Name, ErrForeignContainer, MarkerKey)
+	case inst.Config[NameKey] == proj.Name && !proj.CreatedAt.IsZero() && inst.CreatedAt.After(proj.CreatedAt):
+		return true, nil
+	}
+	return false, fmt.Errorf("container %q of project %q: %w (no %s); it is never adopted: remove or rename it, "+
+		"or, if it really is this project's, mark it: lxc config set %s %s %s",
+		proj.Container, proj.Name, ErrUnmarkedContainer, MarkerKey, proj.Container, MarkerKey, proj.ID)
 }

@@ -64,7 +64,7 @@ func newFixture(t *testing.T, secrets SecretSource) *fixture {
 	cl := testkit.LXD(t)
 	f := &fixture{cl: cl, lxd: &countingLXD{Client: cl}, home: t.TempDir(), project: "p1"}
 	f.name = newProjectContainer(t, cl, "prep")
-	f.store = newMemStore(api.Project{Name: f.project, Container: f.name, Ports: []int{3000}, Status: StatusMissing})
+	f.store = newMemStore(api.Project{Name: f.project, Container: f.name, Ports: []int{3000}, Status: StatusMissing, CreatedAt: time.Now()})
 	instr := t.TempDir()
 	writeFile(t, filepath.Join(instr, "10-shared.md"), "Be brief.\n")
 	skills := t.TempDir()
@@ -127,8 +127,8 @@ test -e /root/.claude/browser-mcp.json && echo browser-present || echo browser-a
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inst.Config["boot.autostart"] != "true" || inst.Config[MarkerKey] != f.project {
-			t.Errorf("config boot.autostart=%q %s=%q", inst.Config["boot.autostart"], MarkerKey, inst.Config[MarkerKey])
+		if inst.Config["boot.autostart"] != "true" || inst.Config[MarkerKey] != testProjectID(f.project) || inst.Config[NameKey] != f.project {
+			t.Errorf("config boot.autostart=%q %s=%q %s=%q", inst.Config["boot.autostart"], MarkerKey, inst.Config[MarkerKey], NameKey, inst.Config[NameKey])
 		}
 	})
 
@@ -176,7 +176,7 @@ test -e /root/.claude/browser-mcp.json && echo browser-present || echo browser-a
 	})
 
 	t.Run("credential sync back when the container copy is newer", func(t *testing.T) {
-		sh(t, f.cl, f.name, `sleep 1; echo '{"token":"refreshed-2"}' > /root/.claude/.credentials.json`)
+		sh(t, f.cl, f.name, `sleep 1; echo '`+claudeCred("refreshed-2")+`' > /root/.claude/.credentials.json`)
 		// The host copy is older than the container's.
 		hostPath := filepath.Join(f.home, ".claude/.credentials.json")
 		old := time.Now().Add(-time.Hour)
@@ -297,6 +297,13 @@ func TestPrepareSecretsBestEffort(t *testing.T) {
 	}
 }
 
+// TestPrepareReplacedContainer: a container replaced outside the daemon
+// (same name, not marked with the project's id) is never adopted, nor is
+// one marked as another project's; both are refused naming the container,
+// and left untouched. One from before project ids (marked with the name
+// only) is claimed when LXD made it after the project was created, and
+// refused when it predates the project (left by an earlier project of the
+// name, or placed there in advance).
 func TestPrepareReplacedContainer(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
@@ -304,30 +311,60 @@ func TestPrepareReplacedContainer(t *testing.T) {
 	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Replaced outside the daemon: same name, new container, no marker.
-	if err := f.cl.ForceDeleteInstance(ctx, f.name); err != nil {
-		t.Fatal(err)
+	replace := func(config map[string]string) {
+		t.Helper()
+		if err := f.cl.ForceDeleteInstance(ctx, f.name); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.cl.CreateInstance(ctx, lxdexec.InstancesPost{Name: f.name, Source: lxdexec.InstanceSource{Alias: testkit.TestImage}, Config: config}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := f.cl.CreateInstance(ctx, lxdexec.InstancesPost{Name: f.name, Source: lxdexec.InstanceSource{Alias: testkit.TestImage}}); err != nil {
-		t.Fatal(err)
+	refused := func(want error, wantMsg string) {
+		t.Helper()
+		_, err := f.prep.Prepare(ctx, req, nil)
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), wantMsg) {
+			t.Fatalf("Prepare: %v, want %v naming %q", err, want, wantMsg)
+		}
+		proj, _ := f.store.Project(f.project)
+		if err := f.prep.Stop(ctx, proj); !errors.Is(err, want) {
+			t.Fatalf("Stop: %v, want %v", err, want)
+		}
+		if err := f.prep.Delete(ctx, proj); !errors.Is(err, want) {
+			t.Fatalf("Delete (purge): %v, want %v", err, want)
+		}
+		inst, _, err := f.cl.Instance(ctx, f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Status != "Stopped" || inst.Config[MarkerKey] == testProjectID(f.project) {
+			t.Fatalf("refused container touched: status %s marker %q", inst.Status, inst.Config[MarkerKey])
+		}
 	}
+	id := testProjectID(f.project)
+	replace(nil)
+	refused(ErrUnmarkedContainer, `container "`+f.name+`" of project "p1": container is not marked as the project's (no user.remote.project-id); `+
+		`it is never adopted: remove or rename it, or, if it really is this project's, mark it: lxc config set `+f.name+` user.remote.project-id `+id)
+	replace(map[string]string{MarkerKey: testProjectID("other"), NameKey: f.project})
+	refused(ErrForeignContainer, `container "`+f.name+`" of project "p1": container belongs to another project (its user.remote.project-id differs); it is left as it is`)
+
+	// From before project ids, made after the project: claimed.
+	replace(map[string]string{NameKey: f.project})
 	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
-		t.Fatalf("Prepare on a replaced container: %v", err)
+		t.Fatalf("Prepare on a container from before ids: %v", err)
 	}
 	if out := sh(t, f.cl, f.name, "fakecli --version; cat /root/.claude/CLAUDE.md"); !strings.Contains(out, "fakecli 1.0") || !strings.Contains(out, "Be brief.") {
-		t.Fatalf("replaced container not provisioned again:\n%s", out)
+		t.Fatalf("claimed container not provisioned:\n%s", out)
 	}
-	inst, _, _ := f.cl.Instance(ctx, f.name)
-	if inst.Config[MarkerKey] != f.project {
-		t.Fatalf("marker %q", inst.Config[MarkerKey])
+	if inst, _, _ := f.cl.Instance(ctx, f.name); inst.Config[MarkerKey] != id {
+		t.Fatalf("claimed container's marker %q, want %q", inst.Config[MarkerKey], id)
 	}
-	// A container marked as another project's is refused, never touched.
-	if err := f.cl.UpdateInstance(ctx, f.name, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: "other"}}, ""); err != nil {
+	// Name-marked but older than the project: refused.
+	replace(map[string]string{NameKey: f.project})
+	if _, err := f.store.UpdateProject(f.project, func(p *api.Project) error { p.CreatedAt = time.Now(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.prep.Prepare(ctx, req, nil); !errors.Is(err, ErrForeignContainer) {
-		t.Fatalf("err %v, want ErrForeignContainer", err)
-	}
+	refused(ErrUnmarkedContainer, `container "`+f.name+`" of project "p1": container is not marked`)
 }
 
 // TestStartConcurrentWithCreate starts one missing project from several

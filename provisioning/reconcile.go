@@ -124,7 +124,7 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 		}
 		in, exists := byName[p.Container]
 		if !p.Autostart || (exists && in.Status == "Running") {
-			r.record(p, statusOf(in, exists))
+			r.record(p, statusOf(p, in, exists))
 			continue
 		}
 		wg.Add(1)
@@ -162,20 +162,34 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 			continue
 		}
 		in, ok := byName[p.Container]
-		r.record(p, statusOf(in, ok))
+		r.record(p, statusOf(p, in, ok))
 	}
 	return nil
 }
 
-func statusOf(in lxdexec.Instance, exists bool) string {
+// statusOf is p's status from its container in as listed. A container
+// under p's container name that is not p's (marked with another project's
+// id, or unmarked) is StatusUnknown: neither p's running container nor a
+// missing one (starting p answers 409 naming it).
+func statusOf(p api.Project, in lxdexec.Instance, exists bool) string {
 	switch {
 	case !exists:
 		return StatusMissing
+	case !mayBeOwn(p, in):
+		return StatusUnknown
 	case in.Status == "Running":
 		return StatusRunning
 	default:
 		return StatusStopped
 	}
+}
+
+// mayBeOwn reports whether in is marked as p's: with p's id, or, from
+// before project ids, with p's name only (owns decides on that one when p
+// is started).
+func mayBeOwn(p api.Project, in lxdexec.Instance) bool {
+	id := in.Config[MarkerKey]
+	return (id != "" && id == p.ID) || (id == "" && in.Config[NameKey] == p.Name)
 }
 
 // record stores status when it differs from p's.

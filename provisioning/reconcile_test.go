@@ -24,7 +24,9 @@ func TestReconcilerRealLXD(t *testing.T) {
 		}
 		names = append(names, name)
 		// Projects 0–2 autostart; 3 does not. Stored status claims running.
-		store.projects[fmt.Sprint("p", i)] = api.Project{Name: fmt.Sprint("p", i), Container: name, Autostart: i < 3, Status: StatusRunning}
+		proj := api.Project{ID: testProjectID(fmt.Sprint("p", i)), Name: fmt.Sprint("p", i), Container: name, Autostart: i < 3, Status: StatusRunning}
+		markContainer(t, cl, name, proj)
+		store.projects[proj.Name] = proj
 	}
 	prep, err := New(Options{LXD: cl, Projects: store})
 	if err != nil {
@@ -97,5 +99,55 @@ func TestPrepareRejectsMissingContainerName(t *testing.T) {
 	}
 	if _, err := prep.Prepare(context.Background(), providersReq("p"), nil); !errors.Is(err, ErrNoContainer) {
 		t.Fatalf("err %v, want ErrNoContainer", err)
+	}
+}
+
+// TestPrepareRefusesReplacedProject: a run bound to a project id never
+// prepares a later project of the same name (another id); nothing reaches
+// LXD (the zero client would fail any request).
+func TestPrepareRefusesReplacedProject(t *testing.T) {
+	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: newMemStore(api.Project{Name: "p", Container: "c"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := providersReq("p")
+	req.ProjectUID = testProjectID("an earlier p")
+	_, err = prep.Prepare(context.Background(), req, nil)
+	if !errors.Is(err, ErrProjectReplaced) || err.Error() != `project "p": project was deleted or replaced since the chat was created` {
+		t.Fatalf("err %v, want ErrProjectReplaced", err)
+	}
+}
+
+// TestResyncForeignContainer: a container under a project's container
+// name that is not the project's (another id, or no marker) is reported
+// as status unknown, never as the project's running container; one from
+// before ids (name marker only) keeps its LXD status until Start decides.
+func TestResyncForeignContainer(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]string
+		want   string
+	}{
+		{map[string]string{MarkerKey: testProjectID("p")}, StatusRunning},
+		{map[string]string{MarkerKey: testProjectID("q"), NameKey: "p"}, StatusUnknown},
+		{nil, StatusUnknown},
+		{map[string]string{NameKey: "p"}, StatusRunning},
+	} {
+		store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusMissing})
+		lister := &fakeLister{}
+		lister.set(lxdexec.Instance{Name: "c", Status: "Running", Config: tc.config})
+		prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: lister})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Resync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.status("p"); got != tc.want {
+			t.Errorf("config %v: status %q, want %q", tc.config, got, tc.want)
+		}
 	}
 }

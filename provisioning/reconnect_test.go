@@ -42,7 +42,7 @@ func (f eventsFunc) Events(ctx context.Context, types ...string) (<-chan lxdexec
 func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
 	lister := &fakeLister{}
-	lister.set(lxdexec.Instance{Name: "c", Status: "Running"})
+	lister.set(lxdexec.Instance{Name: "c", Status: "Running", Config: map[string]string{MarkerKey: testProjectID("p")}})
 	events := make(chan lxdexec.Event, 1)
 	subscribed := make(chan struct{})
 	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
@@ -65,7 +65,7 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 
 	// While the stream was down the container stopped; no lifecycle event
 	// will ever tell.
-	lister.set(lxdexec.Instance{Name: "c", Status: "Stopped"})
+	lister.set(lxdexec.Instance{Name: "c", Status: "Stopped", Config: map[string]string{MarkerKey: testProjectID("p")}})
 	events <- lxdexec.Event{Type: lxdexec.EventReconnected, Timestamp: time.Now()}
 	waitFor(t, "stored status stopped after the stream reconnected", func() bool { return store.status("p") == StatusStopped })
 }
@@ -76,7 +76,7 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 func TestRunRetriesEventSubscription(t *testing.T) {
 	store := newMemStore(api.Project{Name: "p", Container: "c", Status: StatusRunning})
 	lister := &fakeLister{}
-	lister.set(lxdexec.Instance{Name: "c", Status: "Running"})
+	lister.set(lxdexec.Instance{Name: "c", Status: "Running", Config: map[string]string{MarkerKey: testProjectID("p")}})
 	prep, err := New(Options{LXD: &lxdexec.Client{}, Projects: store})
 	if err != nil {
 		t.Fatal(err)

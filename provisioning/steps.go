@@ -11,9 +11,11 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/internal/hostfs"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -35,6 +37,11 @@ type StepsOptions struct {
 	ScheduleDir string
 	// UID and GID own everything published for the container user.
 	UID, GID int
+	// HostUser is whose credential files are pushed and synced back; they
+	// are read and written with that user's rights (the daemon's own when
+	// zero) beneath HostHome, its home directory.
+	HostUser hostfs.User
+	HostHome string
 	Logger   hclog.Logger
 }
 
@@ -173,7 +180,7 @@ func (s *Steps) pushHostFile(ctx context.Context, container string, f File, uid,
 	}
 	var r io.Reader = bytes.NewReader(f.Content)
 	if f.Host != "" {
-		fh, err := os.Open(f.Host)
+		fh, err := openRegular(f.Host)
 		if err != nil {
 			return fmt.Errorf("open host file for %q: %w", f.Container, err)
 		}
@@ -318,8 +325,30 @@ func (s *Steps) EnableAutostart(ctx context.Context, c Container) error {
 // maxAssetBytes bounds one published instruction, asset or skill file.
 const maxAssetBytes = 8 << 20
 
+// openRegular opens an operator-configured host file (an install file or
+// an asset: the path is the operator's, symlinks included) and refuses
+// anything but a regular file, without blocking on a FIFO.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: not a regular file", p, hostfs.ErrUnsafe)
+	}
+	return f, nil
+}
+
+// readBounded reads an operator-configured host file (see openRegular) of
+// at most limit bytes.
 func readBounded(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return nil, fmt.Errorf("read %q: %w", p, err)
 	}

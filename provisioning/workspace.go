@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
+	"remote/internal/hostfs"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -62,18 +61,19 @@ func (s *Steps) PublishSkills(ctx context.Context, c Container, p providers.Prov
 	}
 	available := map[string]bool{}
 	if s.opts.SkillsDir != "" {
-		entries, err := os.ReadDir(s.opts.SkillsDir)
-		if err != nil && !os.IsNotExist(err) {
+		root := operatorRoot(s.opts.SkillsDir)
+		names, err := root.List("", true)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("read skills directory %q: %w", s.opts.SkillsDir, err)
 		}
-		for _, e := range entries {
-			if !e.IsDir() || !ValidSkillName(e.Name()) {
+		for _, name := range names {
+			if !ValidSkillName(name) {
 				continue
 			}
-			if err := s.publishSkill(ctx, c, st, e.Name(), filepath.Join(s.opts.SkillsDir, e.Name())); err != nil {
+			if err := s.publishSkill(ctx, c, st, name, root, name); err != nil {
 				return err
 			}
-			available[e.Name()] = true
+			available[name] = true
 		}
 	}
 	for _, name := range selected {
@@ -91,7 +91,7 @@ func (s *Steps) PublishScheduleTools(ctx context.Context, c Container, p provide
 		return err
 	}
 	if s.opts.ScheduleDir != "" {
-		return s.publishSkill(ctx, c, st, ScheduleSkill, s.opts.ScheduleDir)
+		return s.publishSkill(ctx, c, st, ScheduleSkill, operatorRoot(s.opts.ScheduleDir), "")
 	}
 	dir := containerJoin(SkillsRoot, ScheduleSkill)
 	if err := s.publish(ctx, c, containerJoin(dir, "SKILL.md"), scheduleSkillDoc, 0o644); err != nil {
@@ -100,18 +100,32 @@ func (s *Steps) PublishScheduleTools(ctx context.Context, c Container, p provide
 	return s.link(ctx, c, st, ScheduleSkill)
 }
 
+// operatorRoot is an operator-configured tree (instructions, skills, the
+// schedule skill): read beneath dir with no symlink on the way, regular
+// files only, each owned by whoever owns dir, so a link or a hard link
+// planted by someone else is not published.
+func operatorRoot(dir string) hostfs.Root {
+	return hostfs.Root{Dir: dir, Owner: hostfs.OwnerOfDir}
+}
+
 // instructions concatenates the *.md files of the instructions directory.
 func (s *Steps) instructions() ([]byte, error) {
-	matches, err := filepath.Glob(filepath.Join(s.opts.InstructionsDir, "*.md"))
+	root := operatorRoot(s.opts.InstructionsDir)
+	names, err := root.List("", false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list instructions in %q: %w", s.opts.InstructionsDir, err)
 	}
-	sort.Strings(matches)
 	var out []byte
-	for _, m := range matches {
-		b, err := readBounded(m, maxAssetBytes)
+	for _, m := range names {
+		if !strings.HasSuffix(m, ".md") || strings.HasPrefix(m, ".") {
+			continue
+		}
+		b, err := root.ReadFile(m, maxAssetBytes)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read instructions: %w", err)
 		}
 		if len(out) > 0 {
 			out = append(out, '\n')
@@ -124,43 +138,20 @@ func (s *Steps) instructions() ([]byte, error) {
 // publishSkill pushes a skill folder (regular files only, modes kept) and
 // links it for the provider. The whole tree is skipped when its hash
 // matches what this container already has.
-func (s *Steps) publishSkill(ctx context.Context, c Container, st ProviderSetup, name, hostDir string) error {
-	type entry struct {
-		rel     string
-		content []byte
-		mode    os.FileMode
-	}
-	var files []entry
-	tree := sha256.New()
-	err := filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := readBounded(p, maxAssetBytes)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(hostDir, p)
-		rel = filepath.ToSlash(rel)
-		fmt.Fprintf(tree, "%s\x00%o\x00%s\n", rel, info.Mode().Perm(), hashOf(b))
-		files = append(files, entry{rel: rel, content: b, mode: info.Mode().Perm()})
-		return nil
-	})
+func (s *Steps) publishSkill(ctx context.Context, c Container, st ProviderSetup, name string, root hostfs.Root, rel string) error {
+	files, err := root.ReadTree(rel, maxAssetBytes)
 	if err != nil {
 		return fmt.Errorf("read skill %q: %w", name, err)
+	}
+	tree := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(tree, "%s\x00%o\x00%s\n", f.Rel, f.Mode.Perm(), hashOf(f.Content))
 	}
 	key := "skill/" + name
 	h := hex.EncodeToString(tree.Sum(nil))
 	if !s.cached(c, key, h) {
 		for _, f := range files {
-			if err := s.publish(ctx, c, containerJoin(SkillsRoot, name, f.rel), f.content, f.mode); err != nil {
+			if err := s.publish(ctx, c, containerJoin(SkillsRoot, name, f.Rel), f.Content, f.Mode); err != nil {
 				return err
 			}
 		}

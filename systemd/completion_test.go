@@ -35,7 +35,7 @@ func TestBashCompletion(t *testing.T) {
 	}{
 		{"remotectl ", "info providers chat events prompt tail cancel help"},
 		{"remotectl p", "providers prompt"},
-		{"remotectl -", "-socket -config -json -help"},
+		{"remotectl -", "-socket -config -json -raw -help"},
 		{"remotectl chat ", "create list show rm fork"},
 		{"remotectl chat show ", "c-111 c-222"},
 		{"remotectl chat show c-111 ", ""},
@@ -45,7 +45,8 @@ func TestBashCompletion(t *testing.T) {
 		{"remotectl -socket /tmp/x.sock tail ", "c-111 c-222"},
 		{"remotectl prompt c-1", "c-111"},
 		{"remotectl prompt c-111 -mode ", "default plan"},
-		{"remotectl events c-111 -", "-json -since"},
+		{"remotectl events c-111 -", "-json -since -raw"},
+		{"remotectl prompt c-111 -", "-mode -skill -raw"},
 		{"remotectl chat create -title ", ""},
 	}
 	for _, tt := range tests {

@@ -75,10 +75,10 @@ _remotectl() {
     if [[ $cur == -* ]]; then
         local flags="-json"
         case $cmd/$sub in
-            /) flags="-socket -config -json -help" ;;
+            /) flags="-socket -config -json -raw -help" ;;
             chat/create) flags+=" -provider -project -cwd -model -title" ;;
-            events/ | tail/) flags+=" -since" ;;
-            prompt/) flags="-mode -skill" ;;
+            events/ | tail/) flags+=" -since -raw" ;;
+            prompt/) flags="-mode -skill -raw" ;;
             chat/rm | cancel/) flags="" ;;
         esac
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))

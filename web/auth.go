@@ -1,6 +1,7 @@
 package web
 
 import (
+	"container/list"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -186,24 +187,48 @@ func (s *sessions) remove(token string) {
 }
 
 // limiter counts login attempts per key in fixed windows. The table is
-// bounded: when full, expired windows are dropped, and if it is still full
-// every new key is refused (failing closed under a flood).
+// bounded and evicts the least recently used key when full: a flood of
+// new keys (distinct user names, many addresses) costs the flooder its own
+// oldest entries, never everyone else's logins.
 type limiter struct {
 	mu     sync.Mutex
 	limit  int
 	window time.Duration
 	max    int
-	m      map[string]bucket
+	m      map[string]*list.Element // of *bucket
+	lru    *list.List               // front: most recently used
 	now    func() time.Time
 }
 
 type bucket struct {
+	key   string
 	start time.Time
 	n     int
 }
 
 func newLimiter(limit int, window time.Duration, maxKeys int, now func() time.Time) *limiter {
-	return &limiter{limit: limit, window: window, max: maxKeys, m: make(map[string]bucket), now: now}
+	return &limiter{limit: limit, window: window, max: max(maxKeys, 1), m: make(map[string]*list.Element), lru: list.New(), now: now}
+}
+
+// bucketLocked returns key's bucket in its current window, creating it
+// (and evicting the least recently used key when the table is full).
+func (l *limiter) bucketLocked(key string, now time.Time) *bucket {
+	if e, ok := l.m[key]; ok {
+		l.lru.MoveToFront(e)
+		b := e.Value.(*bucket)
+		if now.Sub(b.start) >= l.window {
+			b.start, b.n = now, 0
+		}
+		return b
+	}
+	for len(l.m) >= l.max {
+		old := l.lru.Back()
+		l.lru.Remove(old)
+		delete(l.m, old.Value.(*bucket).key)
+	}
+	b := &bucket{key: key, start: now}
+	l.m[key] = l.lru.PushFront(b)
+	return b
 }
 
 // allow counts one attempt for key and reports whether it is within the
@@ -212,24 +237,29 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	b, ok := l.m[key]
-	if !ok || now.Sub(b.start) >= l.window {
-		if !ok && len(l.m) >= l.max {
-			for k, v := range l.m {
-				if now.Sub(v.start) >= l.window {
-					delete(l.m, k)
-				}
-			}
-			if len(l.m) >= l.max {
-				return false, l.window
-			}
-		}
-		b = bucket{start: now}
-	}
+	b := l.bucketLocked(key, now)
 	b.n++
-	l.m[key] = b
 	if b.n > l.limit {
 		return false, b.start.Add(l.window).Sub(now)
 	}
 	return true, 0
+}
+
+// refund takes back one attempt counted by allow (a login that turned out
+// right), so only failed attempts use up the key's budget.
+func (l *limiter) refund(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.m[key]; ok {
+		if b := e.Value.(*bucket); b.n > 0 {
+			b.n--
+		}
+	}
+}
+
+// size is the number of keys in the table.
+func (l *limiter) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
 }

@@ -1,8 +1,10 @@
 // Package web owns remote-web: browser authentication (users from config,
 // bcrypt, server-side sessions, rate-limited login), the reverse proxy from
 // browsers to the daemon's Unix socket (only /v1/* and /ws/*, with the
-// caller named in X-Remote-User from the session and same-origin checks on
-// every WebSocket and state-changing request), and the embedded page.
+// caller named in X-Remote-User from the session, same-origin checks on
+// every WebSocket and state-changing request, and JSON-only bodies), the
+// Host allowlist against DNS rebinding, and the embedded page, whose agent
+// Markdown is sanitized to plain, inert HTML.
 //
 // It imports api (the wire types), hclog and bcrypt; never daemon, and not
 // config either: cmd/remote-web maps the TOML onto Options. The page's

@@ -389,7 +389,7 @@ func TestE2ETerminal(t *testing.T) {
 	model := fakeanthropic.New(t)
 	s := startStack(t, model, false)
 	name := strings.TrimPrefix(testkit.ContainerName("web"), "t-")
-	testkit.CleanupContainer(t, cl, "remote-"+name)
+	testkit.CleanupProjectContainers(t, cl, name)
 	ctx := loginStack(t, s)
 	steps(t, ctx, "create project",
 		chromedp.Navigate(s.base+"/#/projects"),

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strconv"
@@ -56,10 +58,24 @@ type Options struct {
 	Users []User
 	// SessionTTL is how long a session lives after login ([web] session_ttl).
 	SessionTTL time.Duration
-	// Secure marks cookies Secure; set it when serving TLS.
+	// Secure marks cookies Secure: set it when serving TLS, or behind a
+	// reverse proxy that does ([web] cookie_secure).
 	Secure bool
-	// LoginLimit attempts per LoginWindow are allowed per user name and per
-	// client address; more answer 429 with Retry-After.
+	// AllowedHosts are the DNS names a request's Host may carry ([web]
+	// allowed_hosts); localhost and IP addresses are always accepted. Any
+	// other Host is refused (403), so a page whose DNS name was rebound to
+	// this server's address reaches nothing.
+	AllowedHosts []string
+	// TrustedProxies are the addresses of reverse proxies in front of
+	// remote-web ([web] trusted_proxies). From them only, X-Forwarded-For
+	// names the client (whose address the login limit counts) and
+	// X-Forwarded-Proto the scheme the browser used (for the Origin
+	// check). Empty: both headers are ignored.
+	TrustedProxies []netip.Prefix
+	// LoginLimit failed attempts per LoginWindow are allowed per client
+	// address (an IPv6 /64 counts as one), then per user name; more answer
+	// 429 with Retry-After. An attempt refused for its address does not
+	// count against the name; a successful login counts against neither.
 	LoginLimit  int
 	LoginWindow time.Duration
 	// Logger receives request and login logs; nil discards.
@@ -77,6 +93,7 @@ type Server struct {
 	sessions *sessions
 	byUser   *limiter
 	byAddr   *limiter
+	hosts    map[string]bool
 	proxy    http.Handler
 	static   http.Handler
 	pages    fs.FS
@@ -121,6 +138,10 @@ func New(opts Options) (*Server, error) {
 		byAddr:   newLimiter(opts.LoginLimit, opts.LoginWindow, defaultMaxKeys, opts.Now),
 		static:   http.StripPrefix("/static/", http.FileServerFS(sub)),
 		pages:    sub,
+		hosts:    map[string]bool{"localhost": true},
+	}
+	for _, h := range opts.AllowedHosts {
+		s.hosts[normalHost(h)] = true
 	}
 	s.proxy = newProxy(opts.Socket, log.Named("proxy"))
 	return s, nil
@@ -130,6 +151,15 @@ func New(opts Options) (*Server, error) {
 // only with a live session and, where it matters, a same-origin request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
+	if host, ok := s.hostAllowed(r.Host); !ok {
+		s.log.Debug("request for another host refused", "host", r.Host, "remote", r.RemoteAddr)
+		msg := fmt.Sprintf("host %q is not served here: remote-web answers to localhost, IP addresses and the names in [web] allowed_hosts", host)
+		if host == "" {
+			msg = "the request names no host: remote-web answers to localhost, IP addresses and the names in [web] allowed_hosts"
+		}
+		writeError(w, http.StatusForbidden, api.CodeForbidden, msg)
+		return
+	}
 	p := r.URL.Path
 	if c := path.Clean(p); c != p && c+"/" != p {
 		// "/v1/../metrics" and its encoded forms must not reach the daemon.
@@ -171,10 +201,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "log in first: no valid session cookie")
 		return
 	}
-	if (isWebSocket(r) || !safeMethod(r.Method)) && !sameOrigin(r) {
+	if (isWebSocket(r) || !safeMethod(r.Method)) && !s.sameOrigin(r) {
 		s.log.Warn("cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "user", user)
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
+	}
+	if !safeMethod(r.Method) {
+		if msg := jsonBodyProblem(r); msg != "" {
+			s.log.Warn("request body refused", "path", r.URL.Path, "content_type", r.Header.Get("Content-Type"), "user", user)
+			writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, msg)
+			return
+		}
 	}
 	r = r.WithContext(withUser(r.Context(), user))
 	s.proxy.ServeHTTP(w, r)
@@ -199,7 +236,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on /login")
 		return
 	}
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
@@ -209,14 +246,20 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, password := r.PostForm.Get("username"), r.PostForm.Get("password")
-	addr := clientAddr(r)
-	okAddr, waitAddr := s.byAddr.allow(addr)
-	okUser, waitUser := s.byUser.allow(name)
-	if !okAddr || !okUser {
-		wait := max(waitAddr, waitUser)
-		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		s.log.Warn("login rate limited", "user", name, "remote", addr)
-		s.loginFailed(w, r, http.StatusTooManyRequests, "too many login attempts; try again later")
+	addr := s.clientAddr(r)
+	// The address first: an address over its limit is refused before its
+	// attempt touches the per-name table, so one client cannot fill that
+	// table (or lock names) at more than its own rate.
+	if ok, wait := s.byAddr.allow(addr); !ok {
+		s.rateLimited(w, r, wait, "address", name, addr)
+		return
+	}
+	userKey := name
+	if len(userKey) > 256 {
+		userKey = "\x00long" // never a user (users.check refuses it); bounds the table's memory
+	}
+	if ok, wait := s.byUser.allow(userKey); !ok {
+		s.rateLimited(w, r, wait, "user", name, addr)
 		return
 	}
 	if err := s.users.check(name, password); err != nil {
@@ -224,6 +267,10 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		s.loginFailed(w, r, http.StatusUnauthorized, "invalid username or password")
 		return
 	}
+	// Only failed attempts use up a budget: counted before the check (so
+	// parallel guesses cannot slip past the limit), given back on success.
+	s.byUser.refund(userKey)
+	s.byAddr.refund(addr)
 	token, expires, err := s.sessions.create(name)
 	if err != nil {
 		s.log.Error("login: cannot create session", "user", name, "error", err)
@@ -246,6 +293,13 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// rateLimited answers 429 with Retry-After.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, by, name, addr string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int((wait+time.Second-1)/time.Second))))
+	s.log.Warn("login rate limited", "by", by, "user", name, "remote", addr)
+	s.loginFailed(w, r, http.StatusTooManyRequests, "too many login attempts; try again later")
 }
 
 // loginFailed answers a failed login: JSON for scripts, the form for browsers.
@@ -280,7 +334,7 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "log out with POST /logout")
 		return
 	}
-	if !sameOrigin(r) {
+	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
@@ -324,7 +378,7 @@ func setSecurityHeaders(h http.Header) {
 // it the Origin header must name this scheme and host. Requests with
 // neither come from non-browser clients, which cannot ride on a victim's
 // cookie, and are let through.
-func sameOrigin(r *http.Request) bool {
+func (s *Server) sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "same-origin", "none":
 		return true
@@ -340,15 +394,28 @@ func sameOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
 		return false // a serialized origin is scheme://host[:port]; "null" is opaque
 	}
-	if want := requestScheme(r); u.Scheme != want {
+	if want := s.requestScheme(r); u.Scheme != want {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host)
 }
 
-func requestScheme(r *http.Request) string {
+// requestScheme is the scheme the browser used: https under TLS, or what
+// a trusted proxy says in X-Forwarded-Proto.
+func (s *Server) requestScheme(r *http.Request) string {
 	if r.TLS != nil {
 		return "https"
+	}
+	if p, ok := s.peer(r); ok && s.trusted(p) {
+		if v := r.Header.Values("X-Forwarded-Proto"); len(v) > 0 {
+			last := strings.TrimSpace(v[len(v)-1])
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = strings.TrimSpace(last[i+1:])
+			}
+			if last == "https" || last == "http" {
+				return last
+			}
+		}
 	}
 	return "http"
 }
@@ -375,12 +442,107 @@ func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
+// clientAddr is the login limiter's key for the client: its IPv4 address,
+// or its IPv6 /64 (one host usually holds the whole /64). Behind trusted
+// proxies the client is the last X-Forwarded-For hop that is not one of
+// them; a proxy is trusted to append, never to be believed about hops it
+// did not add.
+func (s *Server) clientAddr(r *http.Request) string {
+	a, ok := s.peer(r)
+	if !ok {
 		return r.RemoteAddr
 	}
-	return host
+	if s.trusted(a) {
+		var hops []string
+		for _, v := range r.Header.Values("X-Forwarded-For") {
+			hops = append(hops, strings.Split(v, ",")...)
+		}
+		for i := len(hops) - 1; i >= 0; i-- {
+			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break
+			}
+			a = h.Unmap().WithZone("")
+			if !s.trusted(a) {
+				break
+			}
+		}
+	}
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// peer is the address of the connection's other end.
+func (s *Server) peer(r *http.Request) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap().WithZone(""), true
+}
+
+// trusted reports whether a is one of Options.TrustedProxies.
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.opts.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAllowed reports whether a request's Host may be served, and the host
+// name it carries: localhost, an IP address (never what a rebinding DNS
+// name looks like) or one of Options.AllowedHosts.
+func (s *Server) hostAllowed(hostport string) (string, bool) {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = normalHost(host)
+	if host == "" {
+		return "", false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host, true
+	}
+	return host, s.hosts[host]
+}
+
+// normalHost lower-cases a host name and drops IPv6 brackets and one
+// trailing dot.
+func normalHost(h string) string {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+// jsonBodyProblem explains why r's body may not go to the daemon, or is
+// "". A body must be declared application/json (a charset parameter may
+// only say utf-8): HTML forms, and cross-site requests without a CORS
+// preflight, can only send text/plain, urlencoded or multipart bodies, so
+// none of them reaches the API. A request without a body and without a
+// Content-Type passes (POST .../start); an HTML form always sends one.
+func jsonBodyProblem(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 {
+		return ""
+	}
+	if ct == "" {
+		return "request body has no Content-Type; send it as Content-Type: application/json"
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Sprintf("Content-Type %q is not accepted; send the body as Content-Type: application/json", ct)
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return fmt.Sprintf("Content-Type %q: only a charset=utf-8 parameter is accepted", ct)
+		}
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -638,12 +638,19 @@ func TestLoginRateLimit(t *testing.T) {
 			t.Fatal("another key was limited")
 		}
 	})
-	t.Run("table full fails closed", func(t *testing.T) {
-		l := newLimiter(5, time.Minute, 2, h.clock.now)
+	t.Run("table full evicts the least recently used", func(t *testing.T) {
+		l := newLimiter(1, time.Minute, 2, h.clock.now)
 		l.allow("a")
 		l.allow("b")
-		if ok, _ := l.allow("c"); ok {
-			t.Fatal("a full table admitted a new key")
+		l.allow("a") // a is now the most recently used, and over its limit
+		if ok, _ := l.allow("c"); !ok {
+			t.Fatal("a full table refused a new key")
+		}
+		if ok, _ := l.allow("a"); ok {
+			t.Fatal("the recently used key was evicted")
+		}
+		if ok, _ := l.allow("b"); !ok || l.size() != 2 {
+			t.Fatalf("b was not evicted (allowed %v), or the table holds %d keys", ok, l.size())
 		}
 	})
 }

@@ -18,9 +18,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -91,20 +93,11 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 
 func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
-	users := make([]web.User, 0, len(cfg.Web.Users))
-	for _, u := range cfg.Web.Users {
-		users = append(users, web.User{Name: u.Name, PasswordHash: u.PasswordHash})
-	}
-	if len(users) == 0 {
+	opts := webOptions(cfg, log)
+	if len(opts.Users) == 0 {
 		log.Warn("no [[web.users]] configured: nobody can log in")
 	}
-	h, err := web.New(web.Options{
-		Socket:     cfg.Daemon.Socket,
-		Users:      users,
-		SessionTTL: cfg.Web.SessionTTL.Duration,
-		Secure:     tls,
-		Logger:     log,
-	})
+	h, err := web.New(opts)
 	if err != nil {
 		return err
 	}
@@ -128,7 +121,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 		}
 		errc <- srv.Serve(ln)
 	}()
-	log.Info("listening", "addr", ln.Addr().String(), "tls", tls, "daemon_socket", cfg.Daemon.Socket, "users", len(users))
+	log.Info("listening", "addr", ln.Addr().String(), "tls", tls, "cookie_secure", opts.Secure,
+		"allowed_hosts", strings.Join(opts.AllowedHosts, ","), "daemon_socket", cfg.Daemon.Socket, "users", len(opts.Users))
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
@@ -141,6 +135,39 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// webOptions maps the config onto web.Options. The session cookie is
+// Secure per [web] cookie_secure (default: when remote-web serves TLS);
+// the Host names served are [web] allowed_hosts, plus the listen host when
+// it is a DNS name (localhost and IP addresses are always served);
+// [web] trusted_proxies are the proxies whose X-Forwarded-* are believed.
+func webOptions(cfg config.Config, log hclog.Logger) web.Options {
+	users := make([]web.User, 0, len(cfg.Web.Users))
+	for _, u := range cfg.Web.Users {
+		users = append(users, web.User{Name: u.Name, PasswordHash: u.PasswordHash})
+	}
+	hosts := slices.Clone(cfg.Web.AllowedHosts)
+	if host, _, err := net.SplitHostPort(cfg.Web.Listen); err == nil && host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			hosts = append(hosts, host)
+		}
+	}
+	var proxies []netip.Prefix
+	for _, p := range cfg.Web.TrustedProxies {
+		if pp, err := config.ParsePrefix(p); err == nil { // validated by config
+			proxies = append(proxies, pp)
+		}
+	}
+	return web.Options{
+		Socket:         cfg.Daemon.Socket,
+		Users:          users,
+		SessionTTL:     cfg.Web.SessionTTL.Duration,
+		Secure:         cfg.Web.IsCookieSecure(),
+		AllowedHosts:   hosts,
+		TrustedProxies: proxies,
+		Logger:         log,
+	}
 }
 
 // hashPassword reads one line from stdin (without echo on a terminal) and

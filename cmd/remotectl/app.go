@@ -40,6 +40,9 @@ type env struct {
 	Client *client.Client
 	// Color is whether Stderr takes ANSI styling (a terminal, NO_COLOR unset).
 	Color bool
+	// Raw prints agent text with its terminal control sequences (--raw);
+	// by default they are stripped (stripControls).
+	Raw bool
 }
 
 // command is one top-level remotectl command. Files add theirs with
@@ -101,6 +104,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	socket := fs.String("socket", "", "daemon socket `path` (default: from the config file, else "+client.DefaultSocket+")")
 	cfgPath := fs.String("config", defaultConfig, "remoted's config `file`, read for the socket path")
 	fs.BoolVar(&e.JSON, "json", false, "print JSON instead of tables")
+	rawFlag(fs, e)
 	fs.Usage = func() { printUsage(stderr, fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -194,7 +198,7 @@ func socketPath(flagSocket, cfgPath string, explicit bool) (string, error) {
 }
 
 func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: remotectl [-socket PATH] [-config FILE] [--json] COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: remotectl [-socket PATH] [-config FILE] [--json] [--raw] COMMAND [ARGS]")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

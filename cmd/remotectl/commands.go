@@ -19,9 +19,9 @@ func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
 	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers", Run: runProviders})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
-	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json]", Summary: "print a chat's stored events", Run: runEvents})
-	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]...", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
-	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json]", Summary: "follow a chat's events live", Run: runTail})
+	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
+	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
+	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "follow a chat's events live", Run: runTail})
 	register(command{Name: "cancel", Usage: "CHAT", Summary: "cancel a chat's running prompt", Run: runCancel})
 	register(command{Name: "answer", Usage: "CHAT INTERACTION accept|decline|cancel", Summary: "answer a pending approval (an interaction_request) of a chat's run", Run: runAnswer})
 }
@@ -281,6 +281,7 @@ func runChatFork(ctx context.Context, e *env, args []string) error {
 func runEvents(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("events")
 	since := fs.Int64("since", 0, "only events after `seq`")
+	rawFlag(fs, e)
 	args, err := parseExact(fs, args, "CHAT")
 	if err != nil {
 		return err
@@ -327,9 +328,10 @@ func runAnswer(ctx context.Context, e *env, args []string) error {
 	return e.Client.AnswerInteraction(ctx, args[0], api.InteractionRequest{InteractionID: args[1], Result: result})
 }
 
-// oneLine flattens s to one line of at most n runes.
+// oneLine flattens s to one line of at most n runes, without terminal
+// control sequences (a title or a tool's input may carry them).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(stripControls(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

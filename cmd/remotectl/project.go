@@ -18,13 +18,13 @@ func init() {
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [--json]", Summary: "create a project", Run: runProjectCreate},
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
 	"show":   {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
 	"start":  {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
 	"stop":   {Name: "stop", Usage: "NAME [--json]", Summary: "stop the project's container", Run: runProjectStop},
 	"rm":     {Name: "rm", Usage: "NAME [-purge]", Summary: "remove a project (-purge also deletes its container)", Run: runProjectRm},
-	"secret": {Name: "secret", Usage: "set NAME KEY [VALUE|-] | list NAME | rm NAME KEY", Summary: "manage project secrets (values are never shown)", Run: runProjectSecret},
+	"secret": {Name: "secret", Usage: "set NAME KEY (value on stdin or at a no-echo prompt) | list NAME | rm NAME KEY", Summary: "manage project secrets (values are never shown, never taken from the command line)", Run: runProjectSecret},
 	"exec":   {Name: "exec", Usage: "NAME [-cwd DIR] [-env K=V]... -- COMMAND [ARG...]", Summary: "run a command in the project's container; exits with its code", Run: runProjectExec},
 	"shell":  {Name: "shell", Usage: "NAME", Summary: "open an interactive shell in the project's container", Run: runProjectShell},
 }
@@ -76,6 +76,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Provider, "provider", "", "default provider `id`")
 	fs.Var(&ports, "port", "container `port` (repeatable)")
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")
+	fs.StringVar(&req.Credentials, "credentials", "", "`mode`: shared (the host user's logins, default) or project (the container's own)")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -128,6 +129,9 @@ func printProject(e *env, p api.Project) error {
 	fmt.Fprintf(tw, "image:\t%s\n", dash(p.Image))
 	fmt.Fprintf(tw, "provider:\t%s\n", dash(p.Provider))
 	fmt.Fprintf(tw, "autostart:\t%v\n", p.Autostart)
+	if p.Credentials != "" {
+		fmt.Fprintf(tw, "credentials:\t%s\n", p.Credentials)
+	}
 	if len(p.Ports) > 0 {
 		fmt.Fprintf(tw, "ports:\t%v\n", p.Ports)
 	}
@@ -170,9 +174,6 @@ func runProjectRm(ctx context.Context, e *env, args []string) error {
 	return e.Client.DeleteProject(ctx, args[0], *purge)
 }
 
-// maxSecretInput bounds a secret value read from stdin.
-const maxSecretInput = 64 << 10
-
 func runProjectSecret(ctx context.Context, e *env, args []string) error {
 	args, err := parse(e.newFlags("project secret"), args)
 	if err != nil {
@@ -183,22 +184,15 @@ func runProjectSecret(ctx context.Context, e *env, args []string) error {
 	}
 	switch args[0] {
 	case "set":
-		if len(args) != 3 && len(args) != 4 {
-			return usagef("set wants NAME KEY [VALUE|-]")
+		switch {
+		case len(args) > 3 && !(len(args) == 4 && args[3] == "-"):
+			return &usageError{msg: "set: " + errSecretInArgv.Error(), usage: "project secret set NAME KEY < value"}
+		case len(args) != 3 && len(args) != 4:
+			return usagef("set wants NAME KEY, and the value on stdin or at the prompt")
 		}
-		var value string
-		if len(args) == 4 && args[3] != "-" {
-			value = args[3]
-		} else {
-			// From stdin, so the value stays out of shell history and ps.
-			b, err := io.ReadAll(io.LimitReader(e.Stdin, maxSecretInput+1))
-			if err != nil {
-				return fmt.Errorf("read secret value from stdin: %w", err)
-			}
-			if len(b) > maxSecretInput {
-				return fmt.Errorf("secret value on stdin is longer than %d bytes", maxSecretInput)
-			}
-			value = strings.TrimSuffix(string(b), "\n")
+		value, err := readSecretValue(ctx, e, args[2])
+		if err != nil {
+			return err
 		}
 		return e.Client.PutSecret(ctx, args[1], args[2], value)
 	case "list":

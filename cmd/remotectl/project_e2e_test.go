@@ -20,9 +20,12 @@ func TestEndToEndProject(t *testing.T) {
 	cl := testkit.LXD(t)
 	e := startE2E(t)
 	name := strings.TrimPrefix(testkit.ContainerName("ctl"), "t-")
-	testkit.CleanupContainer(t, cl, "remote-"+name)
-	if out := e.must("project", "create", name, "-port", "8080"); !strings.Contains(out, "remote-"+name) {
-		t.Fatalf("create: %q", out)
+	testkit.CleanupProjectContainers(t, cl, name)
+	out := e.must("project", "create", name, "-port", "8080")
+	container, ok := strings.CutPrefix(strings.TrimSpace(out), name+" (container ")
+	container, ok2 := strings.CutSuffix(container, ")")
+	if !ok || !ok2 || !strings.HasPrefix(container, "remote-"+name+"-") {
+		t.Fatalf("create: %q, want %q then the container's name", out, name+" (container remote-"+name+"-…)")
 	}
 	if out := e.must("project", "list"); !strings.Contains(out, name) {
 		t.Fatalf("list: %q", out)
@@ -51,7 +54,7 @@ func TestEndToEndProject(t *testing.T) {
 		t.Fatalf("bogus: %d %s", r.code, r.stderr)
 	}
 	e.must("project", "rm", name, "-purge")
-	if _, _, err := cl.Instance(context.Background(), "remote-"+name); err == nil {
+	if _, _, err := cl.Instance(context.Background(), container); err == nil {
 		t.Fatal("container survived rm -purge")
 	}
 }
@@ -64,11 +67,14 @@ func TestEndToEndProjectAutostart(t *testing.T) {
 	var containers []string
 	for i := range 3 {
 		name := strings.TrimPrefix(testkit.ContainerName(fmt.Sprint("auto", i)), "t-")
-		c := "remote-" + name
-		containers = append(containers, c)
-		testkit.CleanupContainer(t, cl, c)
+		testkit.CleanupProjectContainers(t, cl, name)
 		e.must("project", "create", name)
 		e.must("project", "start", name)
+		cs := testkit.ProjectContainers(t, cl, name)
+		if len(cs) != 1 {
+			t.Fatalf("project %s has containers %v, want one", name, cs)
+		}
+		containers = append(containers, cs[0])
 	}
 	// Stop the daemon, then the containers behind its back.
 	_ = e.daemon.Process.Signal(syscall.SIGTERM)

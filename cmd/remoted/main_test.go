@@ -118,6 +118,9 @@ func (d *daemonProc) do(method, path string, body any) (int, []byte) {
 		r = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, "http://remoted"+path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set(api.HeaderUser, "alice")
 	resp, err := d.client.Do(req)
 	if err != nil {

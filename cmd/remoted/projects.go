@@ -10,6 +10,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/store"
+	"remote/internal/hostfs"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
@@ -32,8 +33,10 @@ type projectWiring struct {
 // then answer 503 until Run has connected).
 func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, log hclog.Logger) (projectWiring, error) {
 	hostHome := os.Getenv("HOME")
+	hostUser := hostfs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	if u, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		hostHome = u.Home
+		hostUser = hostfs.User{UID: u.UID, GID: u.GID}
 	}
 	deps, _ := provisioning.NewDependencies(provisioning.StepsOptions{
 		LXD:             conn,
@@ -43,6 +46,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		ScheduleDir:     cfg.Projects.ScheduleDir,
 		UID:             cfg.Projects.ContainerUID,
 		GID:             cfg.Projects.ContainerGID,
+		HostUser:        hostUser,
+		HostHome:        hostHome,
 		Logger:          log.Named("provision"),
 	})
 	prep, err := provisioning.New(provisioning.Options{

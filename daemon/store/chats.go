@@ -9,8 +9,9 @@ import (
 	"remote/api"
 )
 
-// CreateChat stores a new chat. It fails with ErrInvalid for a bad id or
-// project name and with ErrExists when the id is taken.
+// CreateChat stores a new chat. It fails with ErrInvalid for a bad id,
+// project name or project id (one without a project name included) and
+// with ErrExists when the id is taken.
 func (s *Store) CreateChat(c api.Chat) error {
 	if err := checkChatID(c.ID); err != nil {
 		return err
@@ -20,13 +21,20 @@ func (s *Store) CreateChat(c api.Chat) error {
 			return err
 		}
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	if c.ProjectID != "" && (c.Project == "" || !ValidProjectID(c.ProjectID)) {
+		return fmt.Errorf("chat %q project id %q: %w: want 16 lowercase hex characters, with a project name", c.ID, clip(c.ProjectID), ErrInvalid)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)
 		if b.Get([]byte(c.ID)) != nil {
 			return fmt.Errorf("create chat %q: %w", c.ID, ErrExists)
 		}
 		return putJSON(b, []byte(c.ID), c)
 	})
+	if err == nil {
+		s.changed(Change{Chat: &c})
+	}
+	return err
 }
 
 // Chat returns the chat with id, or ErrNotFound.
@@ -89,6 +97,7 @@ func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error
 	if err != nil {
 		return api.Chat{}, err
 	}
+	s.changed(Change{Chat: &c})
 	return c, nil
 }
 
@@ -97,13 +106,19 @@ func (s *Store) DeleteChat(id string) error {
 	if err := checkChatID(id); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var old api.Chat
+	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)
-		if b.Get([]byte(id)) == nil {
-			return fmt.Errorf("chat %q: %w", id, ErrNotFound)
+		if err := getJSON(b, []byte(id), &old, fmt.Sprintf("chat %q", id)); err != nil {
+			return err
 		}
 		if err := b.Delete([]byte(id)); err != nil {
 			return err
+		}
+		if c := tx.Bucket(bucketEventBytes); c != nil {
+			if err := c.Delete([]byte(id)); err != nil {
+				return err
+			}
 		}
 		ev := tx.Bucket(bucketEvents)
 		if ev.Bucket([]byte(id)) != nil {
@@ -111,4 +126,58 @@ func (s *Store) DeleteChat(id string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.changed(Change{Chat: &old, Deleted: true})
+	}
+	return err
+}
+
+// UpdateChatAndAppend applies fn to the stored chat, saves the result and
+// appends the events fn returns to the chat's log, all in one transaction:
+// either everything is stored or nothing is. It returns the chat as saved
+// and the appended events with Seq (and T where it was 0) set. Events are
+// checked as Append checks them; a bad one (ErrInvalid) stores nothing.
+// fn runs inside the write transaction: it must be quick and must not
+// call the store. A chat that must be repaired exactly once (restart
+// recovery) decides in fn, from the stored chat, whether anything is left
+// to do.
+func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error) {
+	var c api.Chat
+	var out []api.Event
+	if err := checkChatID(id); err != nil {
+		return c, nil, err
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketChats)
+		if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
+			return err
+		}
+		evs, err := fn(&c)
+		if err != nil {
+			return err
+		}
+		if c.ID != id {
+			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
+		}
+		if err := putJSON(b, []byte(id), c); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		p, err := newPending(id, evs)
+		if err != nil {
+			return err
+		}
+		w := newLogWriter(tx)
+		if err := w.put(id, p.evs, p.vals); err != nil {
+			return err
+		}
+		out = p.evs
+		return w.finish()
+	})
+	if err != nil {
+		return api.Chat{}, nil, err
+	}
+	return c, out, nil
 }

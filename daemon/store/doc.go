@@ -5,7 +5,9 @@
 // Layout: buckets meta (schema version, key check), chats (id -> JSON
 // api.Chat), events (one sub-bucket per chat: 8-byte big-endian seq -> JSON
 // api.Event without its seq), projects (name -> JSON api.Project) and
-// secrets (one sub-bucket per project: key -> sealed value). Appends are
+// secrets (one sub-bucket per project: key -> sealed value), plus eventbytes
+// (chat id -> the byte size of its event log, for the daemon's caps). A
+// write that fails for want of disk space is ErrNoSpace. Appends are
 // group-committed: one committer goroutine writes everything queued in one
 // transaction and fsync, then acknowledges in order.
 //

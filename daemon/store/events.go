@@ -26,6 +26,7 @@ type pending struct {
 	chat string
 	evs  []api.Event
 	vals [][]byte
+	cond func() bool // nil: always; else asked inside the transaction
 	done func(evs []api.Event, err error)
 }
 
@@ -63,6 +64,17 @@ func (s *Store) Append(chatID string, evs ...api.Event) ([]api.Event, error) {
 // be quick, e.g. a non-blocking channel send. An event rejected before
 // queueing (invalid, store closed) gets done on the caller's goroutine.
 func (s *Store) AppendAsync(chatID string, ev api.Event, done func(api.Event, error)) {
+	s.AppendAsyncIf(chatID, ev, nil, done)
+}
+
+// AppendAsyncIf is AppendAsync with a condition: cond (when not nil) is
+// called on the committer goroutine inside the transaction that would
+// store ev, after the done callbacks of every earlier commit have run, and
+// when it returns false ev is not stored (no seq is used) and done gets
+// ErrSkipped. A writer uses it to store nothing more after one of its
+// appends failed: the failure's done sets what cond reads, before any
+// later commit asks. cond must be quick and must not call the store.
+func (s *Store) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
 	if done == nil {
 		done = func(api.Event, error) {}
 	}
@@ -71,6 +83,7 @@ func (s *Store) AppendAsync(chatID string, ev api.Event, done func(api.Event, er
 		done(ev, err)
 		return
 	}
+	p.cond = cond
 	p.done = func(evs []api.Event, err error) {
 		if err != nil {
 			done(ev, err)
@@ -150,34 +163,24 @@ func (s *Store) commit(batch []*pending) {
 	errs := make([]error, len(batch))
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		chats := tx.Bucket(bucketChats)
-		events := tx.Bucket(bucketEvents)
-		last := map[string]int64{}
+		w := newLogWriter(tx)
 		for i, p := range batch {
 			errs[i] = nil
 			if chats.Get([]byte(p.chat)) == nil {
 				errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrNotFound)
 				continue
 			}
-			b, err := events.CreateBucketIfNotExists([]byte(p.chat))
-			if err != nil {
+			if p.cond != nil && !p.cond() {
+				errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrSkipped)
+				continue
+			}
+			if err := w.put(p.chat, p.evs, p.vals); err != nil {
 				return err
 			}
-			b.FillPercent = 1 // keys only ever grow: pack pages full
-			seq, ok := last[p.chat]
-			if !ok {
-				seq = lastSeq(b)
-			}
-			for j := range p.evs {
-				seq++
-				p.evs[j].Seq = seq
-				if err := b.Put(seqKey(seq), p.vals[j]); err != nil {
-					return err
-				}
-			}
-			last[p.chat] = seq
 		}
-		return nil
+		return w.finish()
 	})
+	err = noSpace(err)
 	if err != nil {
 		s.log.Error("append transaction failed", "events", len(batch), "error", err)
 	}
@@ -191,6 +194,96 @@ func (s *Store) commit(batch []*pending) {
 			p.done(p.evs, nil)
 		}
 	}
+}
+
+// logWriter appends encoded events to chat logs inside one write
+// transaction and keeps each chat's byte counter (bucket eventbytes:
+// chat id -> the summed length of its stored event values).
+type logWriter struct {
+	tx     *bolt.Tx
+	events *bolt.Bucket
+	last   map[string]int64 // last seq written per chat
+	bytes  map[string]int64 // byte counter per chat, as it will be
+}
+
+func newLogWriter(tx *bolt.Tx) *logWriter {
+	return &logWriter{tx: tx, events: tx.Bucket(bucketEvents), last: map[string]int64{}, bytes: map[string]int64{}}
+}
+
+// put appends vals to chat's log and sets evs[j].Seq.
+func (w *logWriter) put(chat string, evs []api.Event, vals [][]byte) error {
+	if _, ok := w.bytes[chat]; !ok {
+		w.bytes[chat] = chatBytes(w.tx, []byte(chat)) // before this write's events
+	}
+	b, err := w.events.CreateBucketIfNotExists([]byte(chat))
+	if err != nil {
+		return err
+	}
+	b.FillPercent = 1 // keys only ever grow: pack pages full
+	seq, ok := w.last[chat]
+	if !ok {
+		seq = lastSeq(b)
+	}
+	for j := range evs {
+		seq++
+		evs[j].Seq = seq
+		if err := b.Put(seqKey(seq), vals[j]); err != nil {
+			return err
+		}
+		w.bytes[chat] += int64(len(vals[j]))
+	}
+	w.last[chat] = seq
+	return nil
+}
+
+// finish saves the byte counters of the chats written.
+func (w *logWriter) finish() error {
+	if len(w.bytes) == 0 {
+		return nil
+	}
+	c, err := w.tx.CreateBucketIfNotExists(bucketEventBytes)
+	if err != nil {
+		return err
+	}
+	for chat, n := range w.bytes {
+		if err := c.Put([]byte(chat), u64(uint64(n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chatBytes returns the summed length of chat's stored event values: its
+// counter, or for a log written before counters existed, the sum itself.
+func chatBytes(tx *bolt.Tx, chat []byte) int64 {
+	if c := tx.Bucket(bucketEventBytes); c != nil {
+		if v := c.Get(chat); len(v) == 8 {
+			return int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	var n int64
+	if b := tx.Bucket(bucketEvents).Bucket(chat); b != nil {
+		_ = b.ForEach(func(_, v []byte) error { n += int64(len(v)); return nil })
+	}
+	return n
+}
+
+// EventBytes returns how many bytes chatID's stored events take (the
+// summed length of their JSON, without seqs). An unknown chat is
+// ErrNotFound.
+func (s *Store) EventBytes(chatID string) (int64, error) {
+	if err := checkChatID(chatID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketChats).Get([]byte(chatID)) == nil {
+			return fmt.Errorf("chat %q: %w", chatID, ErrNotFound)
+		}
+		n = chatBytes(tx, []byte(chatID))
+		return nil
+	})
+	return n, err
 }
 
 func seqKey(seq int64) []byte {
@@ -374,7 +467,12 @@ func (s *Store) CopyEvents(fromChat, toChat string) error {
 			return nil
 		}
 		dst.FillPercent = 1
-		return src.ForEach(func(k, v []byte) error { return dst.Put(k, v) })
+		if err := src.ForEach(func(k, v []byte) error { return dst.Put(k, v) }); err != nil {
+			return err
+		}
+		w := newLogWriter(tx)
+		w.bytes[toChat] = chatBytes(tx, []byte(fromChat))
+		return w.finish()
 	})
 }
 

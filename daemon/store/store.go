@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,7 +34,29 @@ var (
 	ErrClosed = errors.New("store is closed")
 	// ErrCorrupt means stored bytes could not be decoded.
 	ErrCorrupt = errors.New("stored data is corrupt")
+	// ErrNoSpace means a write failed because the store's filesystem is
+	// full (ENOSPC) or the quota is used up (EDQUOT); nothing of that
+	// write was stored. It wraps the OS error.
+	ErrNoSpace = errors.New("no space left for the store")
+	// ErrSkipped means an AppendAsyncIf condition refused the event;
+	// nothing was stored.
+	ErrSkipped = errors.New("append skipped")
 )
+
+// noSpace wraps err with ErrNoSpace when the OS reported a full disk or
+// quota. bbolt flattens some errors to text ("file resize error: %s"), so
+// the text is checked too.
+func noSpace(err error) error {
+	if err == nil || errors.Is(err, ErrNoSpace) {
+		return err
+	}
+	msg := err.Error()
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error()) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}
 
 // lockTimeout bounds how long Open waits for another process's file lock.
 const lockTimeout = time.Second
@@ -49,6 +74,10 @@ var (
 	bucketEvents   = []byte("events")
 	bucketProjects = []byte("projects")
 	bucketSecrets  = []byte("secrets")
+	// bucketEventBytes (chat id -> 8-byte byte count of its event log) is
+	// created by the first append that needs it, not by a migration; a
+	// chat without a counter has its log summed once.
+	bucketEventBytes = []byte("eventbytes")
 
 	keySchema   = []byte("schema")
 	keyKeyCheck = []byte("keycheck")
@@ -93,6 +122,8 @@ type Store struct {
 
 	mu     sync.RWMutex // held shared while queueing, exclusively by Close
 	closed bool
+
+	onChange atomic.Pointer[func(Change)]
 }
 
 // Open opens or creates the store file at path (mode 0600), creates its
@@ -133,7 +164,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err := db.Update(s.migrate); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, fmt.Errorf("open store %s: %w", path, noSpace(err))
 	}
 	go s.commitLoop()
 	return s, nil
@@ -161,8 +192,15 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 		s.log.Info("store schema migrated", "from", v, "to", v+1)
 	}
 	meta := tx.Bucket(bucketMeta)
-	if err := meta.Put(keySchema, u64(want)); err != nil {
-		return err
+	if have != want {
+		// Only when it changes: an Open that writes nothing succeeds on a
+		// full disk, so the daemon can still start and serve.
+		if err := meta.Put(keySchema, u64(want)); err != nil {
+			return err
+		}
+	}
+	if err := s.assignProjectIDs(tx); err != nil {
+		return fmt.Errorf("assign project ids: %w", err)
 	}
 	return s.checkKey(meta)
 }
@@ -195,7 +233,7 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	if s.closed {
 		return ErrClosed
 	}
-	return s.db.Update(fn)
+	return noSpace(s.db.Update(fn))
 }
 
 // view runs fn in a read transaction unless the store is closed.

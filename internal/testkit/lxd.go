@@ -83,6 +83,45 @@ func CleanupContainer(t testing.TB, client *lxdexec.Client, name string) {
 	})
 }
 
+// CleanupProjectContainers force-deletes, when the test ends, every
+// container of a project named project: those named
+// "remote-<project>-<id prefix>" (the daemon names a project's container
+// after its name and its immutable id, which the test does not know
+// before it creates the project).
+func CleanupProjectContainers(t testing.TB, client *lxdexec.Client, project string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		for _, name := range ProjectContainers(t, client, project) {
+			if err := client.ForceDeleteInstance(ctx, name); err != nil {
+				t.Errorf("cleanup: delete container %s: %v", name, err)
+			}
+		}
+	})
+}
+
+// ProjectContainers lists the containers LXD has for a project named
+// project ("remote-<project>-<id prefix>").
+func ProjectContainers(t testing.TB, client *lxdexec.Client, project string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	all, err := client.Instances(ctx)
+	if err != nil {
+		t.Errorf("list containers: %v", err)
+		return nil
+	}
+	prefix := "remote-" + project + "-"
+	var out []string
+	for _, inst := range all {
+		if rest, ok := strings.CutPrefix(inst.Name, prefix); ok && !strings.Contains(rest, "-") {
+			out = append(out, inst.Name)
+		}
+	}
+	return out
+}
+
 // ContainerName returns a short unique container name "t-<prefix>-<6 hex>".
 // prefix is lowercased, reduced to letters, digits and hyphens, and cut to
 // 20 characters.

@@ -141,7 +141,8 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		Plan: req.Mode == providers.ModePlan,
 	}
 	args := append([]string{"app-server"}, p.cfg.Args...)
-	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout}
+	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
+		ExitGrace: p.cfg.ExitGrace}
 
 	if !inContainer {
 		if p.cfg.Host == nil {
@@ -195,7 +196,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// Not cut short by a cancel arriving during the sync: only the
 		// timeout bounds it.
 		runner.SyncCredentials(context.WithoutCancel(ctx), p.cfg.Preparer, target, providers.Codex, p.opts.SyncTimeout,
-			p.log.With("project", req.ProjectID))
+			p.log.With("project", req.ProjectID), emit)
 	}
 	return err
 }

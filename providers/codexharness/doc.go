@@ -27,6 +27,10 @@
 //     sent and the process gets InterruptTimeout to report the interrupted
 //     turn before it is killed. Either way the run ends run.interrupted and
 //     Run returns nil.
+//   - After the parent turn's turn/completed, stdin is closed (S19) and the
+//     process gets ExitGrace to exit; one still running then is stopped
+//     (the launcher's SIGTERM, then SIGKILL) and the turn it reported
+//     stands: a CLI that never exits cannot hold the chat running.
 //
 // It imports only the providers contracts; it must not import the daemon,
 // store, transport, lxdexec, runner or any adapter package. Building the

@@ -158,6 +158,10 @@ func fakeAppServer(scenario string) int {
 	case "abandoned":
 		p.send(`{"method":"item/fileChange/requestApproval","id":"a-1","params":{%s,"itemId":"f-1"}}`, tid)
 		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
+	case "linger": // finishes the turn, then never exits, not even when stdin closes
+		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"done"}}`, tid)
+		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
+		time.Sleep(time.Hour)
 	case "hang":
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"partial"}}`, tid)
 		time.Sleep(time.Hour)

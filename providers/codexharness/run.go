@@ -67,10 +67,14 @@ type Config struct {
 	Provider providers.ProviderID // stamped on every event
 	Logger   hclog.Logger         // nil discards
 	Settings Settings
-	// InterruptTimeout bounds the wait for turn/completed after a cancel
-	// (and for the process to exit after stdin is closed); the process is
-	// killed when it passes. Default DefaultInterval.
+	// InterruptTimeout bounds the wait for turn/completed after a cancel;
+	// the process is killed when it passes. Default DefaultInterval.
 	InterruptTimeout time.Duration
+	// ExitGrace bounds the wait for the process to exit once stdin was
+	// closed after the turn ended (turn/completed): an app-server still
+	// running then is stopped, and the turn it reported stands. Default
+	// DefaultInterval.
+	ExitGrace time.Duration
 	// ClientName and ClientVersion fill initialize.clientInfo.
 	ClientName, ClientVersion string
 }
@@ -134,6 +138,9 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	if cfg.InterruptTimeout <= 0 {
 		cfg.InterruptTimeout = DefaultInterval
 	}
+	if cfg.ExitGrace <= 0 {
+		cfg.ExitGrace = DefaultInterval
+	}
 	if strings.TrimSpace(req.Prompt) == "" {
 		return fmt.Errorf("%s run: empty prompt", cfg.Provider)
 	}
@@ -190,8 +197,8 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	var exitErr error
 	select {
 	case exitErr = <-waitErr:
-	case <-time.After(cfg.InterruptTimeout):
-		log.Warn("app-server did not exit after stdin closed; killing it", "provider", cfg.Provider)
+	case <-time.After(cfg.ExitGrace):
+		log.Warn("app-server did not exit after stdin closed; stopping it", "provider", cfg.Provider, "exit_grace", cfg.ExitGrace)
 		kill()
 		exitErr = <-waitErr
 	}

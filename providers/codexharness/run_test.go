@@ -237,6 +237,28 @@ func TestRunInterruptTimeoutKills(t *testing.T) {
 	}
 }
 
+// An app-server that finished its turn but does not exit once stdin is
+// closed (S19) is stopped after ExitGrace; the turn stands.
+func TestRunLingeringAppServerIsStopped(t *testing.T) {
+	rec := &recorder{}
+	cfg := Config{Provider: providers.Codex, ExitGrace: 200 * time.Millisecond,
+		Settings: Settings{Model: "gpt-fake", ApprovalPolicy: "never", Sandbox: "danger-full-access"}}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), &runner.HostLauncher{}, fakeCommand("linger"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second): // well under DefaultInterval: ExitGrace is honoured
+		t.Fatal("Run did not return: the lingering app-server was not stopped after ExitGrace")
+	}
+	got := rec.lines()
+	diff(t, got[len(got)-2:], []string{"assistant.delta item=m-1 text=done", "run.completed status=completed"})
+}
+
 func TestRunCancelBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -99,7 +99,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 
 	parser := NewParser(req.ResumeID)
-	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Stdin: req.Prompt, Logger: p.log})
+	err = runner.RunProcess(ctx, launch.Launcher, launch.Command, parser, out, runner.ProcessOptions{Stdin: req.Prompt, Logger: p.log, ExitGrace: p.cfg.ExitGrace})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -114,7 +114,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	if req.ProjectID != "" {
 		runner.SyncCredentials(ctx, p.cfg.Preparer, launch.Target, providers.Kimi, CredentialSyncTimeout,
-			p.log.With("project", req.ProjectID))
+			p.log.With("project", req.ProjectID), out)
 	}
 	return nil
 }

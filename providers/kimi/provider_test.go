@@ -211,9 +211,12 @@ func TestRunHost(t *testing.T) {
 			wantErr: func(err error) bool { return errors.Is(err, providers.ErrSessionNotFound) },
 		},
 		{
-			name: "exit 0 without the hint is no completion", scenario: "nohint",
+			name: "exit 0 without the hint is an unfinished turn, no completion", scenario: "nohint",
 			req:  providers.RunRequest{ConversationID: "c1", Prompt: "x", Cwd: cwd},
 			want: []string{`assistant.delta msg=kimi-1 text="partial"`},
+			wantErr: func(err error) bool {
+				return errors.Is(err, providers.ErrUnfinishedTurn) && err.Error() == "exited without finishing the turn"
+			},
 		},
 		{
 			name: "crash carries stderr", scenario: "crash",

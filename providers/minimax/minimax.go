@@ -184,7 +184,8 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// MiniMax has no service tiers.
 		Effort: req.Preferences.ReasoningEffort, Plan: req.Mode == providers.ModePlan,
 	}
-	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout}
+	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
+		ExitGrace: p.cfg.ExitGrace}
 	args := p.Args(model)
 	userEnv := withoutProtected(p.cfg.Env)
 	runtimeEnv := withoutProtected(req.RuntimeEnv)

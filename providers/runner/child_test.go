@@ -86,13 +86,13 @@ func runChild(mode string) int {
 		fmt.Fprint(os.Stderr, os.Getenv("CHILD_STDERR"))
 		code, _ := strconv.Atoi(os.Getenv("CHILD_CODE"))
 		return code
-	case "big": // one stdout line of CHILD_SIZE bytes, then "end"
+	case "big": // one stdout line of CHILD_SIZE bytes, then "run.completed"
 		n, _ := strconv.Atoi(os.Getenv("CHILD_SIZE"))
 		w := bufio.NewWriter(os.Stdout)
 		for i := 0; i < n; i++ {
 			w.WriteByte('x')
 		}
-		w.WriteString("\nend\n")
+		w.WriteString("\nrun.completed\n")
 		w.Flush()
 		return 0
 	case "bigerr": // CHILD_SIZE bytes of stderr in 1 KiB lines, then exit 2
@@ -104,11 +104,18 @@ func runChild(mode string) int {
 		}
 		w.Flush()
 		return 2
-	case "stdin-lines": // echoes stdin as one "got" line per input line
+	case "stdin-lines": // echoes stdin as one "got" line per input line, then "run.completed"
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
 			fmt.Printf("got %s\n", sc.Text())
 		}
+		fmt.Println("run.completed")
+		return 0
+	case "linger": // prints CHILD_SCRIPT lines, then never exits on its own
+		for _, l := range strings.Split(os.Getenv("CHILD_SCRIPT"), "\\n") {
+			fmt.Println(l)
+		}
+		time.Sleep(time.Hour)
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)

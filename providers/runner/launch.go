@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -60,7 +62,7 @@ func PrepareProject(ctx context.Context, cfg providers.AdapterConfig, provider p
 		return providers.Target{}, nil, fmt.Errorf("project %q: %w", req.ProjectID, notWired)
 	}
 	target, err := cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
-		Provider: provider, ProjectID: req.ProjectID, EnableBrowser: req.EnableBrowser,
+		Provider: provider, ProjectID: req.ProjectID, ProjectUID: req.ProjectUID, EnableBrowser: req.EnableBrowser,
 		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
 	}, emit)
 	if err != nil {
@@ -143,15 +145,29 @@ func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec Launch
 // SyncCredentials copies provider id's credentials back from target's
 // container after a successful project run (S12), bounded by timeout
 // from ctx. It is best effort: a failure is logged on log as a warning
-// and never returned.
+// and never returned. A refused copy (providers.ErrCredentialSyncRejected:
+// the record's shape, an API-key record, an unsafe host path) is also
+// told to the chat through emit as system/credential_sync_rejected with
+// {"provider", "reason"}; the reason names what was wrong, never the
+// content.
 func SyncCredentials(ctx context.Context, preparer providers.ProjectPreparer, target providers.Target,
-	id providers.ProviderID, timeout time.Duration, log hclog.Logger) {
+	id providers.ProviderID, timeout time.Duration, log hclog.Logger, emit func(providers.Event)) {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := preparer.SyncCredentials(sctx, target, id); err != nil {
-		log.Warn("credential sync after run failed", "error", err)
+	err := preparer.SyncCredentials(sctx, target, id)
+	if err == nil {
+		return
+	}
+	log.Warn("credential sync after run failed", "error", err)
+	if errors.Is(err, providers.ErrCredentialSyncRejected) && emit != nil {
+		data, _ := json.Marshal(map[string]string{"provider": string(id), "reason": err.Error()})
+		emit(providers.Event{Type: providers.EventSystem, Subtype: CredentialSyncRejected, Provider: id, Data: data})
 	}
 }
+
+// CredentialSyncRejected is the system event subtype of a refused
+// credential sync.
+const CredentialSyncRejected = "credential_sync_rejected"
 
 // WithoutEnv returns env (KEY=VALUE entries) without any entry of key.
 // env itself is not modified.

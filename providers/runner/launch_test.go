@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -175,7 +176,7 @@ func TestSyncCredentials(t *testing.T) {
 				}
 				return sync(ctx, tg, id)
 			}}
-			SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Kimi, time.Millisecond, AdapterLogger(nil, "test"))
+			SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Kimi, time.Millisecond, AdapterLogger(nil, "test"), nil)
 			if gotTarget.Container != "c1" || gotID != providers.Kimi {
 				t.Fatalf("synced %+v for %s", gotTarget, gotID)
 			}
@@ -262,4 +263,36 @@ func FuzzTruncateOutput(f *testing.F) {
 			t.Fatalf("valid input cut inside a rune: %q", head)
 		}
 	})
+}
+
+// TestSyncCredentialsReportsRejection: a refused sync becomes one
+// system/credential_sync_rejected event naming the provider and the
+// reason; any other failure is only logged.
+func TestSyncCredentialsReportsRejection(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want []string
+	}{
+		{fmt.Errorf("codex credentials: %w: not a JSON object", providers.ErrCredentialSyncRejected), []string{CredentialSyncRejected}},
+		{errors.New("lxd unavailable"), nil},
+		{nil, nil},
+	} {
+		var got []providers.Event
+		p := runnertest.Preparer{SyncFunc: func(context.Context, providers.Target, providers.ProviderID) error { return tc.err }}
+		SyncCredentials(context.Background(), p, providers.Target{Container: "c1"}, providers.Codex, time.Second, AdapterLogger(nil, "test"),
+			func(ev providers.Event) { got = append(got, ev) })
+		var subtypes []string
+		for _, ev := range got {
+			subtypes = append(subtypes, ev.Subtype)
+		}
+		if !slices.Equal(subtypes, tc.want) {
+			t.Fatalf("err %v: events %v, want %v", tc.err, subtypes, tc.want)
+		}
+		if len(got) == 1 {
+			want := `{"provider":"codex","reason":"codex credentials: credential sync rejected: not a JSON object"}`
+			if got[0].Type != providers.EventSystem || string(got[0].Data) != want {
+				t.Fatalf("event %+v data %s, want %s", got[0], got[0].Data, want)
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/internal/testkit"
 	"remote/providers"
@@ -21,14 +22,14 @@ func TestLXDLauncher(t *testing.T) {
 	l := launchers.Container(name)
 
 	// /workspace does not exist in the busybox image: create it first.
-	if err := RunProcess(ctx, l, providers.Command{Path: "mkdir", Args: []string{"-p", "/workspace"}}, lineParser, func(providers.Event) {}, ProcessOptions{}); err != nil {
+	if err := RunProcess(ctx, l, providers.Command{Path: "sh", Args: []string{"-c", "mkdir -p /workspace && echo run.completed"}}, lineParser, func(providers.Event) {}, ProcessOptions{}); err != nil {
 		t.Fatalf("mkdir: %v", err)
 	}
 
 	t.Run("env, cwd and stdin", func(t *testing.T) {
 		cmd := ContainerCommand(ContainerSpec{
 			Binary:  "sh",
-			Args:    []string{"-c", `echo "system $PWD"; echo "system $A-$B-$TOKEN"; while read l; do echo "assistant.delta $l"; done; echo oops >&2`},
+			Args:    []string{"-c", `echo "system $PWD"; echo "system $A-$B-$TOKEN"; while read l; do echo "assistant.delta $l"; done; echo oops >&2; echo run.completed`},
 			Fixed:   map[string]string{"A": "fixed"},
 			Secrets: []providers.Secret{{Key: "B", Value: "secret"}, {Key: "TOKEN", Value: "project"}},
 			Runtime: map[string]string{"TOKEN": "runtime"},
@@ -38,7 +39,7 @@ func TestLXDLauncher(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RunProcess: %v", err)
 		}
-		want := "system[/workspace];system[fixed-secret-runtime];assistant.delta[one];assistant.delta[two];"
+		want := "system[/workspace];system[fixed-secret-runtime];assistant.delta[one];assistant.delta[two];run.completed[];"
 		if got := summary(*evs); got != want {
 			t.Fatalf("events %s\nwant %s", got, want)
 		}
@@ -75,6 +76,19 @@ func TestLXDLauncher(t *testing.T) {
 		err := RunProcess(ctx, l, providers.Command{Path: "sh", Args: []string{"-c", "echo ready; sleep 60"}}, p, func(providers.Event) {}, ProcessOptions{})
 		if err != nil {
 			t.Fatalf("cancelled: %v, want nil", err)
+		}
+	})
+
+	t.Run("lingering after its turn is stopped", func(t *testing.T) {
+		start := time.Now()
+		evs, emit := collect()
+		err := RunProcess(ctx, l, providers.Command{Path: "sh", Args: []string{"-c", "echo run.completed; sleep 600"}}, lineParser, emit,
+			ProcessOptions{ExitGrace: 300 * time.Millisecond})
+		if err != nil || summary(*evs) != "run.completed[];" {
+			t.Fatalf("err = %v, events %s; want nil after run.completed", err, summary(*evs))
+		}
+		if d := time.Since(start); d > time.Minute {
+			t.Fatalf("took %v: the lingering command was not stopped", d)
 		}
 	})
 

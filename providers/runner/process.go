@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -23,6 +25,11 @@ const (
 	maxErrorDetail = 2 << 10  // stderr tail quoted in ProcessError.Error
 )
 
+// DefaultExitGrace is how long a CLI that has emitted its terminal event
+// may take to exit when ProcessOptions.ExitGrace is zero ([agent]
+// exit_grace).
+const DefaultExitGrace = 10 * time.Second
+
 // ProcessOptions tunes RunProcess. The zero value uses the S15 limits and
 // discards logs.
 type ProcessOptions struct {
@@ -32,6 +39,9 @@ type ProcessOptions struct {
 	Logger hclog.Logger
 	// Limits; zero means the S15 default.
 	MaxStdoutLine, MaxStderrLine, MaxStderrKept int
+	// ExitGrace is how long the child may run on after the parser emitted
+	// a terminal event before it is stopped; zero means DefaultExitGrace.
+	ExitGrace time.Duration
 }
 
 // ProcessError is a child that exited unsuccessfully, with the start of its
@@ -59,13 +69,22 @@ func (e *ProcessError) Unwrap() error { return e.Err }
 // RunProcess runs cmd through launcher and turns every non-empty stdout
 // line into events with parser, passing them to emit in order (S15).
 //
-// A line the parser rejects is logged and skipped. A stdout line longer
-// than the limit ends parsing with an error event "stdout: ..." (the rest of
-// stdout is drained). Stderr is captured up to MaxStderrKept for errors.
-// It returns nil on exit 0 or when ctx was cancelled; an error wrapping
-// providers.ErrRunFailed (a *ProcessError) when the parser emitted
-// run.failed and the process exited non-zero; another *ProcessError for
-// any other non-zero exit; or the launcher's start error.
+// A line the parser rejects is logged and skipped; a last line without a
+// newline is parsed like any other. A stdout line longer than the limit
+// ends parsing with an error event "stdout: ..." (the rest of stdout is
+// drained). Stderr is captured up to MaxStderrKept for errors.
+//
+// Once the parser has emitted a terminal event (run.completed, run.failed
+// or run.interrupted) the child has opts.ExitGrace to exit; after that it
+// is stopped the way a cancel stops it (the launcher's SIGTERM, then
+// SIGKILL) and the run counts as exited 0: the turn it reported stands.
+//
+// It returns nil on exit 0 after a terminal event or when ctx was
+// cancelled; an error wrapping providers.ErrUnfinishedTurn on exit 0
+// without one (saying so when the output ended in the middle of a line);
+// an error wrapping providers.ErrRunFailed (a *ProcessError) when the
+// parser emitted run.failed and the process exited non-zero; another
+// *ProcessError for any other non-zero exit; or the launcher's start error.
 func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.Command, parser providers.LineParser, emit func(providers.Event), opts ProcessOptions) error {
 	log := opts.Logger
 	if log == nil {
@@ -74,8 +93,16 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 	maxOut := orDefault(opts.MaxStdoutLine, MaxStdoutLine)
 	maxErrLine := orDefault(opts.MaxStderrLine, MaxStderrLine)
 	maxKept := orDefault(opts.MaxStderrKept, MaxStderrKept)
+	grace := opts.ExitGrace
+	if grace <= 0 {
+		grace = DefaultExitGrace
+	}
 
-	p, err := launcher.Start(ctx, cmd)
+	// procCtx stops the child without cancelling the run: the exit grace
+	// uses it.
+	procCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	p, err := launcher.Start(procCtx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -95,9 +122,30 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 		stderr = captureStderr(p.Stderr(), maxErrLine, maxKept, log)
 	}()
 
-	failed := false
+	var (
+		failed, terminal bool
+		graceTimer       *time.Timer
+		stoppedAfterTurn atomic.Bool
+		cutLine          int // bytes of an unparsable last line without a newline
+	)
+	finished := func() {
+		terminal = true
+		if graceTimer == nil {
+			graceTimer = time.AfterFunc(grace, func() {
+				stoppedAfterTurn.Store(true)
+				log.Warn("CLI did not exit after finishing its turn; stopping it", "command", cmd.Path, "exit_grace", grace)
+				stop()
+			})
+		}
+	}
+	partial := false // the token being parsed ended at EOF without a newline
 	sc := bufio.NewScanner(p.Stdout())
 	sc.Buffer(make([]byte, 0, min(64<<10, maxOut)), maxOut)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		advance, token, err := bufio.ScanLines(data, atEOF)
+		partial = atEOF && token != nil && advance == len(data) && bytes.IndexByte(data, '\n') < 0
+		return advance, token, err
+	})
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -105,12 +153,19 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 		}
 		events, err := parser.ParseLine(line)
 		if err != nil {
+			if partial {
+				cutLine = len(line)
+			}
 			log.Warn("skipping unparsable stdout line", "command", cmd.Path, "bytes", len(line), "error", err)
 			continue
 		}
 		for _, ev := range events {
-			if ev.Type == providers.EventRunFailed {
+			switch ev.Type {
+			case providers.EventRunFailed:
 				failed = true
+				finished()
+			case providers.EventRunCompleted, providers.EventRunInterrupted:
+				finished()
 			}
 			emit(ev)
 		}
@@ -121,14 +176,34 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 		}
 		if ctx.Err() == nil {
 			emit(providers.Event{Type: providers.EventError, Message: "stdout: " + err.Error()})
+			terminal = true // the error event ends the turn
 		}
 		_, _ = io.Copy(io.Discard, p.Stdout())
 	}
 	wg.Wait()
 	waitErr := p.Wait()
+	if graceTimer != nil {
+		graceTimer.Stop()
+	}
 
-	if ctx.Err() != nil || waitErr == nil {
+	if ctx.Err() != nil {
 		return nil
+	}
+	if stoppedAfterTurn.Load() { // our stop, after the turn had ended
+		if failed {
+			return &ProcessError{Err: fmt.Errorf("%w: stopped %v after the failed turn", providers.ErrRunFailed, grace), Stderr: string(stderr)}
+		}
+		return nil
+	}
+	if waitErr == nil {
+		switch {
+		case terminal:
+			return nil
+		case cutLine > 0:
+			return fmt.Errorf("%w: its output ended in the middle of a line (%d bytes that do not parse)", providers.ErrUnfinishedTurn, cutLine)
+		default:
+			return fmt.Errorf("%w", providers.ErrUnfinishedTurn)
+		}
 	}
 	var exit *providers.ExitError
 	if failed && errors.As(waitErr, &exit) {

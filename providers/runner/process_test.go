@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/providers"
 )
@@ -53,6 +54,7 @@ func TestRunProcess(t *testing.T) {
 		wantCode    int
 		wantStderr  string
 		stderrBytes int
+		wantErrText string // an error that is no *ProcessError, exactly
 	}{
 		{
 			name:       "lines parsed, blank and bad lines skipped",
@@ -64,7 +66,7 @@ func TestRunProcess(t *testing.T) {
 			name:       "stdin written then closed",
 			mode:       "stdin-lines",
 			opts:       ProcessOptions{Stdin: "one\ntwo\n"},
-			wantEvents: "got[one];got[two];",
+			wantEvents: "got[one];got[two];run.completed[];",
 		},
 		{
 			name:       "run.failed and non-zero exit is ErrRunFailed",
@@ -72,6 +74,41 @@ func TestRunProcess(t *testing.T) {
 			env:        []string{`CHILD_SCRIPT=run.failed api down`, "CHILD_CODE=1", "CHILD_STDERR=some detail"},
 			wantEvents: "run.failed[api down];",
 			wantErr:    true, wantFailed: true, wantCode: 1, wantStderr: "some detail\n",
+		},
+		{
+			name:        "exit 0 without a terminal event is an unfinished turn",
+			mode:        "script",
+			env:         []string{`CHILD_SCRIPT=assistant.delta hi`},
+			wantEvents:  "assistant.delta[hi];",
+			wantErrText: "exited without finishing the turn",
+		},
+		{
+			name:        "exit 0 in the middle of a line is an unfinished turn saying so",
+			mode:        "exit",
+			env:         []string{"CHILD_STDOUT=assistant.delta hi\nbad, cut o"},
+			wantEvents:  "assistant.delta[hi];",
+			wantErrText: "exited without finishing the turn: its output ended in the middle of a line (10 bytes that do not parse)",
+		},
+		{
+			name:       "a last line without a newline is still parsed",
+			mode:       "exit",
+			env:        []string{"CHILD_STDOUT=assistant.delta hi\nrun.completed"},
+			wantEvents: "assistant.delta[hi];run.completed[];",
+		},
+		{
+			name:       "a CLI lingering after run.completed is stopped after the grace: success",
+			mode:       "linger",
+			env:        []string{`CHILD_SCRIPT=assistant.delta hi\nrun.completed`},
+			opts:       ProcessOptions{ExitGrace: 200 * time.Millisecond},
+			wantEvents: "assistant.delta[hi];run.completed[];",
+		},
+		{
+			name:        "a CLI lingering after run.failed is stopped after the grace: ErrRunFailed",
+			mode:        "linger",
+			env:         []string{`CHILD_SCRIPT=run.failed quota`},
+			opts:        ProcessOptions{ExitGrace: 200 * time.Millisecond},
+			wantEvents:  "run.failed[quota];",
+			wantErrText: "provider run failed: stopped 200ms after the failed turn",
 		},
 		{
 			name:       "run.failed and exit 0 is success",
@@ -103,7 +140,7 @@ func TestRunProcess(t *testing.T) {
 			name:       "a 2 MiB line fits the default limit",
 			mode:       "big",
 			env:        []string{"CHILD_SIZE=" + fmt.Sprint(2<<20)},
-			wantEvents: fmt.Sprintf("%s[];end[];", strings.Repeat("x", 2<<20)),
+			wantEvents: fmt.Sprintf("%s[];run.completed[];", strings.Repeat("x", 2<<20)),
 		},
 	}
 	for _, tt := range tests {
@@ -116,6 +153,18 @@ func TestRunProcess(t *testing.T) {
 					got = got[:200] + "…"
 				}
 				t.Errorf("events = %s\nwant %.200s", got, tt.wantEvents)
+			}
+			if tt.wantErrText != "" {
+				if err == nil || err.Error() != tt.wantErrText {
+					t.Fatalf("err = %v, want %q", err, tt.wantErrText)
+				}
+				if strings.HasPrefix(tt.wantErrText, "exited") != errors.Is(err, providers.ErrUnfinishedTurn) {
+					t.Errorf("errors.Is(%v, ErrUnfinishedTurn) is wrong", err)
+				}
+				if strings.HasPrefix(tt.wantErrText, "provider run failed") != errors.Is(err, providers.ErrRunFailed) {
+					t.Errorf("errors.Is(%v, ErrRunFailed) is wrong", err)
+				}
+				return
 			}
 			if !tt.wantErr {
 				if err != nil {

@@ -5,6 +5,27 @@ import { marked } from './vendor/marked.esm.js';
 import DOMPurify from './vendor/purify.es.mjs';
 
 marked.setOptions({ gfm: true, breaks: false });
+// Task-list items render as text: agent Markdown gets no <input>.
+marked.use({ renderer: { checkbox({ checked }) { return checked ? '\u2611 ' : '\u2610 '; } } });
+
+// MARKDOWN_PURIFY is what agent Markdown may contain: plain HTML, but
+// nothing that acts on its own or submits to the API with the user's
+// cookie (a form, a button), styles the page, or embeds another document.
+// Forbidden elements are dropped (their text stays); event handler
+// attributes are never kept (DOMPurify's default, enforced again by the
+// hook below).
+const MARKDOWN_PURIFY = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: ['form', 'input', 'button', 'select', 'option', 'optgroup', 'datalist', 'textarea',
+    'output', 'style', 'link', 'meta', 'base', 'iframe', 'frame', 'frameset', 'object', 'embed',
+    'applet', 'portal', 'dialog', 'area', 'map'],
+  FORBID_ATTR: ['style', 'action', 'formaction', 'formmethod', 'formenctype', 'formtarget',
+    'formnovalidate', 'form', 'method', 'enctype', 'target', 'ping', 'popover', 'popovertarget',
+    'popovertargetaction'],
+};
+DOMPurify.addHook('uponSanitizeAttribute', (_node, data) => {
+  if (/^on/i.test(data.attrName)) data.keepAttr = false;
+});
 
 // el builds an element: el('div', {class: 'x', onclick: fn}, child, 'text').
 export function el(tag, attrs, ...children) {
@@ -26,7 +47,9 @@ export function el(tag, attrs, ...children) {
 // renderMarkdown sets node's content to sanitized HTML rendered from text.
 export function renderMarkdown(node, text) {
   const html = marked.parse(text || '', { async: false });
-  node.innerHTML = DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
+  node.innerHTML = DOMPurify.sanitize(html, MARKDOWN_PURIFY);
+  // Links open in a new tab that gets no handle on this page and no
+  // Referer.
   for (const a of node.querySelectorAll('a[href]')) {
     a.setAttribute('target', '_blank');
     a.setAttribute('rel', 'noopener noreferrer');

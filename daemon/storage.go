@@ -1,0 +1,365 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+)
+
+// DefaultStorageCheckEvery is how often the free space of the state
+// directory is checked (and unrecorded run ends are retried) when
+// ServiceOptions.StorageCheckEvery is 0.
+const DefaultStorageCheckEvery = 30 * time.Second
+
+// runStopped is the cause a run's context is cancelled with when the
+// daemon itself stops it: an append failed (storage), or the run or its
+// chat outgrew its byte bound.
+type runStopped struct {
+	msg     string // the terminal error event's message
+	storage bool   // the run's events could not be stored
+}
+
+func (e *runStopped) Error() string { return e.msg }
+
+// storageFailedMessage is the terminal error of a run whose events could
+// not be stored.
+func storageFailedMessage(err error) string {
+	if isStoreNoSpace(err) {
+		return "storage full: the run was stopped because its events could not be saved (no space left in the daemon's state directory); free space, then prompt again"
+	}
+	return "storage: the run was stopped because its events could not be saved: " + err.Error()
+}
+
+// repair is the end of a chat's run that still has to be recorded: the
+// running mark cleared, and the events in the same transaction.
+type repair struct {
+	msg       string // terminal error message; "" = only clear the mark
+	restarted bool   // restart recovery: system/daemon_restarted first
+	provider  string // for daemon_restarted's data
+}
+
+var errNothingToRepair = errors.New("chat is not marked running")
+
+// storageGuard is the prompt service's part that keeps the store honest
+// when space runs out: it checks free space before each run and every
+// interval, bounds what runs and chats store, and records run ends that
+// could not be written when they happened, as soon as they can be.
+type storageGuard struct {
+	store   Store
+	hub     *Hub
+	log     hclog.Logger
+	metrics *Metrics
+
+	dir     string // state directory; "" = no free-space check
+	minFree int64  // 0 = no check
+	maxRun  int64  // 0 = unbounded
+	maxChat int64  // 0 = unbounded
+	every   time.Duration
+
+	mu      sync.Mutex
+	repairs map[string]repair // chat id -> its unrecorded run end
+	lowLog  bool              // the last periodic check found too little space
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func newStorageGuard(o ServiceOptions, hub *Hub, log hclog.Logger) *storageGuard {
+	g := &storageGuard{store: o.Store, hub: hub, log: log, metrics: o.Metrics, dir: o.StateDir,
+		minFree: o.MinFree, maxRun: o.MaxRunBytes, maxChat: o.MaxChatBytes, every: o.StorageCheckEvery,
+		repairs: map[string]repair{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if g.every <= 0 {
+		g.every = DefaultStorageCheckEvery
+	}
+	go g.watch()
+	return g
+}
+
+// close stops the periodic check.
+func (g *storageGuard) close() {
+	g.stopOnce.Do(func() { close(g.stop) })
+	<-g.done
+}
+
+func (g *storageGuard) watch() {
+	defer close(g.done)
+	t := time.NewTicker(g.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+			g.check()
+		}
+	}
+}
+
+// check is the periodic check: free space (logged when it crosses
+// min_free, exported as a metric) and the unrecorded run ends.
+func (g *storageGuard) check() {
+	if g.dir != "" {
+		free, err := freeBytes(g.dir)
+		if err != nil {
+			g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
+		} else {
+			g.metrics.setStateFree(free)
+			low := g.minFree > 0 && free < g.minFree
+			g.mu.Lock()
+			was := g.lowLog
+			g.lowLog = low
+			g.mu.Unlock()
+			switch {
+			case low && !was:
+				g.log.Error("state directory short of space: prompts are refused (507 storage_full) until space is freed",
+					"dir", g.dir, "free", formatBytes(free), "min_free", formatBytes(g.minFree))
+			case !low && was:
+				g.log.Info("state directory has space again: prompts are accepted", "dir", g.dir, "free", formatBytes(free))
+			}
+		}
+	}
+	g.retryAll()
+}
+
+// freeBytes returns the space an unprivileged writer may still use on
+// dir's filesystem.
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// storageFull is the 507 answered while free space is below min_free.
+func (g *storageGuard) storageFull(free int64) error {
+	return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeStorageFull, Message: fmt.Sprintf(
+		"storage full: %s free in the daemon's state directory, below [daemon] min_free (%s); free space, then prompt again",
+		formatBytes(free), formatBytes(g.minFree))}
+}
+
+// beforeRun is checked before a run of chatID starts: the chat's last run
+// end is recorded, the state directory has min_free free, and the chat is
+// under max_chat_bytes.
+func (g *storageGuard) beforeRun(chatID string) error {
+	g.mu.Lock()
+	r, pending := g.repairs[chatID]
+	if pending {
+		if err := g.applyLocked(chatID, r); err != nil {
+			g.mu.Unlock()
+			if isStoreNoSpace(err) {
+				free, _ := freeBytes(g.dir)
+				return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeStorageFull, Err: err, Message: fmt.Sprintf(
+					"storage full: the end of this chat's last run could not be saved yet (%s free in the daemon's state directory); free space, then prompt again", formatBytes(free))}
+			}
+			return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeStorageFull, Err: err,
+				Message: "storage: the end of this chat's last run could not be saved yet; try again later"}
+		}
+		g.forgetLocked(chatID)
+	}
+	g.mu.Unlock()
+	if g.dir != "" && g.minFree > 0 {
+		free, err := freeBytes(g.dir)
+		if err != nil {
+			g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
+		} else if g.metrics.setStateFree(free); free < g.minFree {
+			return g.storageFull(free)
+		}
+	}
+	if g.maxChat > 0 {
+		n, err := g.store.EventBytes(chatID)
+		if err != nil {
+			return fmt.Errorf("size of chat %s: %w", chatID, err)
+		}
+		if n >= g.maxChat-chatSlack(g.maxChat) {
+			return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: fmt.Sprintf(
+				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, formatBytes(n), formatBytes(g.maxChat))}
+		}
+	}
+	return nil
+}
+
+// chatSlack is how close to max_chat_bytes a chat counts as full: a run
+// stopped at the bound leaves the chat just under it, and a prompt that
+// could store only a few more bytes would be stopped at once.
+func chatSlack(maxChat int64) int64 { return min(maxChat/16, 1<<20) }
+
+// budget returns how many event bytes a run of chatID may store from now
+// (0 = unbounded) and the message its run ends with when it needs more.
+func (g *storageGuard) budget(chatID string) (int64, string) {
+	limit, msg := g.maxRun, fmt.Sprintf("run output exceeds max_run_bytes (%s)", formatBytes(g.maxRun))
+	if g.maxChat > 0 {
+		n, err := g.store.EventBytes(chatID)
+		if err != nil {
+			g.log.Warn("size of chat", "chat", chatID, "error", err)
+		}
+		if left := max(g.maxChat-n, 1); limit == 0 || left < limit {
+			limit, msg = left, fmt.Sprintf("chat exceeds max_chat_bytes (%s): start a new chat", formatBytes(g.maxChat))
+		}
+	}
+	return limit, msg
+}
+
+// endRun records the end of a run whose events could not all be stored:
+// the terminal error and the cleared running mark, in one transaction.
+// When that cannot be written either, connected clients get the error
+// live (without a seq) and it is retried until it is stored.
+func (g *storageGuard) endRun(chatID, msg string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := repair{msg: msg}
+	err := g.applyLocked(chatID, r)
+	if err == nil {
+		return
+	}
+	g.log.Error("could not save the end of a run; clients were told live, retrying", "chat", chatID, "error", err)
+	g.hub.Broadcast(chatID, api.Event{Type: api.EventError, Message: msg, T: time.Now().UnixMilli()})
+	g.rememberLocked(chatID, r)
+}
+
+// clearRunning clears the chat's running mark, or retries it later.
+func (g *storageGuard) clearRunning(chatID string, cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.applyLocked(chatID, repair{}); err != nil {
+		g.log.Error("could not clear a chat's running mark; retrying", "chat", chatID, "error", err, "cause", cause)
+		g.rememberLocked(chatID, repair{})
+	}
+}
+
+// recoverChat records a run interrupted by a restart: exactly one
+// system/daemon_restarted and error, with the running mark cleared, in one
+// transaction. A chat that cannot be repaired now is logged, counted in
+// remoted_chats_unrepaired and retried; start-up goes on.
+func (g *storageGuard) recoverChat(c api.Chat) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, pending := g.repairs[c.ID]; pending {
+		return
+	}
+	r := repair{msg: msgInterruptedByRestart, restarted: true, provider: c.Provider}
+	if err := g.applyLocked(c.ID, r); err != nil {
+		g.log.Error("could not record a run interrupted by the restart; serving anyway and retrying", "chat", c.ID, "provider", c.Provider, "error", err)
+		g.rememberLocked(c.ID, r)
+		return
+	}
+	g.log.Warn("run interrupted by restart", "chat", c.ID, "provider", c.Provider)
+}
+
+// retryAll tries every unrecorded run end once.
+func (g *storageGuard) retryAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, r := range g.repairs {
+		if err := g.applyLocked(id, r); err != nil {
+			g.log.Debug("run end still not saved", "chat", id, "error", err)
+			continue
+		}
+		g.log.Info("saved the end of a run that could not be saved before", "chat", id)
+		g.forgetLocked(id)
+	}
+}
+
+// unrepaired returns the ids of chats whose run end is not recorded yet.
+func (g *storageGuard) unrepaired() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.repairs))
+	for id := range g.repairs {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (g *storageGuard) rememberLocked(chatID string, r repair) {
+	g.repairs[chatID] = r
+	g.metrics.setUnrepaired(len(g.repairs))
+}
+
+func (g *storageGuard) forgetLocked(chatID string) {
+	delete(g.repairs, chatID)
+	g.metrics.setUnrepaired(len(g.repairs))
+}
+
+// applyLocked writes r in one transaction, only while the chat is still
+// marked running (so a retry after a success writes nothing), and
+// broadcasts what it stored. A chat that is gone or no longer running
+// needs nothing.
+func (g *storageGuard) applyLocked(chatID string, r repair) error {
+	_, evs, err := g.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
+		if !c.Running {
+			return nil, errNothingToRepair
+		}
+		c.Running = false
+		now := time.Now()
+		var out []api.Event
+		if r.restarted {
+			data, _ := jsonMarshal(map[string]string{"provider": r.provider})
+			out = append(out, api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data, T: now.UnixMilli()})
+		} else {
+			c.LastMessageAt = now
+		}
+		if r.msg != "" {
+			out = append(out, api.Event{Type: api.EventError, Message: r.msg, T: now.UnixMilli()})
+		}
+		return out, nil
+	})
+	if errors.Is(err, errNothingToRepair) || isStoreNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		g.metrics.appendFailed()
+		return err
+	}
+	for _, ev := range evs {
+		g.metrics.eventAppended()
+		g.hub.Broadcast(chatID, ev)
+	}
+	return nil
+}
+
+// eventBytes approximates the stored size of ev (its JSON without seq):
+// the variable fields plus a fixed allowance for keys and framing.
+func eventBytes(ev api.Event) int64 {
+	n := 48 + len(ev.Type)
+	for _, f := range []string{ev.TurnID, ev.Text, ev.MessageID, ev.ID, ev.Name, ev.Output, ev.ToolName, ev.Subtype,
+		ev.SessionID, ev.Provider, ev.Message, ev.InteractionID, ev.Status} {
+		if f != "" {
+			n += len(f) + 16
+		}
+	}
+	for _, f := range [][]byte{ev.Input, ev.Data, ev.Usage, ev.Native} {
+		if len(f) > 0 {
+			n += len(f) + 12
+		}
+	}
+	return int64(n)
+}
+
+// formatBytes writes n in the largest binary unit below it, e.g. "64 MiB",
+// "1.5 GiB", "512 B".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	s := fmt.Sprintf("%.1f", v)
+	if v == float64(int64(v)) {
+		s = fmt.Sprintf("%d", int64(v))
+	}
+	return s + " " + string("KMGTP"[exp]) + "iB"
+}
