@@ -364,6 +364,18 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 		t.Fatalf("the run went on before the approval was answered:\n%s", text)
 	}
 	screenshot(t, ctx, "e2e-codex-approval")
+	// The card says what will run and where, as a person reads it.
+	q := eval[string](t, ctx, `document.querySelector('.interaction.pending .approval-question').innerText`)
+	if !strings.HasPrefix(q, "Run ") || !strings.Contains(q, "echo approved-e2e") || !strings.HasSuffix(q, " in "+s.work+"?") {
+		t.Errorf("approval question = %q, want Run `…echo approved-e2e…` in %s?", q, s.work)
+	}
+	if text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`); strings.Contains(text, "requestApproval") {
+		t.Errorf("the raw method name is shown:\n%s", text)
+	}
+	// The live sidebar (GET /ws/workspace from the real daemon) marks the
+	// chat as waiting.
+	steps(t, ctx, "sidebar shows waiting",
+		waitJS(`!!document.querySelector('#side-chats li.current .badge.waiting')`))
 	steps(t, ctx, "accept and finish",
 		chromedp.Click(chromedp.CSS(".interaction.pending button.accept")),
 		waitJS(`!!document.querySelector('.interaction.resolved')`),
@@ -371,6 +383,7 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`),
 	)
 	screenshot(t, ctx, "e2e-codex-accepted")
+	steps(t, ctx, "sidebar badge cleared", waitJS(`!document.querySelector('#side-chats li.current .badge')`))
 	text := eval[string](t, ctx, `document.querySelector('#chat-log').innerText`)
 	if !strings.Contains(text, "approved-e2e") {
 		t.Errorf("the approved command's output is not shown:\n%s", text)

@@ -110,13 +110,6 @@ func (d *scriptDaemon) chat(id string) api.Chat {
 	return d.chats[0]
 }
 
-// wsChat is a chat as the workspace socket carries it, with the
-// attention flag the page reads.
-type wsChat struct {
-	api.Chat
-	NeedsAttention bool `json:"needsAttention,omitempty"`
-}
-
 // upsertChat adds or replaces a chat and sends chat.upsert to every
 // workspace socket.
 func (d *scriptDaemon) upsertChat(c api.Chat, attention bool) {
@@ -133,7 +126,11 @@ func (d *scriptDaemon) upsertChat(c api.Chat, attention bool) {
 		d.chats = append(d.chats, c)
 	}
 	for ws := range d.wsConns {
-		_ = ws.WriteJSON(map[string]any{"type": "chat.upsert", "chat": wsChat{c, attention}})
+		wc := c
+		if attention {
+			wc.Attention = "approval"
+		}
+		_ = ws.WriteJSON(map[string]any{"type": "chat.upsert", "chat": wc})
 	}
 }
 

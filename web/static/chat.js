@@ -75,6 +75,12 @@ export class ChatView {
     this.log.append(this.seg.node);
     this.onKey = (e) => this.key(e);
     document.addEventListener('keydown', this.onKey);
+    // A rename elsewhere (another tab, the daemon's own title) shows here.
+    this.onWorkspace = () => {
+      const c = workspace.chats.get(this.id);
+      if (c && this.chat && c.title && c.title !== this.chat.title) this.showMeta({ ...this.chat, title: c.title });
+    };
+    workspace.addEventListener('change', this.onWorkspace);
     workspace.setOpen(this.id);
     this.loadMeta();
     this.loadUsage();
@@ -207,6 +213,7 @@ export class ChatView {
   destroy() {
     this.closed = true;
     document.removeEventListener('keydown', this.onKey);
+    workspace.removeEventListener('change', this.onWorkspace);
     workspace.setOpen('');
     if (this.ws) this.ws.close(1000, 'view closed');
     clearTimeout(this.retryTimer);

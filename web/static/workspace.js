@@ -8,9 +8,10 @@ import { api, wsURL } from './lib.js';
 const SEEN_KEY = 'remote.seen';
 const POLL_MS = 15000;
 
-// waiting reports whether a chat waits for its user (an approval).
+// waiting reports whether a chat waits for its user: api.Chat's live
+// attention ("approval" while a run waits for an answer).
 export function waiting(c) {
-  return !!(c && (c.needsAttention || c.waitingForInput || c.pendingInteractions > 0));
+  return !!(c && c.attention);
 }
 
 function chatTime(c) {
@@ -82,7 +83,7 @@ class Workspace extends EventTarget {
         if (!polled) this.live = true;
         const old = this.chats;
         this.chats = new Map((msg.chats || []).map((c) => [c.id, c]));
-        this.projects = new Map((msg.projects || []).map((p) => [p.name || p.id, p]));
+        this.projects = new Map((msg.projects || []).map((p) => [p.id || p.name, p]));
         if (this.firstRun) {
           for (const c of this.chats.values()) this.seen[c.id] = chatTime(c);
           this.firstRun = false;
@@ -107,7 +108,7 @@ class Workspace extends EventTarget {
         this.chats.delete(msg.id);
         break;
       case 'project.upsert':
-        if (msg.project) this.projects.set(msg.project.name || msg.project.id, msg.project);
+        if (msg.project) this.projects.set(msg.project.id || msg.project.name, msg.project);
         break;
       case 'project.delete':
         this.projects.delete(msg.id);
