@@ -121,7 +121,7 @@ export function diffView(files) {
 export function toolCard(ev) {
   const name = ev.name || ev.toolName || 'tool';
   const state = el('span', { class: 'tool-state' }, 'running');
-  const out = el('pre', { class: 'tool-output' });
+  const out = el('pre', { class: 'tool-output', hidden: true });
   const diffs = fileDiffs(name, ev.input);
   const body = [];
   if (diffs && diffs.length) body.push(diffView(diffs));
