@@ -9,4 +9,7 @@
 // It imports api (the wire types), hclog and bcrypt; never daemon, and not
 // config either: cmd/remote-web maps the TOML onto Options. The page's
 // browser libraries under static/vendor are vendored by `make vendor-web`.
+// The page (static/*.js) opens chats by history pages, follows
+// /ws/workspace for its sidebar and notifies while hidden; only its tests
+// import daemon/store, to seed a long chat into a real store.
 package web
