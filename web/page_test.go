@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
-	"remote/internal/testkit"
 )
 
 // routes adds the scripted daemon's history, rename, usage and workspace
@@ -482,6 +479,12 @@ func TestPagePhone375(t *testing.T) {
 	steps(t, ctx, "phone viewport", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 	fits := func(name string) {
 		t.Helper()
+		unlabeled := eval[[]string](t, ctx, `[...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
+			.filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+			.map(e => e.outerHTML.slice(0, 80))`)
+		if len(unlabeled) > 0 {
+			t.Errorf("%s has controls without a label: %q", name, unlabeled)
+		}
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
 			t.Errorf("%s is %d px wide at 375", name, w)
 		}
@@ -526,8 +529,6 @@ func TestPagePhone375(t *testing.T) {
 	fits("usage")
 	steps(t, ctx, "login", chromedp.Navigate(hs.URL+"/login"), chromedp.WaitVisible(chromedp.CSS(`#username`)))
 	fits("login")
-	labels := eval[int](t, ctx, `0`)
-	_ = labels
 }
 
 // heapBytes is the page's JS heap in use after a garbage collection.
@@ -541,7 +542,3 @@ func heapBytes(ctx context.Context, tg *chromedp.Target) (float64, error) {
 	}
 	return res.UsedSize, nil
 }
-
-var _ = os.Getenv
-var _ = filepath.Join
-var _ = testkit.Root

@@ -200,8 +200,8 @@ const APPROVAL_POLICIES = [
 function newChatForm() {
   const provider = el('select', { id: 'new-provider', name: 'provider', required: true });
   const project = el('select', { id: 'new-project', name: 'project' }, el('option', { value: '' }, '(none: on the host)'));
-  const cwd = el('input', { id: 'new-cwd', name: 'cwd', placeholder: 'working directory (optional)' });
-  const title = el('input', { id: 'new-title', name: 'title', placeholder: 'title (optional)' });
+  const cwd = el('input', { id: 'new-cwd', name: 'cwd', 'aria-label': 'Working directory', placeholder: 'working directory (optional)' });
+  const title = el('input', { id: 'new-title', name: 'title', 'aria-label': 'Title', placeholder: 'title (optional)' });
   // Approvals and effort are offered only where the provider's
   // capabilities declare them (approvals: Codex and MiniMax).
   const approval = el('select', { id: 'new-approval', name: 'approvalPolicy' },
@@ -255,8 +255,8 @@ function newChatForm() {
 
 async function projectsView() {
   const list = el('div', { id: 'project-list' }, el('p', { class: 'muted' }, 'Loading…'));
-  const name = el('input', { id: 'project-name', name: 'name', placeholder: 'name', required: true });
-  const image = el('input', { id: 'project-image', name: 'image', placeholder: 'image (optional)' });
+  const name = el('input', { id: 'project-name', name: 'name', 'aria-label': 'Project name', placeholder: 'name', required: true });
+  const image = el('input', { id: 'project-image', name: 'image', 'aria-label': 'Image', placeholder: 'image (optional)' });
   const err = el('div', {});
   const form = el('form', { id: 'new-project-form', class: 'row-form' }, name, image,
     el('button', { type: 'submit', id: 'create-project' }, 'Create project'), err);
@@ -301,8 +301,8 @@ function projectCard(p, list) {
     }
   };
   const secrets = el('ul', { class: 'secrets' });
-  const key = el('input', { placeholder: 'KEY', pattern: '[A-Za-z_][A-Za-z0-9_]*', required: true, class: 'secret-key' });
-  const value = el('input', { placeholder: 'value', type: 'password', autocomplete: 'off', required: true, class: 'secret-value' });
+  const key = el('input', { 'aria-label': 'Secret name', placeholder: 'KEY', pattern: '[A-Za-z_][A-Za-z0-9_]*', required: true, class: 'secret-key' });
+  const value = el('input', { 'aria-label': 'Secret value', placeholder: 'value', type: 'password', autocomplete: 'off', required: true, class: 'secret-value' });
   const secretForm = el('form', { class: 'row-form' }, key, value, el('button', { type: 'submit' }, 'Set secret'));
   const loadSecrets = async () => {
     try {
