@@ -67,12 +67,16 @@ type Options struct {
 
 // Provider runs Codex. It is safe for concurrent runs.
 type Provider struct {
-	cfg  providers.AdapterConfig
-	opts Options
-	log  hclog.Logger
+	cfg   providers.AdapterConfig
+	opts  Options
+	log   hclog.Logger
+	probe *runner.Probe
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider         = (*Provider)(nil)
+	_ providers.ReadinessChecker = (*Provider)(nil)
+)
 
 // New returns the Codex adapter. cfg.Binary defaults to "codex"; cfg.Args
 // are appended after `app-server` (e.g. `-c key=value` overrides); cfg.Env
@@ -90,7 +94,21 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 	if cfg.Binary == "" {
 		cfg.Binary = "codex"
 	}
-	return &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
+	p := &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
+	p.probe = &runner.Probe{
+		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedCodexVersion,
+		Env: func() []string {
+			env, _, _ := p.hostEnv(nil)
+			return env
+		},
+		ParseVersion: ParseVersion,
+		Auth:         loginStatus,
+		Install:      "install Codex (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.codex] binary",
+	}
+	if cfg.Host == nil {
+		p.probe.Launcher = &runner.HostLauncher{}
+	}
+	return p
 }
 
 // ID returns providers.Codex.
@@ -148,16 +166,10 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		if p.cfg.Host == nil {
 			return fmt.Errorf("codex: host run: %w", ErrNotWired)
 		}
-		extra := map[string]string{}
-		for k, v := range p.cfg.Env {
-			extra[k] = v
+		env, _, err := p.hostEnv(req.RuntimeEnv)
+		if err != nil {
+			return err
 		}
-		for k, v := range req.RuntimeEnv {
-			extra[k] = v
-		}
-		extra["CODEX_HOME"] = home
-		delete(extra, "OPENAI_API_KEY")
-		env := runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY")
 		settings.Cwd = req.Cwd
 		hcfg.Settings = settings
 		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
