@@ -19,6 +19,10 @@ const (
 	AuthAPIKey       = "api-key"      // an API key (refused for Codex, S13)
 	AuthNone         = "none"         // not logged in
 	AuthUnknown      = "unknown"      // the CLI could not say
+	// AuthModelProvider: Codex configured with a custom model provider
+	// ([model_providers.<id>] with its own endpoint and env_key), which
+	// needs no login.
+	AuthModelProvider = "model-provider"
 )
 
 // Readiness says whether a provider's CLI can take a prompt on this host

@@ -25,11 +25,11 @@ func ParseVersion(out string) string {
 // authStatus runs `claude auth status` (JSON; exit 1 when logged out) and
 // keeps only loggedIn and authMethod: the rest (e-mail, organisation) is
 // never passed on.
-func authStatus(ctx context.Context, run runner.ProbeRun) runner.AuthStatus {
+func authStatus(ctx context.Context, host runner.ProbeHost) runner.AuthStatus {
 	// The exit status only repeats loggedIn; output that is not the JSON
 	// (an older CLI without `auth status`) leaves the login unknown, which
 	// does not block prompts.
-	out, _, _ := run(ctx, "auth", "status")
+	out, _, _ := host.Run(ctx, "auth", "status")
 	var st struct {
 		LoggedIn   bool   `json:"loggedIn"`
 		AuthMethod string `json:"authMethod"`

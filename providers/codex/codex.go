@@ -102,7 +102,7 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 			return env
 		},
 		ParseVersion: ParseVersion,
-		Auth:         loginStatus,
+		Auth:         p.loginStatus,
 		Install:      "install Codex (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.codex] binary",
 	}
 	if cfg.Host == nil {

@@ -3,6 +3,8 @@ package codex
 import (
 	"context"
 	"maps"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"remote/providers"
@@ -53,8 +55,13 @@ func (p *Provider) Invalidate() { p.probe.Invalidate() }
 // loginStatus reads `codex login status` (its lines go to stderr; exit 1
 // when logged out). Only the kind of login is kept: the masked key Codex
 // prints for an API-key login is never passed on.
-func loginStatus(ctx context.Context, run runner.ProbeRun) runner.AuthStatus {
-	stdout, stderr, err := run(ctx, "login", "status")
+func (p *Provider) loginStatus(ctx context.Context, host runner.ProbeHost) runner.AuthStatus {
+	if mp := p.modelProvider(ctx, host); mp != "" && mp != "openai" {
+		// A custom [model_providers] entry brings its own endpoint and key
+		// (env_key): Codex needs no login for it.
+		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthModelProvider}
+	}
+	stdout, stderr, err := host.Run(ctx, "login", "status")
 	out := stdout + "\n" + stderr
 	switch {
 	case strings.Contains(out, "Not logged in"):
@@ -67,4 +74,39 @@ func loginStatus(ctx context.Context, run runner.ProbeRun) runner.AuthStatus {
 		return runner.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
 	}
 	return runner.AuthStatus{Auth: providers.AuthUnknown}
+}
+
+var tableRE = regexp.MustCompile(`(?m)^\s*\[`)
+
+var modelProviderRE = regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*["']([^"'\n]+)["']`)
+
+// modelProvider is the model provider the runs use: a `-c model_provider=`
+// in the configured args, else the top-level model_provider of
+// CODEX_HOME/config.toml (read as the host user); "" when neither names one.
+func (p *Provider) modelProvider(ctx context.Context, host runner.ProbeHost) string {
+	for i, a := range p.cfg.Args {
+		kv := strings.TrimPrefix(a, "--config=")
+		if (a == "-c" || a == "--config") && i+1 < len(p.cfg.Args) {
+			kv = p.cfg.Args[i+1]
+		}
+		if v, ok := strings.CutPrefix(kv, "model_provider="); ok {
+			return strings.Trim(v, `"'`)
+		}
+	}
+	home, err := p.HostCodexHome()
+	if err != nil {
+		return ""
+	}
+	b, err := host.ReadFile(ctx, filepath.Join(home, "config.toml"))
+	if err != nil {
+		return ""
+	}
+	// Only the part before the first table is top level.
+	if i := tableRE.FindIndex(b); i != nil {
+		b = b[:i[0]]
+	}
+	if m := modelProviderRE.FindSubmatch(b); m != nil {
+		return string(m[1])
+	}
+	return ""
 }

@@ -76,3 +76,13 @@ func TestReadinessCodexMissingBinary(t *testing.T) {
 		t.Errorf("action = %q, want %q", r.Action, want)
 	}
 }
+
+// A CODEX_HOME configured with a custom model provider (the fake's
+// config.toml, env_key auth) needs no login: ready, auth model-provider.
+func TestReadinessCodexModelProvider(t *testing.T) {
+	e := newEnv(t)
+	r := e.p.Readiness(context.Background())
+	if !r.Ready || !r.LoggedIn || r.Auth != providers.AuthModelProvider || r.Action != "" {
+		t.Fatalf("got %+v", r)
+	}
+}

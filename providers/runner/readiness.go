@@ -29,6 +29,14 @@ const (
 // (*providers.ExitError for a non-zero exit).
 type ProbeRun func(ctx context.Context, args ...string) (stdout, stderr string, err error)
 
+// ProbeHost is what a login check may do on the host, as the host user:
+// run the probed binary, or read a file (through cat, so the host user's
+// permissions apply; at most 64 KiB).
+type ProbeHost struct {
+	Run      ProbeRun
+	ReadFile func(ctx context.Context, path string) ([]byte, error)
+}
+
 // AuthStatus is what a provider's login check found. Action is the line
 // to show when LoggedIn is false.
 type AuthStatus struct {
@@ -53,7 +61,7 @@ type Probe struct {
 	// ParseVersion extracts the version from `--version` output.
 	ParseVersion func(out string) string
 	// Auth checks the login; nil reports providers.AuthUnknown as ready.
-	Auth func(ctx context.Context, run ProbeRun) AuthStatus
+	Auth func(ctx context.Context, host ProbeHost) AuthStatus
 	// Install is the action line when the binary is missing.
 	Install string
 	TTL     time.Duration // DefaultReadyTTL when zero
@@ -133,7 +141,10 @@ func (p *Probe) check(ctx context.Context) providers.Readiness {
 	if p.Auth == nil {
 		r.Ready = true
 	} else {
-		st := p.Auth(ctx, run)
+		st := p.Auth(ctx, ProbeHost{Run: run, ReadFile: func(ctx context.Context, file string) ([]byte, error) {
+			out, _, err := p.run(ctx, "cat", env, []string{"--", file})
+			return []byte(out), err
+		}})
 		r.LoggedIn, r.Auth = st.LoggedIn, st.Auth
 		r.Ready = st.LoggedIn || st.Auth == providers.AuthUnknown
 		if !r.Ready {
