@@ -351,3 +351,23 @@ type LXDInfo struct {
 	Server        string `json:"server,omitempty"`
 	Error         string `json:"error,omitempty"`
 }
+
+// Doctor check levels.
+const (
+	DoctorOK      = "ok"
+	DoctorWarn    = "warn"
+	DoctorProblem = "problem"
+)
+
+// DoctorCheck is one line of GET /v1/doctor.
+type DoctorCheck struct {
+	Name   string `json:"name"`   // e.g. "lxd", "socket", "provider claude"
+	Level  string `json:"level"`  // ok, warn or problem
+	Detail string `json:"detail"` // what was found, or what to do
+}
+
+// DoctorReport is GET /v1/doctor: the host checks remotectl doctor prints.
+type DoctorReport struct {
+	OK     bool          `json:"ok"` // no check is a problem
+	Checks []DoctorCheck `json:"checks"`
+}

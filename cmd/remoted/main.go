@@ -257,7 +257,11 @@ func run(args []string) error {
 		DefaultCwd:      hostUser.Home,
 		LXD:             lxd,
 		Projects:        projects.Chats,
-		RouteProviders:  projects.Routes,
+		RouteProviders: append(projects.Routes, &daemon.Doctor{
+			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
+			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
+		}),
 		Notify:          daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
 	if err != nil {
