@@ -63,6 +63,10 @@ type Options struct {
 	// InterruptTimeout bounds the wait for an interrupted turn to end (S22);
 	// codexharness.DefaultInterval when zero.
 	InterruptTimeout time.Duration
+	// RetryLimit bounds a turn that only retries (an unreachable model
+	// endpoint) before the run fails; codexharness.DefaultRetryLimit when
+	// zero.
+	RetryLimit time.Duration
 }
 
 // Provider runs Codex. It is safe for concurrent runs.
@@ -160,7 +164,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	args := append([]string{"app-server"}, p.cfg.Args...)
 	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
-		ExitGrace: p.cfg.ExitGrace}
+		ExitGrace: p.cfg.ExitGrace, RetryLimit: p.opts.RetryLimit}
 
 	if !inContainer {
 		if p.cfg.Host == nil {

@@ -22,6 +22,10 @@ const (
 	StatusFailed      = "failed"
 )
 
+// StatusRetrying is the transient turn.status of a Codex retry notice
+// (an `error` notification with willRetry); its Message is Codex's text.
+const StatusRetrying = "retrying"
+
 // Usage is the normalized token usage carried by usage.updated and
 // run.completed: the last model call's breakdown (S20) and the context
 // window the server reported.
@@ -512,11 +516,16 @@ func (p *Parser) errorEvent(m Message, bp baseParams) []providers.Event {
 	if json.Unmarshal(m.Params, &ep) != nil || ep.Error.Message == "" {
 		return []providers.Event{p.native(m, bp)}
 	}
-	ev := providers.Event{Type: providers.EventError, Message: ep.Error.Message, Status: "retrying",
-		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}
 	if ep.WillRetry {
-		return []providers.Event{ev}
+		// A notice that Codex retries ("Reconnecting... 2/5", "waiting for
+		// network") is transient: a turn status, never an error event.
+		data, _ := json.Marshal(map[string]any{"message": ep.Error.Message, "willRetry": true,
+			"codexErrorInfo": nonNull(ep.Error.CodexErrorInfo)})
+		return []providers.Event{{Type: providers.EventTurnStatus, Status: StatusRetrying, Message: ep.Error.Message,
+			Data: bound(data), Native: p.envelope(m, bp, false)}}
 	}
+	ev := providers.Event{Type: providers.EventError, Message: ep.Error.Message,
+		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}
 	// A terminal error precedes the failed turn/completed that repeats it:
 	// hold it so the chat shows the failure once (run.failed).
 	ev.Status = "terminal"
