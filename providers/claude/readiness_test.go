@@ -3,7 +3,10 @@ package claude
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +90,30 @@ func TestReadinessUntestedVersion(t *testing.T) {
 	want := `warning: version "9.9.9" is not the tested ` + providers.TestedClaudeVersion
 	if !strings.HasPrefix(r.Action, want) {
 		t.Errorf("action = %q, want prefix %q", r.Action, want)
+	}
+}
+
+// TestModelAliasesMatchCLI: every alias the real CLI's --help names for
+// --model is declared in Models.
+func TestModelAliasesMatchCLI(t *testing.T) {
+	bin := testkit.ClaudeBinary(t)
+	out, err := exec.Command(bin, "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := strings.Join(strings.Fields(string(out)), " ")
+	i := strings.Index(help, "--model <model>")
+	if i < 0 {
+		t.Fatalf("--help has no --model:\n%s", out)
+	}
+	line := help[i:min(len(help), i+240)]
+	aliases := regexp.MustCompile(`'([a-z]+)'`).FindAllStringSubmatch(line, -1)
+	if len(aliases) == 0 {
+		t.Fatalf("no aliases in %q", line)
+	}
+	for _, m := range aliases {
+		if !slices.Contains(Models, m[1]) {
+			t.Errorf("the CLI names alias %q, Models is %v", m[1], Models)
+		}
 	}
 }
