@@ -343,6 +343,27 @@ type ProviderInfo struct {
 	Label        string          `json:"label"`
 	Enabled      bool            `json:"enabled"`
 	Capabilities json.RawMessage `json:"capabilities"`
+	// Readiness is the host CLI's state; absent for a disabled provider or
+	// one whose adapter cannot tell.
+	Readiness *ProviderReadiness `json:"readiness,omitempty"`
+}
+
+// ProviderReadiness says whether a provider's CLI can take a loose-chat
+// prompt on the host now (GET /v1/providers, remotectl providers/doctor).
+type ProviderReadiness struct {
+	Ready         bool   `json:"ready"`
+	BinaryFound   bool   `json:"binaryFound"`
+	Binary        string `json:"binary"` // resolved path, or the configured name when not found
+	Version       string `json:"version,omitempty"`
+	TestedVersion string `json:"testedVersion,omitempty"`
+	Tested        bool   `json:"tested"`
+	LoggedIn      bool   `json:"loggedIn"`
+	// Auth is "subscription", "api-key", "none" or "unknown".
+	Auth string `json:"auth"`
+	// Action is one line of what to do when not ready (or a warning, such
+	// as an untested version, when ready).
+	Action    string    `json:"action,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
 }
 
 // Info is GET /v1/info.
@@ -359,4 +380,24 @@ type LXDInfo struct {
 	ServerVersion string `json:"serverVersion,omitempty"`
 	Server        string `json:"server,omitempty"`
 	Error         string `json:"error,omitempty"`
+}
+
+// Doctor check levels.
+const (
+	DoctorOK      = "ok"
+	DoctorWarn    = "warn"
+	DoctorProblem = "problem"
+)
+
+// DoctorCheck is one line of GET /v1/doctor.
+type DoctorCheck struct {
+	Name   string `json:"name"`   // e.g. "lxd", "socket", "provider claude"
+	Level  string `json:"level"`  // ok, warn or problem
+	Detail string `json:"detail"` // what was found, or what to do
+}
+
+// DoctorReport is GET /v1/doctor: the host checks remotectl doctor prints.
+type DoctorReport struct {
+	OK     bool          `json:"ok"` // no check is a problem
+	Checks []DoctorCheck `json:"checks"`
 }

@@ -229,6 +229,11 @@ func (c *Client) Providers(ctx context.Context) ([]api.ProviderInfo, error) {
 	return fetch[[]api.ProviderInfo](ctx, c, http.MethodGet, "/v1/providers", nil, nil)
 }
 
+// Doctor runs the daemon's host checks (GET /v1/doctor).
+func (c *Client) Doctor(ctx context.Context) (api.DoctorReport, error) {
+	return fetch[api.DoctorReport](ctx, c, http.MethodGet, "/v1/doctor", nil, nil)
+}
+
 // CreateChat creates a chat (POST /v1/chats) and returns it.
 func (c *Client) CreateChat(ctx context.Context, req api.CreateChatRequest) (api.Chat, error) {
 	return fetch[api.Chat](ctx, c, http.MethodPost, "/v1/chats", nil, req)

@@ -68,6 +68,7 @@ func (s *Server) providerInfos(r *http.Request) []api.ProviderInfo {
 					pi.Capabilities = b
 				}
 			}
+			pi.Readiness = readinessOf(r.Context(), e.Provider)
 		}
 		out = append(out, pi)
 	}

@@ -36,7 +36,11 @@ func fakeClaudeCLI(t *testing.T, body string) (bin, pidFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin, pidFile = filepath.Join(dir, "claude"), filepath.Join(dir, "pid")
-	script := "#!/bin/sh\necho $$ > " + pidFile + "\ncat > /dev/null\n" + body + "\n"
+	// It answers the readiness probes (--version, auth status) as the
+	// pinned CLI does, logged in with an API key.
+	probes := "case \"$1\" in --version) echo '" + providers.TestedClaudeVersion + " (Claude Code)'; exit 0;; " +
+		"auth) echo '{\"loggedIn\":true,\"authMethod\":\"api_key\"}'; exit 0;; esac\n"
+	script := "#!/bin/sh\n" + probes + "echo $$ > " + pidFile + "\ncat > /dev/null\n" + body + "\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

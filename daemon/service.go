@@ -182,6 +182,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	} else if err := s.checkProject(ctx, chat); err != nil {
 		return "", err
 	}
+	if err := checkReady(ctx, chat.Provider, p, chat); err != nil {
+		return "", err
+	}
 
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	run, err := s.hub.StartRun(chatID, cancel)

@@ -17,7 +17,8 @@ import (
 
 func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
-	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers", Run: runProviders})
+	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers: installed, version, login, what to do", Run: runProviders})
+	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
 	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
@@ -77,12 +78,82 @@ func runProviders(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printList(e, ps, "ID\tLABEL\tENABLED\tMODELS\tFEATURES", func(tw io.Writer) {
+	err = printList(e, ps, "ID\tLABEL\tENABLED\tREADY\tVERSION\tAUTH\tMODELS\tFEATURES", func(tw io.Writer) {
 		for _, p := range ps {
 			models, features := describeCapabilities(p.Capabilities)
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", p.ID, p.Label, p.Enabled, models, features)
+			ready, version, auth := describeReadiness(p)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Label, p.Enabled, ready, version, auth, models, features)
 		}
 	})
+	if err != nil || e.JSON {
+		return err
+	}
+	// What to do, one line per provider that needs something.
+	for _, p := range ps {
+		if r := p.Readiness; r != nil && r.Action != "" {
+			fmt.Fprintf(e.Stdout, "%s: %s\n", p.ID, r.Action)
+		}
+	}
+	return nil
+}
+
+// describeReadiness renders a provider's readiness for the table: ready
+// (yes, no, or - when the adapter reports none), the version (with
+// "untested" when it is not the tested one) and how it is logged in.
+func describeReadiness(p api.ProviderInfo) (ready, version, auth string) {
+	r := p.Readiness
+	if r == nil {
+		return "-", "-", "-"
+	}
+	ready, version, auth = "no", r.Version, r.Auth
+	if r.Ready {
+		ready = "yes"
+	}
+	switch {
+	case !r.BinaryFound:
+		version = "not installed"
+	case version == "":
+		version = "?"
+	case !r.Tested && r.TestedVersion != "":
+		version += " (untested)"
+	}
+	return ready, version, auth
+}
+
+// runDoctor prints the daemon's host checks, one line each, and fails
+// when any is a problem (or the daemon cannot be reached).
+func runDoctor(ctx context.Context, e *env, args []string) error {
+	if _, err := parseExact(e.newFlags("doctor"), args); err != nil {
+		return err
+	}
+	rep, err := e.Client.Doctor(ctx)
+	if err != nil {
+		fmt.Fprintf(e.Stdout, "problem  daemon: %v\n", err)
+		return fmt.Errorf("doctor: the daemon did not answer: %w", err)
+	}
+	if e.JSON {
+		if err := writeJSON(e.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		tw := newTable(e.Stdout)
+		for _, c := range rep.Checks {
+			fmt.Fprintf(tw, "%s\t%s:\t%s\n", c.Level, c.Name, c.Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	problems := 0
+	for _, c := range rep.Checks {
+		if c.Level == api.DoctorProblem {
+			problems++
+		}
+	}
+	if problems > 0 {
+		return fmt.Errorf("doctor: %d problem(s)", problems)
+	}
+	return nil
 }
 
 // describeCapabilities renders a provider's capabilities for a table: its

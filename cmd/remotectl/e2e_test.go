@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func startE2E(t *testing.T) *e2e {
+func startE2E(t *testing.T) *e2e { return startE2EWith(t, "") }
+
+// startE2EWith is startE2E with extra TOML appended to remoted's config.
+func startE2EWith(t *testing.T, extra string) *e2e {
 	if testing.Short() {
 		t.Skip("end-to-end test builds and runs remoted")
 	}
@@ -66,7 +69,7 @@ allowed_roots = [%q]
 [providers.claude]
 binary = %q
 env = { ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", HOME = %q }
-`, e.socket, filepath.Join(dir, "state"), dir, claude, model.URL, home)
+`, e.socket, filepath.Join(dir, "state"), dir, claude, model.URL, home) + extra
 	cfgPath := filepath.Join(dir, "remoted.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

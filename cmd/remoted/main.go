@@ -261,8 +261,12 @@ func run(args []string) error {
 		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
 		LXD:             lxd,
 		Projects:        projects.Chats,
-		RouteProviders:  projects.Routes,
-		Notify:          daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
+		RouteProviders: append(projects.Routes, &daemon.Doctor{
+			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
+			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
+		}),
+		Notify: daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
 	if err != nil {
 		return err

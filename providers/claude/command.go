@@ -18,7 +18,10 @@ const BrowserMCPConfigPath = "/root/.config/remote/browser-mcp.json"
 var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
 // Models are the model aliases offered to users; the CLI resolves them.
-var Models = []string{"opus", "sonnet", "haiku"}
+// They are the aliases the pinned CLI's own `--help` names for --model
+// ("fable", "opus", "sonnet") plus "haiku", from its alias list
+// (TestModelAliasesMatchCLI checks the help against this list).
+var Models = []string{"opus", "sonnet", "haiku", "fable"}
 
 // Args returns the CLI arguments for req (the prompt goes on stdin). With
 // inContainer, an enabled browser adds the published MCP configuration.

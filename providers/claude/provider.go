@@ -21,18 +21,34 @@ var ErrNotWired = errors.New("claude: project execution not configured")
 
 // Provider runs Claude Code. Create it with New.
 type Provider struct {
-	cfg providers.AdapterConfig
-	log hclog.Logger
+	cfg   providers.AdapterConfig
+	log   hclog.Logger
+	probe *runner.Probe
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider         = (*Provider)(nil)
+	_ providers.ReadinessChecker = (*Provider)(nil)
+)
 
 // New returns the Claude adapter. An empty cfg.Binary runs DefaultBinary;
 // a nil cfg.Host uses a runner.HostLauncher; a nil logger discards.
 func New(cfg providers.AdapterConfig) *Provider {
 	cfg = runner.HostDefaults(cfg, DefaultBinary)
-	return &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "claude")}
+	p := &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "claude")}
+	p.probe = &runner.Probe{
+		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedClaudeVersion,
+		Env:          func() []string { return runner.HostEnv(cfg.Env) },
+		ParseVersion: ParseVersion,
+		Auth:         authStatus,
+		Install:      "install Claude Code (npm install -g @anthropic-ai/claude-code@" + providers.TestedClaudeVersion + ") or set [providers.claude] binary",
+	}
+	return p
 }
+
+// Readiness reports the host CLI: found, version, login (`claude auth
+// status`, run as the host user with the runs' environment).
+func (p *Provider) Readiness(ctx context.Context) providers.Readiness { return p.probe.Readiness(ctx) }
 
 // ID returns providers.Claude.
 func (p *Provider) ID() providers.ProviderID { return providers.Claude }

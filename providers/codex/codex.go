@@ -23,7 +23,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,12 +50,21 @@ var ErrAPIKeyAuth = errors.New("codex auth record uses API-key authentication")
 // host Launcher, or a ProjectPreparer and ContainerLaunchers for projects.
 var ErrNotWired = errors.New("launcher not configured")
 
-// Models is the model catalog Capabilities declares (slugs bundled with
-// Codex 0.169); an empty RunRequest.Model lets Codex choose.
-var Models = []string{"gpt-5.5", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"}
+// Models is the fallback model catalog, declared only when the CLI's own
+// model/list cannot be read (see Capabilities); an empty RunRequest.Model
+// lets Codex choose.
+var Models = []string{"gpt-6.1-sol", "gpt-6-astra", "gpt-6-sol", "gpt-6-luna", "gpt-6.1-terra"}
 
-// Efforts are the reasoning efforts Codex accepts.
-var Efforts = []string{"minimal", "low", "medium", "high", "xhigh"}
+// Efforts are the fallback reasoning efforts.
+var Efforts = []string{"low", "medium", "high", "xhigh", "max", "ultra"}
+
+// Model list caching (Options.ModelsTTL's default, and how soon a failed
+// model/list is tried again).
+const (
+	DefaultModelsTTL  = 10 * time.Minute
+	modelsRetry       = time.Minute
+	modelsListTimeout = 15 * time.Second
+)
 
 // Options are Codex's own knobs beside the common AdapterConfig.
 type Options struct {
@@ -63,16 +74,33 @@ type Options struct {
 	// InterruptTimeout bounds the wait for an interrupted turn to end (S22);
 	// codexharness.DefaultInterval when zero.
 	InterruptTimeout time.Duration
+	// RetryLimit bounds a turn that only retries (an unreachable model
+	// endpoint) before the run fails; codexharness.DefaultRetryLimit when
+	// zero.
+	RetryLimit time.Duration
+	// ModelsTTL is how long the CLI's model/list is reused;
+	// DefaultModelsTTL when zero.
+	ModelsTTL time.Duration
 }
 
 // Provider runs Codex. It is safe for concurrent runs.
 type Provider struct {
-	cfg  providers.AdapterConfig
-	opts Options
-	log  hclog.Logger
+	cfg   providers.AdapterConfig
+	opts  Options
+	log   hclog.Logger
+	probe *runner.Probe
+
+	modelsMu   sync.Mutex
+	models     []string
+	defModel   string
+	efforts    []string
+	modelsNext time.Time // when to ask model/list again
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider         = (*Provider)(nil)
+	_ providers.ReadinessChecker = (*Provider)(nil)
+)
 
 // New returns the Codex adapter. cfg.Binary defaults to "codex"; cfg.Args
 // are appended after `app-server` (e.g. `-c key=value` overrides); cfg.Env
@@ -90,7 +118,21 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 	if cfg.Binary == "" {
 		cfg.Binary = "codex"
 	}
-	return &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
+	p := &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
+	p.probe = &runner.Probe{
+		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedCodexVersion,
+		Env: func() []string {
+			env, _, _ := p.hostEnv(nil)
+			return env
+		},
+		ParseVersion: ParseVersion,
+		Auth:         p.loginStatus,
+		Install:      "install Codex (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.codex] binary",
+	}
+	if cfg.Host == nil {
+		p.probe.Launcher = &runner.HostLauncher{}
+	}
+	return p
 }
 
 // ID returns providers.Codex.
@@ -98,12 +140,64 @@ func (p *Provider) ID() providers.ProviderID { return providers.Codex }
 
 // Capabilities declares resume, native fork, plan mode, `$skill` mentions,
 // credential sync and approvals (RunPreferences.ApprovalPolicy).
-func (p *Provider) Capabilities(context.Context, providers.CapabilityRequest) (providers.Capabilities, error) {
+// Models, the default model and efforts are the CLI's own (model/list over
+// the app-server, run as the host user), cached for ModelsTTL; when that
+// fails, the fallback Models and Efforts, tried again a minute later.
+func (p *Provider) Capabilities(ctx context.Context, _ providers.CapabilityRequest) (providers.Capabilities, error) {
+	models, def, efforts := p.catalog(ctx)
 	return providers.Capabilities{
-		Label: "Codex", Models: append([]string(nil), Models...), Efforts: append([]string(nil), Efforts...),
+		Label: "Codex", Models: models, DefaultModel: def, Efforts: efforts,
 		Resume: true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention, CredentialSync: true,
 		Approvals: true,
 	}, nil
+}
+
+// catalog returns the cached model/list, refreshing it when due.
+func (p *Provider) catalog(ctx context.Context) (models []string, def string, efforts []string) {
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
+	if time.Now().After(p.modelsNext) {
+		ids, d, effs, err := p.listModels(ctx)
+		switch {
+		case err == nil && len(ids) > 0:
+			p.models, p.defModel, p.efforts = ids, d, effs
+			ttl := p.opts.ModelsTTL
+			if ttl <= 0 {
+				ttl = DefaultModelsTTL
+			}
+			p.modelsNext = time.Now().Add(ttl)
+		default:
+			if err == nil {
+				err = errors.New("model/list returned no models")
+			}
+			p.log.Debug("codex model/list failed; declaring the fallback catalog", "error", err)
+			p.modelsNext = time.Now().Add(modelsRetry)
+		}
+	}
+	if len(p.models) == 0 {
+		return slices.Clone(Models), "", slices.Clone(Efforts)
+	}
+	return slices.Clone(p.models), p.defModel, slices.Clone(p.efforts)
+}
+
+func (p *Provider) listModels(ctx context.Context) ([]string, string, []string, error) {
+	env, _, err := p.hostEnv(nil)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	launcher := p.cfg.Host
+	if launcher == nil {
+		return nil, "", nil, ErrNotWired
+	}
+	ctx, cancel := context.WithTimeout(ctx, modelsListTimeout)
+	defer cancel()
+	cmd := providers.Command{Path: p.cfg.Binary, Args: append([]string{"app-server"}, p.cfg.Args...), Env: env, Dir: "/"}
+	list, err := codexharness.ListModels(ctx, launcher, cmd)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ids, def, efforts := codexharness.Catalog(list)
+	return ids, def, efforts, nil
 }
 
 // HostCodexHome returns the Codex home a host run uses: cfg.Env's
@@ -142,22 +236,16 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	}
 	args := append([]string{"app-server"}, p.cfg.Args...)
 	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
-		ExitGrace: p.cfg.ExitGrace}
+		ExitGrace: p.cfg.ExitGrace, RetryLimit: p.opts.RetryLimit}
 
 	if !inContainer {
 		if p.cfg.Host == nil {
 			return fmt.Errorf("codex: host run: %w", ErrNotWired)
 		}
-		extra := map[string]string{}
-		for k, v := range p.cfg.Env {
-			extra[k] = v
+		env, _, err := p.hostEnv(req.RuntimeEnv)
+		if err != nil {
+			return err
 		}
-		for k, v := range req.RuntimeEnv {
-			extra[k] = v
-		}
-		extra["CODEX_HOME"] = home
-		delete(extra, "OPENAI_API_KEY")
-		env := runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY")
 		settings.Cwd = req.Cwd
 		hcfg.Settings = settings
 		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}

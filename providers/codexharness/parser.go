@@ -22,6 +22,10 @@ const (
 	StatusFailed      = "failed"
 )
 
+// StatusRetrying is the transient turn.status of a Codex retry notice
+// (an `error` notification with willRetry); its Message is Codex's text.
+const StatusRetrying = "retrying"
+
 // Usage is the normalized token usage carried by usage.updated and
 // run.completed: the last model call's breakdown (S20) and the context
 // window the server reported.
@@ -46,6 +50,7 @@ type Parser struct {
 	turn     string                      // the parent turn; empty until known
 	emitted  map[string]*strings.Builder // item key → text emitted so far
 	started  map[string]bool             // tool items whose tool.started was emitted
+	withheld map[string]bool             // agent messages moderation hid or blocked
 	usage    json.RawMessage
 	held     *providers.Event // a terminal error, folded into run.failed
 	status   string           // terminal turn status once the parent turn completed
@@ -53,7 +58,8 @@ type Parser struct {
 
 // NewParser returns a parser whose events name provider.
 func NewParser(provider providers.ProviderID) *Parser {
-	return &Parser{provider: provider, emitted: map[string]*strings.Builder{}, started: map[string]bool{}}
+	return &Parser{provider: provider, emitted: map[string]*strings.Builder{}, started: map[string]bool{},
+		withheld: map[string]bool{}}
 }
 
 // SetThread names the parent thread. Events of other threads become
@@ -124,6 +130,7 @@ type item struct {
 	ContentItems     json.RawMessage `json:"contentItems"`
 	Success          *bool           `json:"success"`
 	Query            string          `json:"query"`
+	Moderation       json.RawMessage `json:"moderation"`
 }
 
 type turn struct {
@@ -178,6 +185,9 @@ func (p *Parser) Parse(m Message) []providers.Event {
 	}
 	switch m.Method {
 	case "item/agentMessage/delta", "item/plan/delta":
+		if p.withheld[bp.ItemID] {
+			return nil // moderation already hid or blocked this answer
+		}
 		return p.delta(providers.EventAssistantDelta, "message", bp.ItemID, bp.ItemID, bp.Delta, m, bp)
 	case "item/reasoning/summaryTextDelta":
 		return p.delta(providers.EventReasoningDelta, "reasoning", bp.ItemID, reasoningKey(bp.ItemID, "s", bp.Index), bp.Delta, m, bp)
@@ -266,14 +276,30 @@ func (p *Parser) item(m Message, bp baseParams, it item) []providers.Event {
 	case "userMessage":
 		return nil
 	case "agentMessage", "plan":
+		var out []providers.Event
+		if len(it.Moderation) > 0 && string(it.Moderation) != "null" && !p.withheld[it.ID] {
+			ev, withhold := p.moderation(it, env)
+			if withhold && len(p.withheld) < maxTracked {
+				p.withheld[it.ID] = true
+			}
+			if ev != nil {
+				out = append(out, *ev)
+			}
+		}
+		if p.withheld[it.ID] {
+			if completed {
+				delete(p.emitted, it.ID)
+			}
+			return out
+		}
 		if !completed {
-			return nil
+			return out
 		}
 		if s := p.suffix(it.ID, it.Text); s != "" {
-			return []providers.Event{{Type: providers.EventAssistantDelta, ItemID: it.ID, MessageID: it.ID,
-				ItemKind: "message", Role: "assistant", Text: s, Native: env}}
+			return append(out, providers.Event{Type: providers.EventAssistantDelta, ItemID: it.ID, MessageID: it.ID,
+				ItemKind: "message", Role: "assistant", Text: s, Native: env})
 		}
-		return nil
+		return out
 	case "reasoning":
 		if !completed {
 			return nil
@@ -512,11 +538,16 @@ func (p *Parser) errorEvent(m Message, bp baseParams) []providers.Event {
 	if json.Unmarshal(m.Params, &ep) != nil || ep.Error.Message == "" {
 		return []providers.Event{p.native(m, bp)}
 	}
-	ev := providers.Event{Type: providers.EventError, Message: ep.Error.Message, Status: "retrying",
-		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}
 	if ep.WillRetry {
-		return []providers.Event{ev}
+		// A notice that Codex retries ("Reconnecting... 2/5", "waiting for
+		// network") is transient: a turn status, never an error event.
+		data, _ := json.Marshal(map[string]any{"message": ep.Error.Message, "willRetry": true,
+			"codexErrorInfo": nonNull(ep.Error.CodexErrorInfo)})
+		return []providers.Event{{Type: providers.EventTurnStatus, Status: StatusRetrying, Message: ep.Error.Message,
+			Data: bound(data), Native: p.envelope(m, bp, false)}}
 	}
+	ev := providers.Event{Type: providers.EventError, Message: ep.Error.Message,
+		Data: bound(nonNull(ep.Error.CodexErrorInfo)), Native: p.envelope(m, bp, false)}
 	// A terminal error precedes the failed turn/completed that repeats it:
 	// hold it so the chat shows the failure once (run.failed).
 	ev.Status = "terminal"
@@ -621,4 +652,68 @@ func nonEmpty(s, def string) string {
 		return s
 	}
 	return def
+}
+
+// Moderation notices (system events of subtype "moderation").
+const (
+	ModerationHiddenNotice = "This answer was hidden by moderation."
+	ModerationBlockedText  = "This answer was blocked by moderation"
+)
+
+// moderation reads an agent message's moderation (Codex's
+// AgentMessageModeration). Two shapes are known: the new one,
+// {"moderated":true,"display":{"action":"hide"|"block","blockType":…}},
+// and the old one, {"display":"hide"|"block","reason":…}. "hide" withholds
+// the answer and says so; "block" withholds it and gives the reason
+// (blockType, reason or message). Whatever else is there (unknown actions,
+// unknown shapes) is passed on as provider.native; a message that is not
+// moderated ({"moderated":false}) is shown as usual.
+func (p *Parser) moderation(it item, env *providers.NativeEnvelope) (*providers.Event, bool) {
+	var mod struct {
+		Moderated *bool           `json:"moderated"`
+		Display   json.RawMessage `json:"display"`
+		Reason    string          `json:"reason"`
+		Message   string          `json:"message"`
+	}
+	native := &providers.Event{Type: providers.EventProviderNative, Native: &providers.NativeEnvelope{
+		SchemaVersion: providers.NativeSchemaVersion, Method: "item/moderation", ThreadID: env.ThreadID,
+		TurnID: env.TurnID, ItemID: it.ID, Payload: bound(it.Moderation)}}
+	if json.Unmarshal(it.Moderation, &mod) != nil {
+		return native, false
+	}
+	var action, reason string
+	var asString string
+	var asObject struct {
+		Action    string `json:"action"`
+		BlockType string `json:"blockType"`
+		Reason    string `json:"reason"`
+	}
+	switch {
+	case len(mod.Display) == 0 || string(mod.Display) == "null":
+		if mod.Moderated != nil && !*mod.Moderated {
+			return nil, false
+		}
+		return native, false
+	case json.Unmarshal(mod.Display, &asString) == nil: // old shape
+		action, reason = asString, nonEmpty(mod.Reason, mod.Message)
+	case json.Unmarshal(mod.Display, &asObject) == nil && asObject.Action != "": // new shape
+		action, reason = asObject.Action, nonEmpty(asObject.Reason, nonEmpty(asObject.BlockType, nonEmpty(mod.Reason, mod.Message)))
+	default:
+		return native, false
+	}
+	var notice string
+	switch action {
+	case "hide":
+		notice = ModerationHiddenNotice
+	case "block":
+		notice = ModerationBlockedText + "."
+		if reason != "" {
+			notice = ModerationBlockedText + ": " + reason
+		}
+	default:
+		return native, false
+	}
+	data := mustJSON(map[string]string{"action": action, "messageId": it.ID, "notice": notice, "reason": reason})
+	return &providers.Event{Type: providers.EventSystem, Subtype: "moderation", ItemID: it.ID, MessageID: it.ID,
+		Text: notice, Status: action, Data: data, Native: env}, true
 }

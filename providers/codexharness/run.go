@@ -24,6 +24,8 @@ const (
 	MaxStderrBytes  = 64 << 10 // stderr kept for error messages
 	MaxPending      = 256      // server requests awaiting an answer
 	DefaultInterval = 10 * time.Second
+	// DefaultRetryLimit is Config.RetryLimit's default.
+	DefaultRetryLimit = 2 * time.Minute
 )
 
 // ErrProtocol classifies a broken app-server session: the process exited
@@ -75,6 +77,12 @@ type Config struct {
 	// running then is stopped, and the turn it reported stands. Default
 	// DefaultInterval.
 	ExitGrace time.Duration
+	// RetryLimit bounds how long a turn may only retry (Codex's
+	// "Reconnecting..." notices, with nothing else happening) before the
+	// run gives up: the turn is interrupted and the run fails with one
+	// clear error. Codex itself keeps waiting for a network it believes is
+	// down. Default DefaultRetryLimit.
+	RetryLimit time.Duration
 	// ClientName and ClientVersion fill initialize.clientInfo.
 	ClientName, ClientVersion string
 }
@@ -144,6 +152,50 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	if strings.TrimSpace(req.Prompt) == "" {
 		return fmt.Errorf("%s run: empty prompt", cfg.Provider)
 	}
+	if cfg.RetryLimit <= 0 {
+		cfg.RetryLimit = DefaultRetryLimit
+	}
+	// The retry watch: the first retry notice arms a timer, any other
+	// progress disarms it; when it fires the turn is interrupted and the
+	// run reported failed (giveUp holds the last notice).
+	runCtx, giveUpCancel := context.WithCancel(ctx)
+	defer giveUpCancel()
+	var (
+		retryMu    sync.Mutex
+		retryTimer *time.Timer
+		lastNotice string
+		gaveUp     bool
+	)
+	watchRetries := func(ev providers.Event) {
+		retryMu.Lock()
+		defer retryMu.Unlock()
+		switch {
+		case ev.Type == providers.EventTurnStatus && ev.Status == StatusRetrying:
+			lastNotice = ev.Message
+			if retryTimer == nil {
+				retryTimer = time.AfterFunc(cfg.RetryLimit, func() {
+					retryMu.Lock()
+					gaveUp = true
+					retryMu.Unlock()
+					giveUpCancel()
+				})
+			}
+		case ev.Type == providers.EventAssistantDelta, ev.Type == providers.EventReasoningDelta,
+			ev.Type == providers.EventToolStarted, ev.Type == providers.EventToolCompleted,
+			ev.Type == providers.EventInteractionRequest, ev.Type == providers.EventUsageUpdated:
+			if retryTimer != nil && !gaveUp {
+				retryTimer.Stop()
+				retryTimer = nil
+			}
+		}
+	}
+	defer func() {
+		retryMu.Lock()
+		if retryTimer != nil {
+			retryTimer.Stop()
+		}
+		retryMu.Unlock()
+	}()
 	stamp := func(ev providers.Event) {
 		if ev.Provider == "" {
 			ev.Provider = cfg.Provider
@@ -153,6 +205,13 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 		}
 		if ev.RunID == "" {
 			ev.RunID = req.RunID
+		}
+		watchRetries(ev)
+		retryMu.Lock()
+		drop := gaveUp && ev.Type == providers.EventRunInterrupted
+		retryMu.Unlock()
+		if drop {
+			return // the give-up is reported as run.failed instead
 		}
 		emit(ev)
 	}
@@ -181,7 +240,7 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 		responses: req.InteractionResponses,
 	}
 	stamp(providers.Event{Type: providers.EventRunStarted, Model: cfg.Settings.Model})
-	runErr := s.run(ctx)
+	runErr := s.run(runCtx)
 	s.expirePending()
 	for _, ev := range s.parser.Flush() {
 		stamp(ev)
@@ -204,6 +263,14 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	}
 	<-stderrDone
 
+	retryMu.Lock()
+	failedRetrying := gaveUp && ctx.Err() == nil
+	retryMu.Unlock()
+	if failedRetrying && (runErr == nil || errors.Is(runErr, errCancelled) || errors.Is(runErr, errInterruptTimeout)) {
+		msg := fmt.Sprintf("%s could not reach its model endpoint: still retrying after %s (%s)", cfg.Provider, cfg.RetryLimit, lastNotice)
+		stamp(providers.Event{Type: providers.EventRunFailed, Status: StatusFailed, Message: msg})
+		return fmt.Errorf("%s: %w", msg, providers.ErrRunFailed)
+	}
 	switch {
 	case errors.Is(runErr, errCancelled):
 		stamp(providers.Event{Type: providers.EventRunInterrupted, Status: StatusInterrupted})

@@ -119,7 +119,7 @@ func TestRunFullTurn(t *testing.T) {
 		"provider.native method=item/started",
 		"collaboration item=co-1 tool=spawnAgent status=inProgress",
 		"provider.native method=fancy/newThing",
-		"error status=retrying message=reconnecting",
+		"turn.status status=retrying message=reconnecting",
 		"usage.updated",
 		"run.completed status=completed",
 	})

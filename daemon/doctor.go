@@ -1,0 +1,164 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+
+	"remote/api"
+)
+
+// DefaultMinFreeBytes is the free space of the state directory below which
+// the doctor reports a problem.
+const DefaultMinFreeBytes = 1 << 30
+
+// Doctor checks the host for GET /v1/doctor (remotectl doctor): LXD, the
+// socket's mode and group, the host user and allowed roots, the state
+// directory's free space, every provider's readiness and the secrets key.
+// It is a RouteProvider; remoted wires it with its config.
+type Doctor struct {
+	LXD            LXDStatus // nil: LXD not configured (a problem)
+	Registry       *Registry
+	SocketPath     string
+	SocketGroup    string // "" : no group required
+	StateDir       string
+	HostUser       HostUser
+	Roots          Roots
+	SecretsKeyPath string
+	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
+}
+
+// Routes serves GET /v1/doctor to any allowed peer.
+func (d *Doctor) Routes() []Route {
+	return []Route{{http.MethodGet, "/v1/doctor", AccessPeer, func(w http.ResponseWriter, r *http.Request) error {
+		return writeJSON(w, http.StatusOK, d.Check(r.Context()))
+	}}}
+}
+
+// Check runs every check.
+func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
+	var checks []api.DoctorCheck
+	add := func(name, level, format string, args ...any) {
+		checks = append(checks, api.DoctorCheck{Name: name, Level: level, Detail: fmt.Sprintf(format, args...)})
+	}
+	// LXD.
+	if d.LXD == nil {
+		add("lxd", api.DoctorProblem, "LXD is not configured: project chats are unavailable")
+	} else if st := d.LXD.Status(ctx); !st.Reachable {
+		add("lxd", api.DoctorProblem, "LXD unreachable: %s (check the [lxd] socket and that LXD runs)", st.Error)
+	} else {
+		add("lxd", api.DoctorOK, "reachable, server version %s", st.ServerVersion)
+	}
+	// Socket.
+	if d.SocketPath != "" {
+		var stt syscall.Stat_t
+		if err := syscall.Stat(d.SocketPath, &stt); err != nil {
+			add("socket", api.DoctorProblem, "%s: %v", d.SocketPath, err)
+		} else {
+			mode := os.FileMode(stt.Mode & 0o777)
+			group := strconv.Itoa(int(stt.Gid))
+			if g, err := user.LookupGroupId(group); err == nil {
+				group = g.Name
+			}
+			switch {
+			case mode&0o007 != 0:
+				add("socket", api.DoctorProblem, "%s has mode %04o: others may connect; it must be 0660", d.SocketPath, mode)
+			case d.SocketGroup != "" && group != d.SocketGroup && strconv.Itoa(int(stt.Gid)) != d.SocketGroup:
+				add("socket", api.DoctorProblem, "%s has group %s, [daemon] socket_group is %s", d.SocketPath, group, d.SocketGroup)
+			default:
+				add("socket", api.DoctorOK, "%s mode %04o group %s", d.SocketPath, mode, group)
+			}
+		}
+	}
+	// Host user and roots.
+	hu := d.HostUser
+	switch fi, err := os.Stat(hu.Home); {
+	case hu.Name == "":
+		add("host_user", api.DoctorProblem, "no host user resolved")
+	case err != nil || !fi.IsDir():
+		add("host_user", api.DoctorProblem, "%s (uid %d): home %s is not a directory", hu.Name, hu.UID, hu.Home)
+	case hu.UID == 0:
+		add("host_user", api.DoctorWarn, "root: a loose chat's agent can do anything root can (set [agent] host_user)")
+	default:
+		add("host_user", api.DoctorOK, "%s (uid %d, home %s)", hu.Name, hu.UID, hu.Home)
+	}
+	var present []string
+	for _, dir := range d.Roots.Dirs() {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			add("allowed_roots", api.DoctorWarn, "%s does not exist", dir)
+			continue
+		}
+		present = append(present, dir)
+	}
+	if len(present) == 0 {
+		add("allowed_roots", api.DoctorProblem, "no allowed root exists: loose chats cannot run (set [agent] allowed_roots)")
+	} else {
+		add("allowed_roots", api.DoctorOK, "%v", present)
+	}
+	// State directory free space.
+	min := d.MinFreeBytes
+	if min == 0 {
+		min = DefaultMinFreeBytes
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(d.StateDir, &fs); err != nil {
+		add("state_dir", api.DoctorProblem, "%s: %v", d.StateDir, err)
+	} else if free := fs.Bavail * uint64(fs.Bsize); free < min {
+		add("state_dir", api.DoctorProblem, "%s has %s free, below %s: free space or move [daemon] state_dir", d.StateDir, human(free), human(min))
+	} else {
+		add("state_dir", api.DoctorOK, "%s, %s free", d.StateDir, human(free))
+	}
+	// Providers.
+	if d.Registry != nil {
+		for _, e := range d.Registry.List() {
+			name := "provider " + string(e.ID)
+			if e.Provider == nil {
+				add(name, api.DoctorOK, "disabled in config")
+				continue
+			}
+			r := readinessOf(ctx, e.Provider)
+			switch {
+			case r == nil:
+				add(name, api.DoctorOK, "enabled (readiness not reported by this adapter)")
+			case !r.Ready:
+				add(name, api.DoctorProblem, "%s", r.Action)
+			case r.Action != "":
+				add(name, api.DoctorWarn, "%s %s, %s; %s", r.Binary, r.Version, r.Auth, r.Action)
+			default:
+				add(name, api.DoctorOK, "%s %s (tested), logged in: %s", r.Binary, r.Version, r.Auth)
+			}
+		}
+	}
+	// Secrets key.
+	if d.SecretsKeyPath != "" {
+		switch fi, err := os.Stat(d.SecretsKeyPath); {
+		case err != nil:
+			add("secrets_key", api.DoctorProblem, "%s: %v", d.SecretsKeyPath, err)
+		case !fi.Mode().IsRegular() || fi.Size() != 32:
+			add("secrets_key", api.DoctorProblem, "%s is not a 32-byte key file", d.SecretsKeyPath)
+		case fi.Mode().Perm()&0o077 != 0:
+			add("secrets_key", api.DoctorProblem, "%s has mode %04o: it must be 0600 (or 0400)", d.SecretsKeyPath, fi.Mode().Perm())
+		default:
+			add("secrets_key", api.DoctorOK, "%s (mode %04o)", d.SecretsKeyPath, fi.Mode().Perm())
+		}
+	}
+	rep := api.DoctorReport{OK: true, Checks: checks}
+	for _, c := range checks {
+		if c.Level == api.DoctorProblem {
+			rep.OK = false
+		}
+	}
+	return rep
+}
+
+func human(b uint64) string {
+	const gib = 1 << 30
+	if b >= gib {
+		return fmt.Sprintf("%.1f GiB", float64(b)/gib)
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
+}

@@ -1,0 +1,42 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// readinessOf returns p's readiness for the API, or nil when the adapter
+// cannot report one.
+func readinessOf(ctx context.Context, p providers.Provider) *api.ProviderReadiness {
+	rc, ok := p.(providers.ReadinessChecker)
+	if !ok {
+		return nil
+	}
+	r := rc.Readiness(ctx)
+	return &api.ProviderReadiness{
+		Ready: r.Ready, BinaryFound: r.BinaryFound, Binary: r.Binary, Version: r.Version,
+		TestedVersion: r.TestedVersion, Tested: r.Tested, LoggedIn: r.LoggedIn, Auth: r.Auth,
+		Action: r.Action, CheckedAt: r.CheckedAt,
+	}
+}
+
+// checkReady refuses a loose-chat prompt to a provider whose host CLI is
+// not ready (missing, not runnable, not logged in) at once, with the
+// readiness's one-line action: 503 unavailable. Project chats run the CLI
+// in the container with its own install and possibly project secrets, so
+// they are not gated on the host CLI.
+func checkReady(ctx context.Context, id string, p providers.Provider, chat api.Chat) error {
+	if chat.Project != "" {
+		return nil
+	}
+	r := readinessOf(ctx, p)
+	if r == nil || r.Ready {
+		return nil
+	}
+	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+		Message: fmt.Sprintf("provider %q is not ready: %s", id, r.Action), Err: ErrUnavailable}
+}

@@ -1,0 +1,52 @@
+package codex
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"remote/providers"
+	"remote/providers/runner"
+)
+
+// TestModelsFromCLI: Capabilities declares the real CLI's model/list
+// (run over the app-server as the host user), not a hard-coded list: the
+// pinned Codex 0.169 lists gpt-6.1-sol as its default, efforts up to
+// "ultra", and no "minimal" (which no model offers). The answer is cached
+// for ModelsTTL; a refresh after it asks the CLI again.
+func TestModelsFromCLI(t *testing.T) {
+	e := newEnv(t)
+	e.p.opts.ModelsTTL = 200 * time.Millisecond
+	caps, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.DefaultModel != "gpt-6.1-sol" || !slices.Contains(caps.Models, "gpt-6-sol") || !slices.Contains(caps.Models, "gpt-5.5") {
+		t.Errorf("models %v default %q", caps.Models, caps.DefaultModel)
+	}
+	if want := []string{"low", "medium", "high", "xhigh", "max", "ultra"}; !slices.Equal(caps.Efforts, want) {
+		t.Errorf("efforts %v, want %v", caps.Efforts, want)
+	}
+	for _, r := range e.srv.Requests() {
+		t.Logf("fake server saw %s %s", r.Method, r.Path)
+	}
+	first := e.p.modelsNext
+	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || e.p.modelsNext != first {
+		t.Errorf("a second call within the TTL asked the CLI again")
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || !e.p.modelsNext.After(first) {
+		t.Errorf("a call after the TTL did not refresh")
+	}
+}
+
+// Without a runnable CLI the fallback catalog is declared.
+func TestModelsFallback(t *testing.T) {
+	p := New(providers.AdapterConfig{Binary: "codex-not-installed-here", Host: &runner.HostLauncher{},
+		Env: map[string]string{"CODEX_HOME": t.TempDir()}})
+	caps, _ := p.Capabilities(context.Background(), providers.CapabilityRequest{})
+	if !slices.Equal(caps.Models, Models) || !slices.Equal(caps.Efforts, Efforts) {
+		t.Errorf("caps %+v", caps)
+	}
+}
