@@ -498,7 +498,17 @@ func randomSuffix() string {
 // ModTime returns the modification time of rel beneath the root (no
 // symlinks followed); a missing file is fs.ErrNotExist.
 func (r Root) ModTime(rel string) (time.Time, error) {
-	var t time.Time
+	st, err := r.stat(rel)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(st.Mtim.Unix()), nil
+}
+
+// stat is fstat of rel beneath the root, reached without symlinks, done
+// with the user's rights.
+func (r Root) stat(rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
 	err := r.User.Do(func() error {
 		rootfd, err := r.openRoot()
 		if err != nil {
@@ -510,14 +520,9 @@ func (r Root) ModTime(rel string) (time.Time, error) {
 			return err
 		}
 		defer unix.Close(fd)
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		t = time.Unix(st.Mtim.Unix())
-		return nil
+		return unix.Fstat(fd, &st)
 	})
-	return t, err
+	return st, err
 }
 
 // EnterDir reports whether user can enter the directory p (every
@@ -568,25 +573,9 @@ func readDirNames(fd int) ([]string, error) {
 // IsFile reports whether rel beneath the root is a regular file of the
 // expected owner, reached without symlinks.
 func (r Root) IsFile(rel string) bool {
-	err := r.User.Do(func() error {
-		rootfd, err := r.openRoot()
-		if err != nil {
-			return err
-		}
-		defer unix.Close(rootfd)
-		fd, err := r.openat(rootfd, rel, unix.O_PATH, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return ErrUnsafe
-		}
-		return r.checkOwner(path.Join(r.Dir, rel), &st)
-	})
-	return err == nil
+	st, err := r.stat(rel)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	return r.checkOwner(path.Join(r.Dir, rel), &st) == nil
 }
