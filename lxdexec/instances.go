@@ -192,6 +192,11 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 				if !errors.As(err, &lerr) {
 					lerr = &Error{}
 				}
+				// The container stopped between the failed graceful stop
+				// and the forced one: what the caller asked for holds.
+				if strings.Contains(lerr.Message, "already stopped") {
+					return nil
+				}
 			}
 			// LXD 5.0 can fail a forced stop with "operation timed out
 			// after 30s": now and then it serves none of its API (not even
