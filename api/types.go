@@ -62,6 +62,9 @@ type Event struct {
 	// Synthetic marks a user event whose prompt a client generated itself
 	// (the original frontend's Test menu sends "autotest"); stored as sent.
 	Synthetic string `json:"synthetic,omitempty"`
+	// Snapshot and Project name the LXD snapshot of a checkpoint event.
+	Snapshot string `json:"snapshot,omitempty"`
+	Project  string `json:"project,omitempty"`
 }
 
 // Chat event types (docs/api.md).
@@ -82,6 +85,7 @@ const (
 	EventComplete            = "complete"
 	EventError               = "error"
 	EventSync                = "sync" // transient, never stored
+	EventCheckpoint          = "checkpoint"
 )
 
 // System event subtypes emitted by the daemon itself.
@@ -92,6 +96,8 @@ const (
 	SubtypeDaemonRestarted    = "daemon_restarted"
 	SubtypePromptAccepted     = "prompt_accepted"
 	SubtypePromptRejected     = "prompt_rejected"
+	SubtypeCheckpointFailed   = "checkpoint_failed"
+	SubtypeCheckpointRestored = "checkpoint_restored"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -266,26 +272,40 @@ type Project struct {
 	// ID is the project's immutable random id, set at creation: its
 	// container carries it (provisioning.MarkerKey) and its chats are
 	// bound to it (Chat.ProjectID).
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Owner     string    `json:"owner,omitempty"`
-	Container string    `json:"container"`
-	Image     string    `json:"image,omitempty"`
-	Provider  string    `json:"provider,omitempty"`
-	Ports     []int     `json:"ports,omitempty"`
-	Autostart bool      `json:"autostart"`
-	Status    string    `json:"status"` // stored: running, stopped, missing, unknown
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Owner     string `json:"owner,omitempty"`
+	Container string `json:"container"`
+	Image     string `json:"image,omitempty"`
+	Provider  string `json:"provider,omitempty"`
+	Ports     []int  `json:"ports,omitempty"`
+	Autostart bool   `json:"autostart"`
+	// Checkpoints is "turn" (a snapshot before each turn; "" means turn)
+	// or "off".
+	Checkpoints string    `json:"checkpoints,omitempty"`
+	Status      string    `json:"status"` // stored: running, stopped, missing, unknown
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt,omitzero"`
 }
 
 // CreateProjectRequest is the body of POST /v1/projects.
 type CreateProjectRequest struct {
-	Name      string `json:"name"`
-	Image     string `json:"image,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Ports     []int  `json:"ports,omitempty"`
-	Autostart *bool  `json:"autostart,omitempty"`
+	Name        string `json:"name"`
+	Image       string `json:"image,omitempty"`
+	Provider    string `json:"provider,omitempty"`
+	Ports       []int  `json:"ports,omitempty"`
+	Autostart   *bool  `json:"autostart,omitempty"`
+	Checkpoints string `json:"checkpoints,omitempty"`
+}
+
+// Checkpoint is one LXD snapshot taken before a project-chat turn
+// (GET /v1/projects/{name}/checkpoints).
+type Checkpoint struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	ChatID    string    `json:"chatId"`
+	Seq       int64     `json:"seq"`
+	Size      int64     `json:"size,omitempty"`
 }
 
 // SecretInfo names a stored secret; values are never returned.
