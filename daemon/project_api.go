@@ -86,6 +86,7 @@ func (p *Projects) Routes() []Route {
 		route(http.MethodDelete, "/v1/projects/{name}/secrets/{key}", p.deleteSecret),
 		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
+		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 	}
 }
 
@@ -172,6 +173,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		seen[port] = true
 	}
+	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
+		return BadRequest("invalid checkpoints %q: turn or off", req.Checkpoints)
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -180,7 +184,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	id := store.NewProjectID()
 	proj := api.Project{
 		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
-		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
+		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {

@@ -60,6 +60,10 @@ type projectEnvOpts struct {
 	resync    time.Duration   // reconciler resync interval; 0: default
 	// stepsLXD wraps the LXD the provisioning steps use (fault injection).
 	stepsLXD func(provisioning.LXD) provisioning.LXD
+	// prepLXD wraps the LXD the preparer uses (fault injection);
+	// checkpointKeep is its checkpoints kept per project.
+	prepLXD        func(*provisioning.Conn) provisioning.LXD
+	checkpointKeep int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -87,8 +91,12 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			}
 			deps, _ = provisioning.NewDependencies(so)
 		}
+		var prepLXD provisioning.LXD = e.conn
+		if o.prepLXD != nil {
+			prepLXD = o.prepLXD(e.conn)
+		}
 		prep, err := provisioning.New(provisioning.Options{
-			LXD: e.conn, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
+			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second,
 		})

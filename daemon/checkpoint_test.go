@@ -1,0 +1,180 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/providers"
+	"remote/providers/runner"
+	"remote/provisioning"
+)
+
+// fileAgent is a provider whose "CLI" is a shell in the project's
+// container that writes /root/<prompt text> each turn, as an agent
+// changing files would.
+func fileAgent(ports providers.AdapterConfig) providers.Provider {
+	return &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		_, launcher, err := runner.PrepareProject(ctx, ports, providers.Claude, errors.New("not wired"), req, emit)
+		if err != nil {
+			return err
+		}
+		name := req.Prompt[strings.LastIndexByte(req.Prompt, '\n')+1:]
+		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: "/", Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+			Args: []string{"-c", `echo x > /root/"$1"; ls /root | tr '\n' ' '`, "sh", name}})
+		if err != nil {
+			return err
+		}
+		go func() { _, _ = io.Copy(io.Discard, proc.Stderr()) }()
+		out, _ := io.ReadAll(proc.Stdout())
+		if err := proc.Wait(); err != nil {
+			return err
+		}
+		emit(providers.Event{Type: providers.EventAssistantDelta, Text: string(out), MessageID: "m1"})
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	}}
+}
+
+// failingSnapshots is the preparer's LXD with snapshots that always fail,
+// as on a full pool.
+type failingSnapshots struct{ *provisioning.Conn }
+
+func (failingSnapshots) CreateSnapshot(context.Context, string, string, time.Time) error {
+	return errors.New("no space left on device")
+}
+
+func newFileChat(t *testing.T, e *projectEnv, req api.CreateProjectRequest) (api.Project, api.Chat) {
+	t.Helper()
+	proj := e.createProject(t, "alice", req)
+	status, body := e.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Project: proj.Name})
+	if status != http.StatusCreated {
+		t.Fatalf("create chat: %d %s", status, body)
+	}
+	var chat api.Chat
+	if err := json.Unmarshal(body, &chat); err != nil {
+		t.Fatal(err)
+	}
+	return proj, chat
+}
+
+func (e *projectEnv) checkpointList(t *testing.T, project string) []api.Checkpoint {
+	t.Helper()
+	status, body := e.do("GET", "/v1/projects/"+project+"/checkpoints", "alice", nil)
+	if status != http.StatusOK {
+		t.Fatalf("checkpoints: %d %s", status, body)
+	}
+	var list []api.Checkpoint
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// TestCheckpointsPerTurn: every turn of a project chat is preceded by an
+// LXD snapshot, evented right after the user event and listed with its
+// chat and seq; retention keeps the newest checkpoint_keep.
+func TestCheckpointsPerTurn(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{checkpointKeep: 2, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckpt")})
+	var userSeqs []int64
+	for _, turn := range []string{"t1", "t2", "t3"} {
+		evs := e.prompt(t, chat.ID, "alice", turn)
+		if len(evs) < 2 || evs[0].Type != api.EventUser {
+			t.Fatalf("turn %s events %v", turn, types(evs))
+		}
+		var cp *api.Event
+		for i := range evs {
+			if evs[i].Type == api.EventCheckpoint {
+				cp = &evs[i]
+				break
+			}
+			if evs[i].Type != api.EventUser && evs[i].Type != api.EventSystem {
+				t.Fatalf("turn %s: %s before the checkpoint event: %v", turn, evs[i].Type, types(evs))
+			}
+		}
+		want := provisioning.CheckpointName(chat.ID, evs[0].Seq)
+		if cp == nil || cp.Snapshot != want || cp.Project != proj.Name {
+			t.Fatalf("turn %s: checkpoint event %+v, want snapshot %s project %s; events %v", turn, cp, want, proj.Name, types(evs))
+		}
+		if !hasType(evs, api.EventComplete) {
+			t.Fatalf("turn %s did not complete: %v", turn, types(evs))
+		}
+		userSeqs = append(userSeqs, evs[0].Seq)
+	}
+	// The stored events decode with the new fields (fast decoder).
+	stored := e.events(chat.ID)
+	n := 0
+	for _, ev := range stored {
+		if ev.Type == api.EventCheckpoint && ev.Snapshot != "" && ev.Project == proj.Name {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("stored checkpoint events with snapshot and project: %d, want 3", n)
+	}
+	list := e.checkpointList(t, proj.Name)
+	if len(list) != 2 {
+		t.Fatalf("checkpoints after 3 turns with keep 2: %+v", list)
+	}
+	for i, cp := range list {
+		seq := userSeqs[i+1]
+		if cp.Name != provisioning.CheckpointName(chat.ID, seq) || cp.ChatID != chat.ID || cp.Seq != seq || cp.CreatedAt.IsZero() {
+			t.Fatalf("checkpoint %d = %+v, want chat %s seq %d", i, cp, chat.ID, seq)
+		}
+	}
+}
+
+// TestCheckpointsOff: a project with checkpoints off gets none.
+func TestCheckpointsOff(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckoff"), Checkpoints: "off"})
+	evs := e.prompt(t, chat.ID, "alice", "t1")
+	if hasType(evs, api.EventCheckpoint) || !hasType(evs, api.EventComplete) {
+		t.Fatalf("events %v", types(evs))
+	}
+	if list := e.checkpointList(t, proj.Name); len(list) != 0 {
+		t.Fatalf("checkpoints with checkpoints off: %+v", list)
+	}
+	status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("ckbad"), Checkpoints: "always"})
+	if status != http.StatusBadRequest || errorMessage(t, body) != `invalid checkpoints "always": turn or off` {
+		t.Fatalf("bad checkpoints mode: %d %s", status, body)
+	}
+}
+
+// TestFaultCheckpointFails: a snapshot that fails (injected: the pool is
+// full) never fails the turn; the chat gets system/checkpoint_failed with
+// the reason and the CLI still runs.
+func TestFaultCheckpointFails(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{
+		prepLXD:   func(c *provisioning.Conn) provisioning.LXD { return failingSnapshots{c} },
+		providers: []func(providers.AdapterConfig) providers.Provider{fileAgent},
+	})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfail")})
+	evs := e.prompt(t, chat.ID, "alice", "t1")
+	var failed *api.Event
+	for i := range evs {
+		if evs[i].Type == api.EventSystem && evs[i].Subtype == api.SubtypeCheckpointFailed {
+			failed = &evs[i]
+		}
+	}
+	if failed == nil || hasType(evs, api.EventCheckpoint) || !hasType(evs, api.EventComplete) {
+		t.Fatalf("events %v", types(evs))
+	}
+	var data map[string]string
+	_ = json.Unmarshal(failed.Data, &data)
+	want := map[string]string{"project": proj.Name, "snapshot": provisioning.CheckpointName(chat.ID, evs[0].Seq), "reason": "no space left on device"}
+	if len(data) != 3 || data["project"] != want["project"] || data["snapshot"] != want["snapshot"] || data["reason"] != want["reason"] {
+		t.Fatalf("checkpoint_failed data %s, want %v", failed.Data, want)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root")); got != "t1" {
+		t.Fatalf("the turn did not run: /root = %q", got)
+	}
+}
+
