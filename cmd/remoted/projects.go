@@ -49,6 +49,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(daemon.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
+		CheckpointKeep:        cfg.Projects.CheckpointKeep,
 		Logger:                log.Named("prepare"),
 	})
 	if err != nil {
