@@ -20,7 +20,7 @@ import (
 // container that writes /root/<prompt text> each turn, as an agent
 // changing files would.
 func fileAgent(ports providers.AdapterConfig) providers.Provider {
-	return &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+	return &fakeProvider{id: providers.Claude, caps: providers.Capabilities{Resume: true}, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
 		_, launcher, err := runner.PrepareProject(ctx, ports, providers.Claude, errors.New("not wired"), req, emit)
 		if err != nil {
 			return err
@@ -36,7 +36,8 @@ func fileAgent(ports providers.AdapterConfig) providers.Provider {
 		if err := proc.Wait(); err != nil {
 			return err
 		}
-		emit(providers.Event{Type: providers.EventAssistantDelta, Text: string(out), MessageID: "m1"})
+		emit(providers.Event{Type: providers.EventSessionUpdated, SessionID: "s-" + req.ConversationID})
+		emit(providers.Event{Type: providers.EventAssistantDelta, Text: "resume=" + req.ResumeID + " files=" + string(out), MessageID: "m1"})
 		emit(providers.Event{Type: providers.EventRunCompleted})
 		return nil
 	}}
@@ -178,3 +179,82 @@ func TestFaultCheckpointFails(t *testing.T) {
 	}
 }
 
+
+func assistantText(evs []api.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Type == api.EventAssistantText {
+			b.WriteString(ev.Text)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestCheckpointRestore: restoring the checkpoint taken before turn 2
+// brings the container back to turn 1's files, marks every chat of the
+// project with system/checkpoint_restored, and the next prompt starts a
+// fresh provider session; a restore while a run is active is refused.
+func TestCheckpointRestore(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckrest")})
+	e.prompt(t, chat.ID, "alice", "t1")
+	evs := e.prompt(t, chat.ID, "alice", "t2")
+	if got := assistantText(evs); got != "resume=s-"+chat.ID+" files=t1 t2" {
+		t.Fatalf("turn 2 said %q", got)
+	}
+	cp := provisioning.CheckpointName(chat.ID, evs[0].Seq)
+	status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
+	if status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
+		t.Fatalf("after restore /root = %q, want t1", got)
+	}
+	all := e.events(chat.ID)
+	last := all[len(all)-1]
+	if last.Type != api.EventSystem || last.Subtype != api.SubtypeCheckpointRestored ||
+		string(last.Data) != `{"checkpoint":"`+cp+`","project":"`+proj.Name+`"}` {
+		t.Fatalf("last event %+v, want system/checkpoint_restored naming %s", last, cp)
+	}
+	evs = e.prompt(t, chat.ID, "alice", "t3")
+	if got := assistantText(evs); got != "resume= files=t1 t3" {
+		t.Fatalf("turn after restore said %q, want a fresh session on turn 1's files", got)
+	}
+	// Not another user's project; not an unknown or malformed checkpoint.
+	if status, _ := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "bob", nil); status != http.StatusNotFound {
+		t.Fatalf("bob restoring alice's project: %d", status)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/rc-"+chat.ID+"-999/restore", "alice", nil); status != http.StatusNotFound {
+		t.Fatalf("unknown checkpoint: %d %s", status, body)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/snap0/restore", "alice", nil); status != http.StatusBadRequest ||
+		errorMessage(t, body) != `invalid checkpoint "snap0": want rc-<chat>-<seq>` {
+		t.Fatalf("malformed checkpoint: %d %s", status, body)
+	}
+}
+
+// TestCheckpointRestoreWhileRunning: 409 while a chat of the project runs.
+func TestCheckpointRestoreWhileRunning(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(ports providers.AdapterConfig) providers.Provider {
+		inner := fileAgent(ports).(*fakeProvider)
+		return &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+			err := inner.run(ctx, req, emit)
+			<-release
+			return err
+		}}
+	}
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{slow}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckbusy")})
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "t1"})
+	if status != http.StatusAccepted {
+		t.Fatalf("prompt: %d %s", status, body)
+	}
+	cp := provisioning.CheckpointName(chat.ID, 1)
+	status, body = e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
+	close(release)
+	want := "chat " + chat.ID + ` of project "` + proj.Name + `" is running; cancel it before restoring ` + cp
+	if status != http.StatusConflict || errorCode(t, body) != api.CodeConflict || errorMessage(t, body) != want {
+		t.Fatalf("restore while running: %d %s, want 409 %q", status, body, want)
+	}
+}

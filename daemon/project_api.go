@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,6 +52,7 @@ type ProjectsOptions struct {
 type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
+	srv atomic.Pointer[Server] // set by Attach: chats for restore and fork
 }
 
 // NewProjects returns the project routes; Store, Preparer and Exec are
@@ -87,6 +89,7 @@ func (p *Projects) Routes() []Route {
 		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
+		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
 	}
 }
 
@@ -100,7 +103,7 @@ func projectError(err error) error {
 	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, provisioning.ErrUnmarkedContainer),
 		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
-	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill):
+	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill), errors.Is(err, provisioning.ErrBadCheckpoint):
 		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
 	}
 	return err

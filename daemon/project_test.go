@@ -27,11 +27,12 @@ import (
 // projectEnv is a test server with the project routes over real LXD.
 type projectEnv struct {
 	*testServer
-	lxd  *lxdexec.Client
-	conn *provisioning.Conn
-	prep *provisioning.Preparer
-	rec  *provisioning.Reconciler
-	logs *syncBuffer
+	lxd    *lxdexec.Client
+	conn   *provisioning.Conn
+	prep   *provisioning.Preparer
+	rec    *provisioning.Reconciler
+	routes *Projects
+	logs   *syncBuffer
 }
 
 // syncBuffer is a goroutine-safe log sink, so tests can grep every line.
@@ -111,7 +112,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.prep, e.rec = prep, rec
+		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes)
 		opts.Projects = ProjectChatCheck{Store: st}
 		if len(o.providers) > 0 {
@@ -125,6 +126,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 	})
 	e.testServer = ts
+	e.routes.Attach(ts.srv)
 	return e
 }
 

@@ -86,6 +86,7 @@ type Server struct {
 	lxd        LXDStatus
 	projects   ProjectChats
 	hub        *Hub
+	containerForks atomic.Pointer[Projects] // set by Projects.Attach: fork with a container
 	svc        *Service
 	handler    http.Handler
 	started    time.Time

@@ -240,6 +240,9 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 		return err
 	}
 	defer unlock()
+	if err := hasSnapshot(ctx, snap, proj, name); err != nil {
+		return err
+	}
 	if err := snap.RestoreSnapshot(ctx, proj.Container, name); err != nil {
 		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, classify(err))
 	}
@@ -258,9 +261,28 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 		return ErrNoSnapshots
 	}
 	defer p.pinned.add(src.Container + "/" + name)()
+	if err := hasSnapshot(ctx, snap, src, name); err != nil {
+		return err
+	}
 	cfg := map[string]string{MarkerKey: dst.ID, NameKey: dst.Name}
 	if err := snap.CopyFromSnapshot(ctx, src.Container, name, dst.Container, cfg); err != nil {
 		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, classify(err))
 	}
 	return nil
+}
+
+// hasSnapshot returns nil when proj's container has the checkpoint, an
+// error matching lxdexec.ErrNotFound when it does not (LXD 5.0 answers a
+// restore from a missing snapshot with a generic failure).
+func hasSnapshot(ctx context.Context, snap Snapshotter, proj api.Project, name string) error {
+	list, err := snap.Snapshots(ctx, proj.Container)
+	if err != nil {
+		return fmt.Errorf("list checkpoints of project %q: %w", proj.Name, classify(err))
+	}
+	for _, s := range list {
+		if s.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("checkpoint %s of project %q: %w", name, proj.Name, lxdexec.ErrNotFound)
 }
