@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
@@ -179,7 +180,6 @@ func TestFaultCheckpointFails(t *testing.T) {
 	}
 }
 
-
 func assistantText(evs []api.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
@@ -256,5 +256,75 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 	want := "chat " + chat.ID + ` of project "` + proj.Name + `" is running; cancel it before restoring ` + cp
 	if status != http.StatusConflict || errorCode(t, body) != api.CodeConflict || errorMessage(t, body) != want {
 		t.Fatalf("restore while running: %d %s, want 409 %q", status, body, want)
+	}
+}
+
+// TestForkWithContainer: forking at turn 2 with the container gives a new
+// chat with turn 1's history only and a new project of the caller's whose
+// container has turn 1's file and not turn 2's; the original keeps both.
+func TestForkWithContainer(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork")})
+	e.prompt(t, chat.ID, "alice", "t1")
+	turn2 := e.prompt(t, chat.ID, "alice", "t2")
+	at := turn2[len(turn2)-1].Seq // the turn's last event
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": at, "withContainer": true})
+	if status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	var fork api.Chat
+	if err := json.Unmarshal(body, &fork); err != nil {
+		t.Fatal(err)
+	}
+	if fork.ID == chat.ID || fork.Project == proj.Name || fork.Project == "" || len(fork.Sessions) != 0 {
+		t.Fatalf("fork %+v", fork)
+	}
+	status, body = e.do("GET", "/v1/projects/"+fork.Project, "alice", nil)
+	var np api.Project
+	if status != http.StatusOK || json.Unmarshal(body, &np) != nil {
+		t.Fatalf("forked project: %d %s", status, body)
+	}
+	testkit.CleanupContainer(t, testkit.LXD(t), np.Container)
+	if np.Owner != "alice" || np.ID != fork.ProjectID || np.Container == proj.Container {
+		t.Fatalf("forked project %+v (fork chat %+v)", np, fork)
+	}
+	if status, _ := e.do("GET", "/v1/projects/"+fork.Project, "bob", nil); status != http.StatusNotFound {
+		t.Fatalf("bob sees alice's forked project: %d", status)
+	}
+	// History: everything before turn 2's user event, nothing after.
+	fevs := e.events(fork.ID)
+	if len(fevs) == 0 || fevs[len(fevs)-1].Seq >= turn2[0].Seq || fevs[0].Type != api.EventUser || fevs[0].Text != "t1" {
+		t.Fatalf("fork events %v (turn 2 starts at %d)", types(fevs), turn2[0].Seq)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+fork.Project+"/start", "alice", nil); status != http.StatusOK {
+		t.Fatalf("start fork project: %d %s", status, body)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, np.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
+		t.Fatalf("forked container /root = %q, want t1", got)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1 t2" {
+		t.Fatalf("original container /root = %q, want t1 t2", got)
+	}
+	// The fork runs in its own container, from visible history.
+	if got := assistantText(e.prompt(t, fork.ID, "alice", "t3")); got != "resume= files=t1 t3" {
+		t.Fatalf("fork's turn said %q", got)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1 t2" {
+		t.Fatalf("original container after the fork's turn: %q", got)
+	}
+	// Without the container: same project, history cut the same way.
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": at})
+	var plain api.Chat
+	if status != http.StatusCreated || json.Unmarshal(body, &plain) != nil || plain.Project != proj.Name || len(e.events(plain.ID)) != len(fevs) {
+		t.Fatalf("fork without container: %d %s", status, body)
+	}
+	// Bad input.
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": 9999, "withContainer": true})
+	if want := "atSeq 9999 is not an event of a turn of chat " + chat.ID; status != http.StatusBadRequest || errorMessage(t, body) != want {
+		t.Fatalf("fork at a missing seq: %d %s, want 400 %q", status, body, want)
+	}
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"withContainer": true})
+	if want := "atSeq: a positive seq of chat " + chat.ID + " is required to fork at a turn"; status != http.StatusBadRequest || errorMessage(t, body) != want {
+		t.Fatalf("fork without atSeq: %d %s, want 400 %q", status, body, want)
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
-	"remote/lxdexec"
-
 	"remote/api"
+	"remote/daemon/store"
+	"remote/lxdexec"
 	"remote/provisioning"
 )
 
@@ -133,4 +134,158 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, proj)
+}
+
+// forkAt serves POST /v1/chats/{id}/fork with atSeq (and withContainer):
+// the new chat holds the visible history before the turn holding atSeq
+// and starts a fresh provider session from it; withContainer gives it a
+// new project of the caller's whose container is a copy of the checkpoint
+// taken before that turn. The original chat and container are untouched.
+func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, req forkRequest) error {
+	if req.AtSeq <= 0 {
+		return BadRequest("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
+	}
+	turn, err := s.turnStart(src.ID, req.AtSeq)
+	if err != nil {
+		return err
+	}
+	fork := src
+	fork.ID = newID(6)
+	fork.Running = false
+	fork.CreatedAt = time.Now().UTC()
+	fork.LastMessageAt = time.Time{}
+	fork.Title = req.Title
+	if fork.Title == "" && src.Title != "" {
+		fork.Title = src.Title + " (fork)"
+	}
+	fork.Sessions, fork.ClaudeSessionID, fork.CodexSessionID, fork.KimiSessionID, fork.AntigravitySessionID = nil, "", "", "", ""
+	fork.ForkPending = false
+	var undo func()
+	if req.WithContainer {
+		if src.Project == "" {
+			return BadRequest("withContainer: chat %s has no project", src.ID)
+		}
+		pr := s.containerForks.Load()
+		if pr == nil {
+			return errors.New("fork with container: project routes are not attached")
+		}
+		proj, err := pr.forkProject(r.Context(), UserFrom(r.Context()), src, turn)
+		if err != nil {
+			return projectError(err)
+		}
+		fork.Project, fork.ProjectID = proj.Name, proj.ID
+		undo = func() { pr.dropProject(proj) }
+	}
+	fail := func(err error) error {
+		if undo != nil {
+			undo()
+		}
+		return err
+	}
+	if err := s.store.CreateChat(fork); err != nil {
+		return fail(fmt.Errorf("create fork of chat %s: %w", src.ID, err))
+	}
+	if err := s.copyEventsBefore(src.ID, fork.ID, turn); err != nil {
+		if derr := s.store.DeleteChat(fork.ID); derr != nil {
+			s.log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
+		}
+		return fail(fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err))
+	}
+	s.log.Info("chat forked at a turn", "chat", src.ID, "fork", fork.ID, "turn", turn, "project", fork.Project, "withContainer", req.WithContainer)
+	return writeJSON(w, http.StatusCreated, fork)
+}
+
+// turnStart is the seq of the user event that starts the turn holding seq.
+func (s *Server) turnStart(chatID string, seq int64) (int64, error) {
+	var turn, last int64
+	err := s.store.Events(chatID, 0, 0, func(ev api.Event) error {
+		if ev.Seq > seq {
+			return errStopWalk
+		}
+		last = ev.Seq
+		if ev.Type == api.EventUser {
+			turn = ev.Seq
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopWalk) {
+		return 0, fmt.Errorf("read events of chat %s: %w", chatID, err)
+	}
+	if turn == 0 || last != seq {
+		return 0, BadRequest("atSeq %d is not an event of a turn of chat %s", seq, chatID)
+	}
+	return turn, nil
+}
+
+// copyEventsBefore appends src's events with seq < before to the new chat
+// dst, in order.
+func (s *Server) copyEventsBefore(src, dst string, before int64) error {
+	var evs []api.Event
+	err := s.store.Events(src, 0, 0, func(ev api.Event) error {
+		if ev.Seq >= before {
+			return errStopWalk
+		}
+		ev.Seq = 0
+		evs = append(evs, ev)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopWalk) {
+		return err
+	}
+	errs := make(chan error, len(evs))
+	for _, ev := range evs {
+		s.store.AppendAsync(dst, ev, func(_ api.Event, err error) { errs <- err })
+	}
+	var first error
+	for range evs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// forkProject creates a project of user's whose container is a copy of
+// the checkpoint taken before turn of chat src (in src's project).
+func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, error) {
+	from, err := p.o.Store.Project(src.Project)
+	if err != nil {
+		return api.Project{}, err
+	}
+	if src.ProjectID != "" && from.ID != src.ProjectID {
+		return api.Project{}, fmt.Errorf("project %q: %w since the chat was created", from.Name, provisioning.ErrProjectReplaced)
+	}
+	if from.Owner != "" && from.Owner != user {
+		return api.Project{}, fmt.Errorf("project %q: %w", from.Name, ErrNotFound)
+	}
+	id := store.NewProjectID()
+	base := strings.TrimRight(from.Name[:min(len(from.Name), 45)], "-")
+	now := time.Now().UTC()
+	proj := api.Project{
+		ID: id, Name: base + "-f" + id[:6], Owner: user, Image: from.Image, Provider: from.Provider,
+		Ports: from.Ports, Autostart: from.Autostart, Checkpoints: from.Checkpoints,
+		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
+	}
+	proj.Container = ContainerName(proj.Name, id)
+	if err := p.o.Store.CreateProject(proj); err != nil {
+		return api.Project{}, err
+	}
+	cp := provisioning.CheckpointName(src.ID, turn)
+	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
+		p.dropProject(proj)
+		if errors.Is(err, lxdexec.ErrNotFound) {
+			return api.Project{}, fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, ErrNotFound)
+		}
+		return api.Project{}, err
+	}
+	p.log.Info("project forked from a checkpoint", "project", proj.Name, "id", proj.ID, "owner", user, "from", from.Name, "checkpoint", cp)
+	return proj, nil
+}
+
+// dropProject removes a fork's project record again (its container is
+// left to the copy's own failure handling: LXD removes a failed copy).
+func (p *Projects) dropProject(proj api.Project) {
+	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
+		p.log.Error("remove half-made forked project", "project", proj.Name, "error", err)
+	}
 }
