@@ -282,10 +282,12 @@ type Project struct {
 	Autostart bool   `json:"autostart"`
 	// Checkpoints is "turn" (a snapshot before each turn; "" means turn)
 	// or "off".
-	Checkpoints string    `json:"checkpoints,omitempty"`
-	Status      string    `json:"status"` // stored: running, stopped, missing, unknown
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt,omitzero"`
+	Checkpoints string `json:"checkpoints,omitempty"`
+	// Limits are the container's LXD resource limits (nil: none).
+	Limits    *ProjectLimits `json:"limits,omitempty"`
+	Status    string         `json:"status"` // stored: running, stopped, missing, unknown
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt,omitzero"`
 }
 
 // CreateProjectRequest is the body of POST /v1/projects.
@@ -296,6 +298,24 @@ type CreateProjectRequest struct {
 	Ports       []int  `json:"ports,omitempty"`
 	Autostart   *bool  `json:"autostart,omitempty"`
 	Checkpoints string `json:"checkpoints,omitempty"`
+	// Limits: absent fields take the daemon's defaults ([projects.limits]).
+	Limits *ProjectLimits `json:"limits,omitempty"`
+}
+
+// ProjectLimits are a project container's resource limits: LXD
+// limits.cpu, limits.memory, limits.processes and the root disk's size.
+// Empty (or 0) means no limit.
+type ProjectLimits struct {
+	CPU       string `json:"cpu,omitempty"`
+	Memory    string `json:"memory,omitempty"`
+	Processes int    `json:"processes,omitempty"`
+	Disk      string `json:"disk,omitempty"`
+}
+
+// PatchProjectRequest is the body of PATCH /v1/projects/{name}; absent
+// fields are unchanged, a limits field set to "" (or 0) removes it.
+type PatchProjectRequest struct {
+	Limits *ProjectLimits `json:"limits,omitempty"`
 }
 
 // Checkpoint is one LXD snapshot taken before a project-chat turn

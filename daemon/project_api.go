@@ -46,6 +46,9 @@ type ProjectsOptions struct {
 	Preparer *provisioning.Preparer
 	Exec     ProjectExecer
 	Logger   hclog.Logger
+	// DefaultLimits fill the limits a new project does not name
+	// ([projects.limits]).
+	DefaultLimits api.ProjectLimits
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -88,6 +91,7 @@ func (p *Projects) Routes() []Route {
 		route(http.MethodDelete, "/v1/projects/{name}/secrets/{key}", p.deleteSecret),
 		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
+		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
 	}
@@ -179,6 +183,10 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
 		return BadRequest("invalid checkpoints %q: turn or off", req.Checkpoints)
 	}
+	limits, err := p.newLimits(req.Limits)
+	if err != nil {
+		return err
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -187,7 +195,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	id := store.NewProjectID()
 	proj := api.Project{
 		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
-		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints,
+		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {

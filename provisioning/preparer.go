@@ -505,6 +505,11 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 			p.log.Error("undo container create", "container", proj.Container, "error", err)
 		}
 	})
+	if proj.Limits != nil && *proj.Limits != (api.ProjectLimits{}) {
+		if err := p.ApplyLimits(ctx, proj); err != nil {
+			return err
+		}
+	}
 	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "start", Timeout: 60}); err != nil {
 		return fmt.Errorf("start new container %q: %w", proj.Container, classify(err))
 	}
