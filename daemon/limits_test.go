@@ -50,17 +50,18 @@ func TestProjectLimits(t *testing.T) {
 		t.Fatalf("fork bomb under limits.processes=30: %q, want %q", out, want)
 	}
 	// PATCH: live.
-	status, body := e.do("PATCH", "/v1/projects/"+proj.Name, "alice", api.PatchProjectRequest{Limits: &api.ProjectLimits{Memory: "128MiB"}})
+	status, body := e.do("PATCH", "/v1/projects/"+proj.Name, "alice", api.PatchProjectRequest{Limits: &api.ProjectLimits{Memory: "128MiB", Disk: "1GiB"}})
 	var got api.Project
-	if status != http.StatusOK || json.Unmarshal(body, &got) != nil || got.Limits == nil || *got.Limits != (api.ProjectLimits{Memory: "128MiB"}) {
+	if status != http.StatusOK || json.Unmarshal(body, &got) != nil || got.Limits == nil || *got.Limits != (api.ProjectLimits{Memory: "128MiB", Disk: "1GiB"}) {
 		t.Fatalf("patch: %d %s", status, body)
 	}
 	inst, _, _ = e.lxd.Instance(context.Background(), proj.Container)
-	if inst.Config["limits.memory"] != "128MiB" || inst.Config["limits.processes"] != "" || !inst.Running() {
-		t.Fatalf("after patch: memory %q processes %q status %s", inst.Config["limits.memory"], inst.Config["limits.processes"], inst.Status)
+	if inst.Config["limits.memory"] != "128MiB" || inst.Config["limits.processes"] != "" || !inst.Running() ||
+		inst.Devices["root"]["size"] != "1GiB" || inst.Devices["root"]["pool"] == "" {
+		t.Fatalf("after patch: memory %q processes %q root %v status %s", inst.Config["limits.memory"], inst.Config["limits.processes"], inst.Devices["root"], inst.Status)
 	}
 	status, body = e.do("GET", "/v1/projects/"+proj.Name, "alice", nil)
-	if status != http.StatusOK || !strings.Contains(string(body), `"limits":{"memory":"128MiB"}`) {
+	if status != http.StatusOK || !strings.Contains(string(body), `"limits":{"memory":"128MiB","disk":"1GiB"}`) {
 		t.Fatalf("GET after patch: %d %s", status, body)
 	}
 	for _, tc := range []struct {
