@@ -62,6 +62,9 @@ type Event struct {
 	// Synthetic marks a user event whose prompt a client generated itself
 	// (the original frontend's Test menu sends "autotest"); stored as sent.
 	Synthetic string `json:"synthetic,omitempty"`
+	// Snapshot and Project name the LXD snapshot of a checkpoint event.
+	Snapshot string `json:"snapshot,omitempty"`
+	Project  string `json:"project,omitempty"`
 }
 
 // Chat event types (docs/api.md).
@@ -82,6 +85,7 @@ const (
 	EventComplete            = "complete"
 	EventError               = "error"
 	EventSync                = "sync" // transient, never stored
+	EventCheckpoint          = "checkpoint"
 )
 
 // System event subtypes emitted by the daemon itself.
@@ -92,6 +96,8 @@ const (
 	SubtypeDaemonRestarted    = "daemon_restarted"
 	SubtypePromptAccepted     = "prompt_accepted"
 	SubtypePromptRejected     = "prompt_rejected"
+	SubtypeCheckpointFailed   = "checkpoint_failed"
+	SubtypeCheckpointRestored = "checkpoint_restored"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -266,17 +272,22 @@ type Project struct {
 	// ID is the project's immutable random id, set at creation: its
 	// container carries it (provisioning.MarkerKey) and its chats are
 	// bound to it (Chat.ProjectID).
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Owner     string    `json:"owner,omitempty"`
-	Container string    `json:"container"`
-	Image     string    `json:"image,omitempty"`
-	Provider  string    `json:"provider,omitempty"`
-	Ports     []int     `json:"ports,omitempty"`
-	Autostart bool      `json:"autostart"`
-	Status    string    `json:"status"` // stored: running, stopped, missing, unknown
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Owner     string `json:"owner,omitempty"`
+	Container string `json:"container"`
+	Image     string `json:"image,omitempty"`
+	Provider  string `json:"provider,omitempty"`
+	Ports     []int  `json:"ports,omitempty"`
+	Autostart bool   `json:"autostart"`
+	// Checkpoints is "turn" (a snapshot before each turn; "" means turn)
+	// or "off".
+	Checkpoints string `json:"checkpoints,omitempty"`
+	// Limits are the container's LXD resource limits (nil: none).
+	Limits    *ProjectLimits `json:"limits,omitempty"`
+	Status    string         `json:"status"` // stored: running, stopped, missing, unknown
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt,omitzero"`
 
 	// Credentials is the project's credential mode: "" or "shared" (the
 	// host user's provider logins are pushed in and synced back), or
@@ -293,14 +304,43 @@ const (
 
 // CreateProjectRequest is the body of POST /v1/projects.
 type CreateProjectRequest struct {
-	Name      string `json:"name"`
-	Image     string `json:"image,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Ports     []int  `json:"ports,omitempty"`
-	Autostart *bool  `json:"autostart,omitempty"`
+	Name        string `json:"name"`
+	Image       string `json:"image,omitempty"`
+	Provider    string `json:"provider,omitempty"`
+	Ports       []int  `json:"ports,omitempty"`
+	Autostart   *bool  `json:"autostart,omitempty"`
+	Checkpoints string `json:"checkpoints,omitempty"`
+	// Limits: absent fields take the daemon's defaults ([projects.limits]).
+	Limits *ProjectLimits `json:"limits,omitempty"`
 
 	// Credentials is "shared" (default) or "project"; see Project.
 	Credentials string `json:"credentials,omitempty"`
+}
+
+// ProjectLimits are a project container's resource limits: LXD
+// limits.cpu, limits.memory, limits.processes and the root disk's size.
+// Empty (or 0) means no limit.
+type ProjectLimits struct {
+	CPU       string `json:"cpu,omitempty"`
+	Memory    string `json:"memory,omitempty"`
+	Processes int    `json:"processes,omitempty"`
+	Disk      string `json:"disk,omitempty"`
+}
+
+// PatchProjectRequest is the body of PATCH /v1/projects/{name}; absent
+// fields are unchanged, a limits field set to "" (or 0) removes it.
+type PatchProjectRequest struct {
+	Limits *ProjectLimits `json:"limits,omitempty"`
+}
+
+// Checkpoint is one LXD snapshot taken before a project-chat turn
+// (GET /v1/projects/{name}/checkpoints).
+type Checkpoint struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	ChatID    string    `json:"chatId"`
+	Seq       int64     `json:"seq"`
+	Size      int64     `json:"size,omitempty"`
 }
 
 // SecretInfo names a stored secret; values are never returned.

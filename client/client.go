@@ -259,6 +259,14 @@ func (c *Client) ForkChat(ctx context.Context, id string) (api.Chat, error) {
 	return fetch[api.Chat](ctx, c, http.MethodPost, chatPath(id, "/fork"), nil, nil)
 }
 
+// ForkChatAt forks the visible history before the turn holding seq
+// atSeq; withContainer also copies that turn's checkpoint into a new
+// project (named in the answer's Project).
+func (c *Client) ForkChatAt(ctx context.Context, id string, atSeq int64, withContainer bool) (api.Chat, error) {
+	body := map[string]any{"atSeq": atSeq, "withContainer": withContainer}
+	return fetch[api.Chat](ctx, c, http.MethodPost, chatPath(id, "/fork"), nil, body)
+}
+
 func sinceQuery(since int64) url.Values {
 	q := url.Values{}
 	if since > 0 {
@@ -428,6 +436,21 @@ func (c *Client) StartProject(ctx context.Context, name string) (api.Project, er
 // StopProject stops the project's container and returns the project.
 func (c *Client) StopProject(ctx context.Context, name string) (api.Project, error) {
 	return fetch[api.Project](ctx, c, http.MethodPost, projectPath(name, "/stop"), nil, nil)
+}
+
+// Checkpoints lists the project's checkpoints, oldest first.
+func (c *Client) Checkpoints(ctx context.Context, name string) ([]api.Checkpoint, error) {
+	return fetch[[]api.Checkpoint](ctx, c, http.MethodGet, projectPath(name, "/checkpoints"), nil, nil)
+}
+
+// RestoreCheckpoint restores the project's container from a checkpoint.
+func (c *Client) RestoreCheckpoint(ctx context.Context, name, checkpoint string) (api.Project, error) {
+	return fetch[api.Project](ctx, c, http.MethodPost, projectPath(name, "/checkpoints/", url.PathEscape(checkpoint), "/restore"), nil, nil)
+}
+
+// SetProjectLimits replaces the project's resource limits.
+func (c *Client) SetProjectLimits(ctx context.Context, name string, limits api.ProjectLimits) (api.Project, error) {
+	return fetch[api.Project](ctx, c, http.MethodPatch, projectPath(name), nil, api.PatchProjectRequest{Limits: &limits})
 }
 
 // PutSecret stores a project secret. The value travels only in the body.

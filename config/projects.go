@@ -82,6 +82,22 @@ type ProjectsProvisioning struct {
 	// StartParallel bounds concurrent container starts at daemon start-up
 	// (default 4).
 	StartParallel int `toml:"start_parallel"`
+	// CheckpointKeep is how many turn checkpoints each project keeps
+	// (default 20; at most 1000).
+	CheckpointKeep int `toml:"checkpoint_keep"`
+	// Limits are the default resource limits of project containers.
+	Limits ProjectLimits `toml:"limits"`
+}
+
+// ProjectLimits are LXD resource limits of a project container: CPU
+// (limits.cpu, e.g. "2"), Memory (limits.memory, e.g. "2GiB"), Processes
+// (limits.processes) and Disk (the root disk's size, e.g. "10GiB"). Empty
+// or zero means no limit.
+type ProjectLimits struct {
+	CPU       string `toml:"cpu"`
+	Memory    string `toml:"memory"`
+	Processes int    `toml:"processes"`
+	Disk      string `toml:"disk"`
 }
 
 func (p ProviderProvisioning) validate(ps *problems, base []pathElem) {
@@ -122,5 +138,16 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if p.StartParallel < 0 || p.StartParallel > 64 {
 		ps.add(ErrInvalidValue, keyPath("projects", "start_parallel"), "must be 0 (default) to 64")
+	}
+	if p.CheckpointKeep < 0 || p.CheckpointKeep > 1000 {
+		ps.add(ErrInvalidValue, keyPath("projects", "checkpoint_keep"), "must be 0 (default 20) to 1000")
+	}
+	if p.Limits.Processes < 0 {
+		ps.add(ErrInvalidValue, keyPath("projects", "limits", "processes"), "must not be negative")
+	}
+	for key, v := range map[string]string{"cpu": p.Limits.CPU, "memory": p.Limits.Memory, "disk": p.Limits.Disk} {
+		if strings.ContainsAny(v, " \t\n\x00") {
+			ps.add(ErrInvalidValue, keyPath("projects", "limits", key), "must not contain spaces")
+		}
 	}
 }

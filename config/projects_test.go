@@ -28,7 +28,14 @@ sync = true
 [projects]
 container_home = "/root"
 start_parallel = 8
+checkpoint_keep = 5
+[projects.limits]
+memory = "2GiB"
+processes = 500
 `, check: func(t *testing.T, c Config) {
+			if c.Projects.CheckpointKeep != 5 || c.Projects.Limits.Memory != "2GiB" || c.Projects.Limits.Processes != 500 {
+				t.Fatalf("checkpoint_keep/limits %+v", c.Projects)
+			}
 			p := c.Providers["claude"]
 			if p.Binary != "claude" || len(p.InstallFiles) != 1 || p.InstallFiles[0].Mode != 0o755 || !p.Credentials[0].Sync {
 				t.Fatalf("provider %+v", p)
@@ -40,6 +47,8 @@ start_parallel = 8
 		{name: "bad mode", toml: "[[providers.claude.assets]]\nhost = \"/a\"\ncontainer = \"/b\"\nmode = \"999\"\n", wantErr: "mode"},
 		{name: "relative credential", toml: "[[providers.codex.credentials]]\nhost = \"auth.json\"\ncontainer = \"/root/.codex/auth.json\"\n", wantErr: "credentials"},
 		{name: "unknown key", toml: "[providers.claude]\ninstal = [\"npm\"]\n", wantErr: "instal"},
+		{name: "checkpoint_keep too big", toml: "[projects]\ncheckpoint_keep = 1001\n", wantErr: "checkpoint_keep"},
+		{name: "negative processes", toml: "[projects.limits]\nprocesses = -1\n", wantErr: "processes"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
 	}
 	for _, tc := range tests {

@@ -260,6 +260,11 @@ func (s *Server) handleUpdateChat(w http.ResponseWriter, r *http.Request) error 
 // forkRequest is the optional body of POST /v1/chats/{id}/fork.
 type forkRequest struct {
 	Title string `json:"title,omitempty"`
+	// AtSeq forks the visible history before the turn holding this seq;
+	// WithContainer also copies that turn's checkpoint into a new
+	// project (checkpoints.go).
+	AtSeq         int64 `json:"atSeq,omitempty"`
+	WithContainer bool  `json:"withContainer,omitempty"`
 }
 
 // handleFork copies a chat and its events (S27): the provider session is
@@ -282,6 +287,9 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
 		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+	}
+	if req.AtSeq != 0 || req.WithContainer {
+		return s.forkAt(w, r, src, req)
 	}
 	var caps providers.Capabilities
 	if p, err := s.reg.Get(src.Provider); err == nil {

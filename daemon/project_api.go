@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,12 +46,16 @@ type ProjectsOptions struct {
 	Preparer *provisioning.Preparer
 	Exec     ProjectExecer
 	Logger   hclog.Logger
+	// DefaultLimits fill the limits a new project does not name
+	// ([projects.limits]).
+	DefaultLimits api.ProjectLimits
 }
 
 // Projects serves the project routes of docs/api.md.
 type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
+	srv atomic.Pointer[Server] // set by Attach: chats for restore and fork
 }
 
 // NewProjects returns the project routes; Store, Preparer and Exec are
@@ -86,6 +91,9 @@ func (p *Projects) Routes() []Route {
 		route(http.MethodDelete, "/v1/projects/{name}/secrets/{key}", p.deleteSecret),
 		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
+		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
+		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
+		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
 	}
 }
 
@@ -99,7 +107,7 @@ func projectError(err error) error {
 	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, provisioning.ErrUnmarkedContainer),
 		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
-	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill):
+	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill), errors.Is(err, provisioning.ErrBadCheckpoint):
 		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
 	}
 	return err
@@ -175,6 +183,13 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
 		return BadRequest("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
 	}
+	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
+		return BadRequest("invalid checkpoints %q: turn or off", req.Checkpoints)
+	}
+	limits, err := p.newLimits(req.Limits)
+	if err != nil {
+		return err
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -183,7 +198,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	id := store.NewProjectID()
 	proj := api.Project{
 		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
-		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart,
+		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {

@@ -27,11 +27,12 @@ import (
 // projectEnv is a test server with the project routes over real LXD.
 type projectEnv struct {
 	*testServer
-	lxd  *lxdexec.Client
-	conn *provisioning.Conn
-	prep *provisioning.Preparer
-	rec  *provisioning.Reconciler
-	logs *syncBuffer
+	lxd    *lxdexec.Client
+	conn   *provisioning.Conn
+	prep   *provisioning.Preparer
+	rec    *provisioning.Reconciler
+	routes *Projects
+	logs   *syncBuffer
 }
 
 // syncBuffer is a goroutine-safe log sink, so tests can grep every line.
@@ -60,6 +61,10 @@ type projectEnvOpts struct {
 	resync    time.Duration   // reconciler resync interval; 0: default
 	// stepsLXD wraps the LXD the provisioning steps use (fault injection).
 	stepsLXD func(provisioning.LXD) provisioning.LXD
+	// prepLXD wraps the LXD the preparer uses (fault injection);
+	// checkpointKeep is its checkpoints kept per project.
+	prepLXD        func(*provisioning.Conn) provisioning.LXD
+	checkpointKeep int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -87,8 +92,12 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			}
 			deps, _ = provisioning.NewDependencies(so)
 		}
+		var prepLXD provisioning.LXD = e.conn
+		if o.prepLXD != nil {
+			prepLXD = o.prepLXD(e.conn)
+		}
 		prep, err := provisioning.New(provisioning.Options{
-			LXD: e.conn, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
+			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second,
 		})
@@ -103,7 +112,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.prep, e.rec = prep, rec
+		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes)
 		opts.Projects = ProjectChatCheck{Store: st}
 		if len(o.providers) > 0 {
@@ -117,6 +126,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 	})
 	e.testServer = ts
+	e.routes.Attach(ts.srv)
 	return e
 }
 

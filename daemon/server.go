@@ -75,24 +75,25 @@ type Options struct {
 // Server is remoted's API: the route table behind the peer-credential
 // gate, the prompt service and the run hub.
 type Server struct {
-	store      Store
-	reg        *Registry
-	log        hclog.Logger
-	auditLog   hclog.Logger
-	metrics    *Metrics
-	version    string
-	access     atomic.Pointer[Access]
-	defaultCwd string
-	lxd        LXDStatus
-	projects   ProjectChats
-	hub        *Hub
-	svc        *Service
-	handler    http.Handler
-	started    time.Time
-	pingEvery  time.Duration
-	pongWait   time.Duration
-	notifier   *Notifier // nil without a webhook
-	workspace  *Workspace
+	store          Store
+	reg            *Registry
+	log            hclog.Logger
+	auditLog       hclog.Logger
+	metrics        *Metrics
+	version        string
+	access         atomic.Pointer[Access]
+	defaultCwd     string
+	lxd            LXDStatus
+	projects       ProjectChats
+	hub            *Hub
+	containerForks atomic.Pointer[Projects] // set by Projects.Attach: fork with a container
+	svc            *Service
+	handler        http.Handler
+	started        time.Time
+	pingEvery      time.Duration
+	pongWait       time.Duration
+	notifier       *Notifier // nil without a webhook
+	workspace      *Workspace
 	// projectStore lists projects for the workspace snapshot; nil when the
 	// store keeps none.
 	projectStore interface {

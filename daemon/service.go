@@ -448,6 +448,7 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 	}()
 
 	req, err := s.request(chat, caps, in, run, userSeq, true)
+	ctx = s.checkpointTurn(ctx, chat, userSeq, em)
 	if err == nil {
 		err = p.Run(ctx, req, em.emit)
 		if errors.Is(err, providers.ErrSessionNotFound) && req.ResumeID != "" && ctx.Err() == nil {

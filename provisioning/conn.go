@@ -172,3 +172,48 @@ func (c *Conn) Events(ctx context.Context, types ...string) (<-chan lxdexec.Even
 		}
 	}
 }
+
+// CreateSnapshot implements Snapshotter.
+func (c *Conn) CreateSnapshot(ctx context.Context, instance, name string, expires time.Time) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.CreateSnapshot(ctx, instance, name, expires)
+}
+
+// Snapshots implements Snapshotter.
+func (c *Conn) Snapshots(ctx context.Context, instance string) ([]lxdexec.Snapshot, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Snapshots(ctx, instance)
+}
+
+// DeleteSnapshot implements Snapshotter.
+func (c *Conn) DeleteSnapshot(ctx context.Context, instance, name string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.DeleteSnapshot(ctx, instance, name)
+}
+
+// RestoreSnapshot implements Snapshotter.
+func (c *Conn) RestoreSnapshot(ctx context.Context, instance, name string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.RestoreSnapshot(ctx, instance, name)
+}
+
+// CopyFromSnapshot implements Snapshotter.
+func (c *Conn) CopyFromSnapshot(ctx context.Context, instance, snap, name string, config map[string]string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.CopyFromSnapshot(ctx, instance, snap, name, config)
+}

@@ -122,7 +122,10 @@ type Options struct {
 	CredentialSyncTimeout time.Duration
 	// StartTimeout bounds waiting for a container to start.
 	StartTimeout time.Duration
-	Logger       hclog.Logger
+	// CheckpointKeep is how many checkpoints each project keeps; zero
+	// means DefaultCheckpointKeep.
+	CheckpointKeep int
+	Logger         hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -138,6 +141,8 @@ type Preparer struct {
 	syncTimeout time.Duration
 	log         hclog.Logger
 	lifecycle   keyLock // one container lifecycle change at a time
+	keep        int     // checkpoints kept per project
+	pinned      pins    // checkpoints a fork is copying
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -167,7 +172,10 @@ func New(opts Options) (*Preparer, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Preparer{
+	if opts.CheckpointKeep <= 0 {
+		opts.CheckpointKeep = DefaultCheckpointKeep
+	}
+	return &Preparer{keep: opts.CheckpointKeep,
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
@@ -236,6 +244,10 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if cur.ID != proj.ID {
 		return providers.Target{}, fmt.Errorf("project %q: %w while it was prepared", proj.Name, ErrProjectReplaced)
 	}
+	// 6. The turn's checkpoint, when the caller asked for one: after the
+	// container is ready, before the CLI starts; a failure is reported,
+	// never fatal.
+	p.checkpoint(ctx, cur)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
 }
 
@@ -510,6 +522,11 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 			p.log.Error("undo container create", "container", proj.Container, "error", err)
 		}
 	})
+	if proj.Limits != nil && *proj.Limits != (api.ProjectLimits{}) {
+		if err := p.ApplyLimits(ctx, proj); err != nil {
+			return err
+		}
+	}
 	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "start", Timeout: 60}); err != nil {
 		return fmt.Errorf("start new container %q: %w", proj.Container, classify(err))
 	}

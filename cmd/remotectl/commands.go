@@ -198,7 +198,7 @@ var chatCommands = map[string]command{
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list chats", Run: runChatList},
 	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
-	"fork":   {Name: "fork", Usage: "CHAT [--json]", Summary: "fork a chat and print the new id", Run: runChatFork},
+	"fork":   {Name: "fork", Usage: "CHAT [-at SEQ [-with-container]] [--json]", Summary: "fork a chat and print the new id (-at: before the turn holding SEQ; -with-container: also copy that turn's checkpoint into a new project)", Run: runChatFork},
 }
 
 func runChat(ctx context.Context, e *env, args []string) error {
@@ -334,16 +334,31 @@ func runChatRm(ctx context.Context, e *env, args []string) error {
 }
 
 func runChatFork(ctx context.Context, e *env, args []string) error {
-	args, err := parseExact(e.newFlags("chat fork"), args, "CHAT")
+	fs := e.newFlags("chat fork")
+	at := fs.Int64("at", 0, "fork before the turn holding event `seq`")
+	withContainer := fs.Bool("with-container", false, "also copy the turn's checkpoint into a new project (needs -at)")
+	args, err := parseExact(fs, args, "CHAT")
 	if err != nil {
 		return err
 	}
-	c, err := e.Client.ForkChat(ctx, args[0])
+	if *withContainer && *at <= 0 {
+		return usagef("-with-container needs -at SEQ")
+	}
+	var c api.Chat
+	if *at > 0 {
+		c, err = e.Client.ForkChatAt(ctx, args[0], *at, *withContainer)
+	} else {
+		c, err = e.Client.ForkChat(ctx, args[0])
+	}
 	if err != nil {
 		return err
 	}
 	if e.JSON {
 		return writeJSON(e.Stdout, c)
+	}
+	if *withContainer {
+		_, err = fmt.Fprintf(e.Stdout, "%s (project %s)\n", c.ID, c.Project)
+		return err
 	}
 	_, err = fmt.Fprintln(e.Stdout, c.ID)
 	return err

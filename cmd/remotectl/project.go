@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -13,20 +14,23 @@ import (
 )
 
 func init() {
-	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
+	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell|checkpoints|restore|limits ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
 }
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create": {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [--json]", Summary: "create a project", Run: runProjectCreate},
-	"list":   {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
-	"show":   {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
-	"start":  {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
-	"stop":   {Name: "stop", Usage: "NAME [--json]", Summary: "stop the project's container", Run: runProjectStop},
-	"rm":     {Name: "rm", Usage: "NAME [-purge]", Summary: "remove a project (-purge also deletes its container)", Run: runProjectRm},
-	"secret": {Name: "secret", Usage: "set NAME KEY (value on stdin or at a no-echo prompt) | list NAME | rm NAME KEY", Summary: "manage project secrets (values are never shown, never taken from the command line)", Run: runProjectSecret},
-	"exec":   {Name: "exec", Usage: "NAME [-cwd DIR] [-env K=V]... -- COMMAND [ARG...]", Summary: "run a command in the project's container; exits with its code", Run: runProjectExec},
-	"shell":  {Name: "shell", Usage: "NAME", Summary: "open an interactive shell in the project's container", Run: runProjectShell},
+	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"list":        {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
+	"show":        {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
+	"start":       {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
+	"stop":        {Name: "stop", Usage: "NAME [--json]", Summary: "stop the project's container", Run: runProjectStop},
+	"rm":          {Name: "rm", Usage: "NAME [-purge]", Summary: "remove a project (-purge also deletes its container)", Run: runProjectRm},
+	"secret":      {Name: "secret", Usage: "set NAME KEY (value on stdin or at a no-echo prompt) | list NAME | rm NAME KEY", Summary: "manage project secrets (values are never shown, never taken from the command line)", Run: runProjectSecret},
+	"exec":        {Name: "exec", Usage: "NAME [-cwd DIR] [-env K=V]... -- COMMAND [ARG...]", Summary: "run a command in the project's container; exits with its code", Run: runProjectExec},
+	"shell":       {Name: "shell", Usage: "NAME", Summary: "open an interactive shell in the project's container", Run: runProjectShell},
+	"checkpoints": {Name: "checkpoints", Usage: "NAME [--json]", Summary: "list the project's checkpoints (one LXD snapshot before each chat turn)", Run: runProjectCheckpoints},
+	"restore":     {Name: "restore", Usage: "NAME CHECKPOINT [--json]", Summary: "restore the project's container from a checkpoint", Run: runProjectRestore},
+	"limits":      {Name: "limits", Usage: "NAME [-cpu N] [-memory SIZE] [-processes N] [-disk SIZE] [--json]", Summary: "show or change the project's resource limits (\"\" or 0 removes one)", Run: runProjectLimits},
 }
 
 func runProject(ctx context.Context, e *env, args []string) error {
@@ -77,6 +81,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.Var(&ports, "port", "container `port` (repeatable)")
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")
 	fs.StringVar(&req.Credentials, "credentials", "", "`mode`: shared (the host user's logins, default) or project (the container's own)")
+	fs.StringVar(&req.Checkpoints, "checkpoints", "", "`turn` (a snapshot before each turn, the default) or off")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -134,6 +139,10 @@ func printProject(e *env, p api.Project) error {
 	}
 	if len(p.Ports) > 0 {
 		fmt.Fprintf(tw, "ports:\t%v\n", p.Ports)
+	}
+	fmt.Fprintf(tw, "checkpoints:\t%s\n", dash(p.Checkpoints))
+	if p.Limits != nil {
+		fmt.Fprintf(tw, "limits:\t%s\n", limitsText(*p.Limits))
 	}
 	fmt.Fprintf(tw, "created:\t%s\n", p.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	return tw.Flush()
@@ -267,4 +276,99 @@ func runProjectExec(ctx context.Context, e *env, args []string) error {
 		return &exitCodeError{code: code}
 	}
 	return nil
+}
+
+// limitsText shows limits as cpu=.. memory=.. processes=.. disk=..
+func limitsText(l api.ProjectLimits) string {
+	var parts []string
+	for _, kv := range [][2]string{{"cpu", l.CPU}, {"memory", l.Memory}, {"processes", strconv.Itoa(l.Processes)}, {"disk", l.Disk}} {
+		if kv[1] != "" && kv[1] != "0" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+func runProjectCheckpoints(ctx context.Context, e *env, args []string) error {
+	args, err := parseExact(e.newFlags("project checkpoints"), args, "NAME")
+	if err != nil {
+		return err
+	}
+	list, err := e.Client.Checkpoints(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	return printList(e, list, "NAME\tCHAT\tSEQ\tCREATED\tSIZE", func(tw io.Writer) {
+		for _, c := range list {
+			size := "-"
+			if c.Size > 0 {
+				size = strconv.FormatInt(c.Size, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", c.Name, c.ChatID, c.Seq, c.CreatedAt.Local().Format(listTime), size)
+		}
+	})
+}
+
+func runProjectRestore(ctx context.Context, e *env, args []string) error {
+	args, err := parseExact(e.newFlags("project restore"), args, "NAME", "CHECKPOINT")
+	if err != nil {
+		return err
+	}
+	p, err := e.Client.RestoreCheckpoint(ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	return printProject(e, p)
+}
+
+func runProjectLimits(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("project limits")
+	var l api.ProjectLimits
+	fs.StringVar(&l.CPU, "cpu", "", "CPU `count` or set (limits.cpu)")
+	fs.StringVar(&l.Memory, "memory", "", "memory `size`, e.g. 2GiB (limits.memory)")
+	fs.IntVar(&l.Processes, "processes", 0, "most `processes` (limits.processes)")
+	fs.StringVar(&l.Disk, "disk", "", "root disk `size`, e.g. 10GiB")
+	args, err := parseExact(fs, args, "NAME")
+	if err != nil {
+		return err
+	}
+	p, err := e.Client.Project(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if len(set) > 0 { // change the named limits, keep the others
+		cur := api.ProjectLimits{}
+		if p.Limits != nil {
+			cur = *p.Limits
+		}
+		if set["cpu"] {
+			cur.CPU = l.CPU
+		}
+		if set["memory"] {
+			cur.Memory = l.Memory
+		}
+		if set["processes"] {
+			cur.Processes = l.Processes
+		}
+		if set["disk"] {
+			cur.Disk = l.Disk
+		}
+		if p, err = e.Client.SetProjectLimits(ctx, args[0], cur); err != nil {
+			return err
+		}
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, p.Limits)
+	}
+	cur := api.ProjectLimits{}
+	if p.Limits != nil {
+		cur = *p.Limits
+	}
+	_, err = fmt.Fprintln(e.Stdout, limitsText(cur))
+	return err
 }

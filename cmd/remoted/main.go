@@ -271,6 +271,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, rp := range projects.Routes {
+		if pr, ok := rp.(*daemon.Projects); ok {
+			pr.Attach(srv) // restore and fork with a container reach the chats
+		}
+	}
 	// Recovery never fails start-up for want of space: chats it cannot
 	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {

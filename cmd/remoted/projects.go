@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/api"
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/store"
@@ -54,6 +55,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(daemon.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
+		CheckpointKeep:        cfg.Projects.CheckpointKeep,
 		Logger:                log.Named("prepare"),
 	})
 	if err != nil {
@@ -66,7 +68,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	if err != nil {
 		return projectWiring{}, err
 	}
-	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")})
+	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
+		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits)})
 	if err != nil {
 		return projectWiring{}, err
 	}

@@ -115,6 +115,10 @@ func field(d []byte, i int, key []byte, ev *api.Event) (int, bool) {
 		s = &ev.Status
 	case "synthetic":
 		s = &ev.Synthetic
+	case "snapshot":
+		s = &ev.Snapshot
+	case "project":
+		s = &ev.Project
 	default:
 		return 0, false // unknown, or matched case-insensitively by encoding/json
 	}

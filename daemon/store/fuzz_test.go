@@ -100,6 +100,7 @@ func FuzzUnmarshalEvent(f *testing.F) {
 		{Type: "tool_use_start", ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls","n":[1,2.5e3,null,true]}`)},
 		{Type: "tool_use_end", ID: "t1", Output: "out", IsError: true},
 		{Type: "complete", Usage: json.RawMessage(`{"input_tokens":3}`), Running: true, Data: json.RawMessage(`"s"`)},
+		{Seq: 4, Type: "checkpoint", Snapshot: "rc-0123456789ab-3", Project: "p"},
 	} {
 		raw, _ := json.Marshal(ev)
 		f.Add(raw)

@@ -1,0 +1,334 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/internal/testkit"
+	"remote/providers"
+	"remote/providers/runner"
+	"remote/provisioning"
+)
+
+// fileAgent is a provider whose "CLI" is a shell in the project's
+// container that writes /root/<prompt text> each turn, as an agent
+// changing files would.
+func fileAgent(ports providers.AdapterConfig) providers.Provider {
+	return &fakeProvider{id: providers.Claude, caps: providers.Capabilities{Resume: true}, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		_, launcher, err := runner.PrepareProject(ctx, ports, providers.Claude, errors.New("not wired"), req, emit)
+		if err != nil {
+			return err
+		}
+		name := req.Prompt[strings.LastIndexByte(req.Prompt, '\n')+1:]
+		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: "/", Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+			Args: []string{"-c", `echo x > /root/"$1"; ls /root | tr '\n' ' '`, "sh", name}})
+		if err != nil {
+			return err
+		}
+		go func() { _, _ = io.Copy(io.Discard, proc.Stderr()) }()
+		out, _ := io.ReadAll(proc.Stdout())
+		if err := proc.Wait(); err != nil {
+			return err
+		}
+		emit(providers.Event{Type: providers.EventSessionUpdated, SessionID: "s-" + req.ConversationID})
+		emit(providers.Event{Type: providers.EventAssistantDelta, Text: "resume=" + req.ResumeID + " files=" + string(out), MessageID: "m1"})
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	}}
+}
+
+// failingSnapshots is the preparer's LXD with snapshots that always fail,
+// as on a full pool.
+type failingSnapshots struct{ *provisioning.Conn }
+
+func (failingSnapshots) CreateSnapshot(context.Context, string, string, time.Time) error {
+	return errors.New("no space left on device")
+}
+
+func newFileChat(t *testing.T, e *projectEnv, req api.CreateProjectRequest) (api.Project, api.Chat) {
+	t.Helper()
+	proj := e.createProject(t, "alice", req)
+	status, body := e.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Project: proj.Name})
+	if status != http.StatusCreated {
+		t.Fatalf("create chat: %d %s", status, body)
+	}
+	var chat api.Chat
+	if err := json.Unmarshal(body, &chat); err != nil {
+		t.Fatal(err)
+	}
+	return proj, chat
+}
+
+func (e *projectEnv) checkpointList(t *testing.T, project string) []api.Checkpoint {
+	t.Helper()
+	status, body := e.do("GET", "/v1/projects/"+project+"/checkpoints", "alice", nil)
+	if status != http.StatusOK {
+		t.Fatalf("checkpoints: %d %s", status, body)
+	}
+	var list []api.Checkpoint
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// TestCheckpointsPerTurn: every turn of a project chat is preceded by an
+// LXD snapshot, evented right after the user event and listed with its
+// chat and seq; retention keeps the newest checkpoint_keep.
+func TestCheckpointsPerTurn(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{checkpointKeep: 2, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckpt")})
+	var userSeqs []int64
+	for _, turn := range []string{"t1", "t2", "t3"} {
+		evs := e.prompt(t, chat.ID, "alice", turn)
+		if len(evs) < 2 || evs[0].Type != api.EventUser {
+			t.Fatalf("turn %s events %v", turn, types(evs))
+		}
+		var cp *api.Event
+		for i := range evs {
+			if evs[i].Type == api.EventCheckpoint {
+				cp = &evs[i]
+				break
+			}
+			if evs[i].Type != api.EventUser && evs[i].Type != api.EventSystem {
+				t.Fatalf("turn %s: %s before the checkpoint event: %v", turn, evs[i].Type, types(evs))
+			}
+		}
+		want := provisioning.CheckpointName(chat.ID, evs[0].Seq)
+		if cp == nil || cp.Snapshot != want || cp.Project != proj.Name {
+			t.Fatalf("turn %s: checkpoint event %+v, want snapshot %s project %s; events %v", turn, cp, want, proj.Name, types(evs))
+		}
+		if !hasType(evs, api.EventComplete) {
+			t.Fatalf("turn %s did not complete: %v", turn, types(evs))
+		}
+		userSeqs = append(userSeqs, evs[0].Seq)
+	}
+	// The stored events decode with the new fields (fast decoder).
+	stored := e.events(chat.ID)
+	n := 0
+	for _, ev := range stored {
+		if ev.Type == api.EventCheckpoint && ev.Snapshot != "" && ev.Project == proj.Name {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("stored checkpoint events with snapshot and project: %d, want 3", n)
+	}
+	list := e.checkpointList(t, proj.Name)
+	if len(list) != 2 {
+		t.Fatalf("checkpoints after 3 turns with keep 2: %+v", list)
+	}
+	for i, cp := range list {
+		seq := userSeqs[i+1]
+		if cp.Name != provisioning.CheckpointName(chat.ID, seq) || cp.ChatID != chat.ID || cp.Seq != seq || cp.CreatedAt.IsZero() {
+			t.Fatalf("checkpoint %d = %+v, want chat %s seq %d", i, cp, chat.ID, seq)
+		}
+	}
+}
+
+// TestCheckpointsOff: a project with checkpoints off gets none.
+func TestCheckpointsOff(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckoff"), Checkpoints: "off"})
+	evs := e.prompt(t, chat.ID, "alice", "t1")
+	if hasType(evs, api.EventCheckpoint) || !hasType(evs, api.EventComplete) {
+		t.Fatalf("events %v", types(evs))
+	}
+	if list := e.checkpointList(t, proj.Name); len(list) != 0 {
+		t.Fatalf("checkpoints with checkpoints off: %+v", list)
+	}
+	status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("ckbad"), Checkpoints: "always"})
+	if status != http.StatusBadRequest || errorMessage(t, body) != `invalid checkpoints "always": turn or off` {
+		t.Fatalf("bad checkpoints mode: %d %s", status, body)
+	}
+}
+
+// TestFaultCheckpointFails: a snapshot that fails (injected: the pool is
+// full) never fails the turn; the chat gets system/checkpoint_failed with
+// the reason and the CLI still runs.
+func TestFaultCheckpointFails(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{
+		prepLXD:   func(c *provisioning.Conn) provisioning.LXD { return failingSnapshots{c} },
+		providers: []func(providers.AdapterConfig) providers.Provider{fileAgent},
+	})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfail")})
+	evs := e.prompt(t, chat.ID, "alice", "t1")
+	var failed *api.Event
+	for i := range evs {
+		if evs[i].Type == api.EventSystem && evs[i].Subtype == api.SubtypeCheckpointFailed {
+			failed = &evs[i]
+		}
+	}
+	if failed == nil || hasType(evs, api.EventCheckpoint) || !hasType(evs, api.EventComplete) {
+		t.Fatalf("events %v", types(evs))
+	}
+	var data map[string]string
+	_ = json.Unmarshal(failed.Data, &data)
+	want := map[string]string{"project": proj.Name, "snapshot": provisioning.CheckpointName(chat.ID, evs[0].Seq), "reason": "no space left on device"}
+	if len(data) != 3 || data["project"] != want["project"] || data["snapshot"] != want["snapshot"] || data["reason"] != want["reason"] {
+		t.Fatalf("checkpoint_failed data %s, want %v", failed.Data, want)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root")); got != "t1" {
+		t.Fatalf("the turn did not run: /root = %q", got)
+	}
+}
+
+func assistantText(evs []api.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Type == api.EventAssistantText {
+			b.WriteString(ev.Text)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestCheckpointRestore: restoring the checkpoint taken before turn 2
+// brings the container back to turn 1's files, marks every chat of the
+// project with system/checkpoint_restored, and the next prompt starts a
+// fresh provider session; a restore while a run is active is refused.
+func TestCheckpointRestore(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckrest")})
+	e.prompt(t, chat.ID, "alice", "t1")
+	evs := e.prompt(t, chat.ID, "alice", "t2")
+	if got := assistantText(evs); got != "resume=s-"+chat.ID+" files=t1 t2" {
+		t.Fatalf("turn 2 said %q", got)
+	}
+	cp := provisioning.CheckpointName(chat.ID, evs[0].Seq)
+	status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
+	if status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
+		t.Fatalf("after restore /root = %q, want t1", got)
+	}
+	all := e.events(chat.ID)
+	last := all[len(all)-1]
+	if last.Type != api.EventSystem || last.Subtype != api.SubtypeCheckpointRestored ||
+		string(last.Data) != `{"checkpoint":"`+cp+`","project":"`+proj.Name+`"}` {
+		t.Fatalf("last event %+v, want system/checkpoint_restored naming %s", last, cp)
+	}
+	evs = e.prompt(t, chat.ID, "alice", "t3")
+	if got := assistantText(evs); got != "resume= files=t1 t3" {
+		t.Fatalf("turn after restore said %q, want a fresh session on turn 1's files", got)
+	}
+	// Not another user's project; not an unknown or malformed checkpoint.
+	if status, _ := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "bob", nil); status != http.StatusNotFound {
+		t.Fatalf("bob restoring alice's project: %d", status)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/rc-"+chat.ID+"-999/restore", "alice", nil); status != http.StatusNotFound {
+		t.Fatalf("unknown checkpoint: %d %s", status, body)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/snap0/restore", "alice", nil); status != http.StatusBadRequest ||
+		errorMessage(t, body) != `invalid checkpoint "snap0": want rc-<chat>-<seq>` {
+		t.Fatalf("malformed checkpoint: %d %s", status, body)
+	}
+}
+
+// TestCheckpointRestoreWhileRunning: 409 while a chat of the project runs.
+func TestCheckpointRestoreWhileRunning(t *testing.T) {
+	release := make(chan struct{})
+	slow := func(ports providers.AdapterConfig) providers.Provider {
+		inner := fileAgent(ports).(*fakeProvider)
+		return &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+			err := inner.run(ctx, req, emit)
+			<-release
+			return err
+		}}
+	}
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{slow}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckbusy")})
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "t1"})
+	if status != http.StatusAccepted {
+		t.Fatalf("prompt: %d %s", status, body)
+	}
+	cp := provisioning.CheckpointName(chat.ID, 1)
+	status, body = e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
+	close(release)
+	// The run ends before the test's cleanups remove its container.
+	for deadline := time.Now().Add(2 * time.Minute); e.srv.Hub().Running(chat.ID) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := "chat " + chat.ID + ` of project "` + proj.Name + `" is running; cancel it before restoring ` + cp
+	if status != http.StatusConflict || errorCode(t, body) != api.CodeConflict || errorMessage(t, body) != want {
+		t.Fatalf("restore while running: %d %s, want 409 %q", status, body, want)
+	}
+}
+
+// TestForkWithContainer: forking at turn 2 with the container gives a new
+// chat with turn 1's history only and a new project of the caller's whose
+// container has turn 1's file and not turn 2's; the original keeps both.
+func TestForkWithContainer(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork")})
+	e.prompt(t, chat.ID, "alice", "t1")
+	turn2 := e.prompt(t, chat.ID, "alice", "t2")
+	at := turn2[len(turn2)-1].Seq // the turn's last event
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": at, "withContainer": true})
+	if status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	var fork api.Chat
+	if err := json.Unmarshal(body, &fork); err != nil {
+		t.Fatal(err)
+	}
+	if fork.ID == chat.ID || fork.Project == proj.Name || fork.Project == "" || len(fork.Sessions) != 0 {
+		t.Fatalf("fork %+v", fork)
+	}
+	status, body = e.do("GET", "/v1/projects/"+fork.Project, "alice", nil)
+	var np api.Project
+	if status != http.StatusOK || json.Unmarshal(body, &np) != nil {
+		t.Fatalf("forked project: %d %s", status, body)
+	}
+	testkit.CleanupContainer(t, testkit.LXD(t), np.Container)
+	if np.Owner != "alice" || np.ID != fork.ProjectID || np.Container == proj.Container {
+		t.Fatalf("forked project %+v (fork chat %+v)", np, fork)
+	}
+	if status, _ := e.do("GET", "/v1/projects/"+fork.Project, "bob", nil); status != http.StatusNotFound {
+		t.Fatalf("bob sees alice's forked project: %d", status)
+	}
+	// History: everything before turn 2's user event, nothing after.
+	fevs := e.events(fork.ID)
+	if len(fevs) == 0 || fevs[len(fevs)-1].Seq >= turn2[0].Seq || fevs[0].Type != api.EventUser || fevs[0].Text != "t1" {
+		t.Fatalf("fork events %v (turn 2 starts at %d)", types(fevs), turn2[0].Seq)
+	}
+	if status, body := e.do("POST", "/v1/projects/"+fork.Project+"/start", "alice", nil); status != http.StatusOK {
+		t.Fatalf("start fork project: %d %s", status, body)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, np.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
+		t.Fatalf("forked container /root = %q, want t1", got)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1 t2" {
+		t.Fatalf("original container /root = %q, want t1 t2", got)
+	}
+	// The fork runs in its own container, from visible history.
+	if got := assistantText(e.prompt(t, fork.ID, "alice", "t3")); got != "resume= files=t1 t3" {
+		t.Fatalf("fork's turn said %q", got)
+	}
+	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1 t2" {
+		t.Fatalf("original container after the fork's turn: %q", got)
+	}
+	// Without the container: same project, history cut the same way.
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": at})
+	var plain api.Chat
+	if status != http.StatusCreated || json.Unmarshal(body, &plain) != nil || plain.Project != proj.Name || len(e.events(plain.ID)) != len(fevs) {
+		t.Fatalf("fork without container: %d %s", status, body)
+	}
+	// Bad input.
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": 9999, "withContainer": true})
+	if want := "atSeq 9999 is not an event of a turn of chat " + chat.ID; status != http.StatusBadRequest || errorMessage(t, body) != want {
+		t.Fatalf("fork at a missing seq: %d %s, want 400 %q", status, body, want)
+	}
+	status, body = e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"withContainer": true})
+	if want := "atSeq: a positive seq of chat " + chat.ID + " is required to fork at a turn"; status != http.StatusBadRequest || errorMessage(t, body) != want {
+		t.Fatalf("fork without atSeq: %d %s, want 400 %q", status, body, want)
+	}
+}

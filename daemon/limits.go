@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"remote/api"
+)
+
+var (
+	cpuLimitRE  = regexp.MustCompile(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`)
+	sizeLimitRE = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,3})?(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
+	percentRE   = regexp.MustCompile(`^[0-9]{1,3}%$`)
+)
+
+// maxProcesses bounds limits.processes.
+const maxProcesses = 1 << 22
+
+// checkLimits rejects limits LXD would refuse or misread, naming the field.
+func checkLimits(l api.ProjectLimits) error {
+	if l.CPU != "" && !cpuLimitRE.MatchString(l.CPU) {
+		return BadRequest("invalid limits.cpu %q: a CPU count like \"2\" or a set like \"0-1,3\"", l.CPU)
+	}
+	if l.Memory != "" && (!sizeLimitRE.MatchString(l.Memory) && !percentRE.MatchString(l.Memory)) {
+		return BadRequest("invalid limits.memory %q: a size like \"2GiB\" or a percentage like \"50%%\"", l.Memory)
+	}
+	if l.Processes < 0 || l.Processes > maxProcesses {
+		return BadRequest("invalid limits.processes %d: 0 (no limit) to %d", l.Processes, maxProcesses)
+	}
+	if l.Disk != "" && !sizeLimitRE.MatchString(l.Disk) {
+		return BadRequest("invalid limits.disk %q: a size like \"10GiB\"", l.Disk)
+	}
+	return nil
+}
+
+// newLimits is a new project's limits: req's, with the defaults for the
+// fields it leaves out; nil when there are none.
+func (p *Projects) newLimits(req *api.ProjectLimits) (*api.ProjectLimits, error) {
+	l := p.o.DefaultLimits
+	if req != nil {
+		if err := checkLimits(*req); err != nil {
+			return nil, err
+		}
+		if req.CPU != "" {
+			l.CPU = req.CPU
+		}
+		if req.Memory != "" {
+			l.Memory = req.Memory
+		}
+		if req.Processes != 0 {
+			l.Processes = req.Processes
+		}
+		if req.Disk != "" {
+			l.Disk = req.Disk
+		}
+	}
+	if l == (api.ProjectLimits{}) {
+		return nil, nil
+	}
+	return &l, nil
+}
+
+// patch serves PATCH /v1/projects/{name}: {"limits": {...}} replaces the
+// project's limits (a field left out or empty means no limit) and applies
+// them to its container at once, live where LXD allows.
+func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
+	proj, err := p.lookup(r)
+	if err != nil {
+		return err
+	}
+	var req api.PatchProjectRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Limits == nil {
+		return BadRequest("nothing to change: the body names no limits")
+	}
+	if err := checkLimits(*req.Limits); err != nil {
+		return err
+	}
+	next := proj
+	next.Limits = req.Limits
+	if *req.Limits == (api.ProjectLimits{}) {
+		next.Limits = nil
+	}
+	// LXD first: a limit it refuses is not stored.
+	if err := p.o.Preparer.ApplyLimits(r.Context(), next); err != nil {
+		return err
+	}
+	updated, err := p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
+		if pr.ID != proj.ID {
+			return fmt.Errorf("project %q was replaced while its limits were applied", proj.Name)
+		}
+		pr.Limits = next.Limits
+		pr.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
+	return writeJSON(w, http.StatusOK, updated)
+}

@@ -1,0 +1,288 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"remote/api"
+	"remote/lxdexec"
+)
+
+// Snapshotter is the LXD ability checkpoints use. *lxdexec.Client and
+// *Conn satisfy it; an LXD without it gets checkpoint_failed events.
+type Snapshotter interface {
+	CreateSnapshot(ctx context.Context, instance, name string, expires time.Time) error
+	Snapshots(ctx context.Context, instance string) ([]lxdexec.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, instance, name string) error
+	RestoreSnapshot(ctx context.Context, instance, name string) error
+	CopyFromSnapshot(ctx context.Context, instance, snap, name string, config map[string]string) error
+}
+
+var (
+	_ Snapshotter = (*lxdexec.Client)(nil)
+	_ Snapshotter = (*Conn)(nil)
+)
+
+// Checkpoint modes of a project (api.Project.Checkpoints).
+const (
+	CheckpointsTurn = "turn"
+	CheckpointsOff  = "off"
+)
+
+// DefaultCheckpointKeep is how many checkpoints a project keeps when
+// Options.CheckpointKeep is zero.
+const DefaultCheckpointKeep = 20
+
+// Errors of checkpoints, tested with errors.Is.
+var (
+	// ErrNoSnapshots means the LXD client cannot snapshot.
+	ErrNoSnapshots = errors.New("lxd client cannot take snapshots")
+	// ErrBadCheckpoint means a name is not one of the daemon's checkpoints.
+	ErrBadCheckpoint = errors.New("not a checkpoint name")
+)
+
+// CheckpointName is the LXD snapshot name of the checkpoint taken before
+// the turn whose user event is seq in chat: rc-<chat>-<seq>.
+func CheckpointName(chat string, seq int64) string {
+	return "rc-" + chat + "-" + strconv.FormatInt(seq, 10)
+}
+
+// ParseCheckpoint reads chat and seq back from a checkpoint name.
+func ParseCheckpoint(name string) (chat string, seq int64, ok bool) {
+	rest, found := strings.CutPrefix(name, "rc-")
+	if !found {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || seq <= 0 {
+		return "", 0, false
+	}
+	for _, r := range rest[:i] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return "", 0, false
+		}
+	}
+	return rest[:i], seq, true
+}
+
+// Turn asks Prepare to checkpoint the container before the turn: Done is
+// called once, after the container is prepared, with the snapshot's name
+// and the error when it could not be taken (the run goes on either way).
+// It is not called when the project's checkpoints are off. Once, when
+// set, makes a turn prepared twice (a session retry) snapshot only once.
+type Turn struct {
+	Chat string
+	Seq  int64
+	Done func(project, snapshot string, err error)
+	Once *sync.Once
+}
+
+type turnKey struct{}
+
+// WithTurn returns ctx carrying t for Prepare.
+func WithTurn(ctx context.Context, t Turn) context.Context {
+	return context.WithValue(ctx, turnKey{}, t)
+}
+
+func turnFrom(ctx context.Context) (Turn, bool) {
+	t, ok := ctx.Value(turnKey{}).(Turn)
+	return t, ok && t.Done != nil
+}
+
+// pins counts checkpoints in use by a fork being copied; pruning skips
+// them.
+type pins struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (p *pins) add(key string) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == nil {
+		p.n = map[string]int{}
+	}
+	p.n[key]++
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.n[key]--; p.n[key] <= 0 {
+			delete(p.n, key)
+		}
+	}
+}
+
+func (p *pins) has(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[key] > 0
+}
+
+// checkpoint takes the turn's snapshot when ctx asks for one and the
+// project's checkpoints are on, then prunes old ones.
+func (p *Preparer) checkpoint(ctx context.Context, proj api.Project) {
+	t, ok := turnFrom(ctx)
+	if !ok || proj.Checkpoints == CheckpointsOff {
+		return
+	}
+	if t.Once != nil {
+		t.Once.Do(func() { p.takeCheckpoint(ctx, proj, t) })
+		return
+	}
+	p.takeCheckpoint(ctx, proj, t)
+}
+
+func (p *Preparer) takeCheckpoint(ctx context.Context, proj api.Project, t Turn) {
+	name := CheckpointName(t.Chat, t.Seq)
+	snap, ok := p.lxd.(Snapshotter)
+	if !ok {
+		t.Done(proj.Name, name, ErrNoSnapshots)
+		return
+	}
+	started := time.Now()
+	err := snap.CreateSnapshot(ctx, proj.Container, name, time.Time{})
+	if err != nil {
+		err = classify(err)
+		p.log.Warn("checkpoint failed; the turn runs without one", "project", proj.Name, "snapshot", name, "error", err)
+	} else {
+		p.log.Debug("checkpoint taken", "project", proj.Name, "snapshot", name, "duration", time.Since(started))
+	}
+	t.Done(proj.Name, name, err)
+	if err == nil {
+		if perr := p.prune(ctx, snap, proj); perr != nil {
+			p.log.Warn("prune checkpoints", "project", proj.Name, "error", perr)
+		}
+	}
+}
+
+// prune deletes the project's oldest checkpoints beyond the kept number,
+// except those a fork is copying.
+func (p *Preparer) prune(ctx context.Context, snap Snapshotter, proj api.Project) error {
+	list, err := snap.Snapshots(ctx, proj.Container)
+	if err != nil {
+		return err
+	}
+	var cps []lxdexec.Snapshot
+	for _, s := range list {
+		if _, _, ok := ParseCheckpoint(s.Name); ok {
+			cps = append(cps, s)
+		}
+	}
+	keep := p.keep
+	if keep <= 0 {
+		keep = DefaultCheckpointKeep
+	}
+	if len(cps) <= keep {
+		return nil
+	}
+	sort.SliceStable(cps, func(i, j int) bool { return cps[i].CreatedAt.Before(cps[j].CreatedAt) })
+	var errs []error
+	for _, s := range cps[:len(cps)-keep] {
+		if p.pinned.has(proj.Container + "/" + s.Name) {
+			continue
+		}
+		if err := snap.DeleteSnapshot(ctx, proj.Container, s.Name); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Checkpoints lists the project's checkpoints, oldest first. A container
+// not created yet has none.
+func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Checkpoint, error) {
+	snap, ok := p.lxd.(Snapshotter)
+	if !ok {
+		return nil, ErrNoSnapshots
+	}
+	list, err := snap.Snapshots(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		return []api.Checkpoint{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints of project %q: %w", proj.Name, classify(err))
+	}
+	out := []api.Checkpoint{}
+	for _, s := range list {
+		chat, seq, ok := ParseCheckpoint(s.Name)
+		if !ok {
+			continue
+		}
+		out = append(out, api.Checkpoint{Name: s.Name, CreatedAt: s.CreatedAt, ChatID: chat, Seq: seq, Size: s.Size})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Restore restores the project's container in place from checkpoint
+// name. A name that is not a checkpoint gives ErrBadCheckpoint; a missing
+// one an error matching lxdexec.ErrNotFound.
+func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) error {
+	if _, _, ok := ParseCheckpoint(name); !ok {
+		return fmt.Errorf("%q: %w (want rc-<chat>-<seq>)", name, ErrBadCheckpoint)
+	}
+	snap, ok := p.lxd.(Snapshotter)
+	if !ok {
+		return ErrNoSnapshots
+	}
+	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := hasSnapshot(ctx, snap, proj, name); err != nil {
+		return err
+	}
+	if err := snap.RestoreSnapshot(ctx, proj.Container, name); err != nil {
+		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, classify(err))
+	}
+	return nil
+}
+
+// Fork creates dst's container as a copy of src's checkpoint name, marked
+// as dst's; it is started by dst's first run. The checkpoint is kept while
+// it is copied.
+func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst api.Project) error {
+	if _, _, ok := ParseCheckpoint(name); !ok {
+		return fmt.Errorf("%q: %w (want rc-<chat>-<seq>)", name, ErrBadCheckpoint)
+	}
+	snap, ok := p.lxd.(Snapshotter)
+	if !ok {
+		return ErrNoSnapshots
+	}
+	defer p.pinned.add(src.Container + "/" + name)()
+	if err := hasSnapshot(ctx, snap, src, name); err != nil {
+		return err
+	}
+	cfg := map[string]string{MarkerKey: dst.ID, NameKey: dst.Name}
+	if err := snap.CopyFromSnapshot(ctx, src.Container, name, dst.Container, cfg); err != nil {
+		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, classify(err))
+	}
+	return nil
+}
+
+// hasSnapshot returns nil when proj's container has the checkpoint, an
+// error matching lxdexec.ErrNotFound when it does not (LXD 5.0 answers a
+// restore from a missing snapshot with a generic failure).
+func hasSnapshot(ctx context.Context, snap Snapshotter, proj api.Project, name string) error {
+	list, err := snap.Snapshots(ctx, proj.Container)
+	if err != nil {
+		return fmt.Errorf("list checkpoints of project %q: %w", proj.Name, classify(err))
+	}
+	for _, s := range list {
+		if s.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("checkpoint %s of project %q: %w", name, proj.Name, lxdexec.ErrNotFound)
+}
