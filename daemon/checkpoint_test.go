@@ -268,7 +268,7 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 // container has turn 1's file and not turn 2's; the original keeps both.
 func TestForkWithContainer(t *testing.T) {
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
-	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork")})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork"), Credentials: api.CredentialsProject})
 	e.prompt(t, chat.ID, "alice", "t1")
 	turn2 := e.prompt(t, chat.ID, "alice", "t2")
 	at := turn2[len(turn2)-1].Seq // the turn's last event
@@ -289,6 +289,9 @@ func TestForkWithContainer(t *testing.T) {
 		t.Fatalf("forked project: %d %s", status, body)
 	}
 	testkit.CleanupContainer(t, testkit.LXD(t), np.Container)
+	if np.Credentials != api.CredentialsProject {
+		t.Fatalf("forked project's credentials %q: a tenant's own-login project must not fork into a shared one", np.Credentials)
+	}
 	if np.Owner != "alice" || np.ID != fork.ProjectID || np.Container == proj.Container {
 		t.Fatalf("forked project %+v (fork chat %+v)", np, fork)
 	}

@@ -264,6 +264,9 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	proj := api.Project{
 		ID: id, Name: base + "-f" + id[:6], Owner: user, Image: from.Image, Provider: from.Provider,
 		Ports: from.Ports, Autostart: from.Autostart, Checkpoints: from.Checkpoints,
+		// The copy keeps the original's credential mode (a tenant's own
+		// login never becomes a shared one by forking) and its limits.
+		Credentials: from.Credentials, Limits: from.Limits,
 		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
 	}
 	proj.Container = ContainerName(proj.Name, id)
