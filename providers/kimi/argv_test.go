@@ -1,29 +1,13 @@
 package kimi
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"remote/providers"
 	"remote/providers/runner/runnertest"
 )
-
-// secretPrompt returns a prompt holding a distinctive, secret-looking token.
-func secretPrompt(t *testing.T) (prompt, secret string) {
-	t.Helper()
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	secret = "sk-live-REMOTE-ATTACK-" + hex.EncodeToString(b)
-	return "deploy with API key " + secret + " and say done", secret
-}
 
 // TestAttackPromptArgvKimi: a local user reads /proc/PID/cmdline of the
 // running Kimi CLI; the prompt (and a secret in it) must not be there. A
@@ -31,7 +15,7 @@ func secretPrompt(t *testing.T) (prompt, secret string) {
 // reach the CLI whole instead of failing with "argument list too long".
 func TestAttackPromptArgvKimi(t *testing.T) {
 	t.Parallel()
-	prompt, secret := secretPrompt(t)
+	prompt, secret := runnertest.SecretPrompt(t)
 	f := newFixture(t, "block", providers.AdapterConfig{})
 	done := make(chan error, 1)
 	go func() {
@@ -39,42 +23,7 @@ func TestAttackPromptArgvKimi(t *testing.T) {
 		done <- err
 	}()
 
-	pid := 0
-	for deadline := time.Now().Add(30 * time.Second); pid == 0; {
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before the CLI held: %v", err)
-		default:
-		}
-		if b, err := os.ReadFile(f.record + ".pid"); err == nil {
-			pid, _ = strconv.Atoi(string(b))
-		} else if time.Now().After(deadline) {
-			t.Fatal("the fake Kimi CLI did not start within 30 s")
-		} else {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	argv := runnertest.Cmdline(pid)
-	if !slices.Contains(argv, "--print") {
-		t.Fatalf("/proc/%d/cmdline = %q: not the running CLI", pid, argv)
-	}
-	if strings.Contains(strings.Join(argv, "\x00"), secret) {
-		t.Errorf("the prompt is in the running CLI's argv (/proc/%d/cmdline), readable by every local user", pid)
-	}
-	if pids := runnertest.PidsWithArgText(secret); len(pids) > 0 {
-		t.Errorf("the prompt is in the argv of processes %v", pids)
-	}
-	if err := os.WriteFile(f.record+".release", nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not finish after release")
-	}
+	runnertest.CheckHeldCLIArgv(t, f.record, done, "--print", secret)
 	if got, _ := os.ReadFile(f.record + ".prompt"); string(got) != prompt {
 		t.Errorf("the CLI got prompt %q, want %q", got, prompt)
 	}
