@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"remote/api"
+	"remote/internal/errdefs"
 )
 
 // DefaultSocket is where remoted listens unless configured otherwise.
@@ -38,6 +39,33 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Unwrap returns the errdefs class of the envelope code (ToNative), so
+// errors.Is(err, errdefs.ErrNotFound) and errdefs.IsNotFound work on the
+// daemon's answers as on its own errors.
+func (e *Error) Unwrap() error { return ToNative(e.Code) }
+
+// ToNative maps an envelope code of the API to its errdefs class, or nil
+// for internal and unknown codes. It is the inverse of the daemon's ToHTTP.
+func ToNative(code string) error {
+	switch code {
+	case api.CodeNotFound:
+		return errdefs.ErrNotFound
+	case api.CodeConflict, api.CodePromptAlreadyRunning:
+		return errdefs.ErrConflict
+	case api.CodeBadRequest, api.CodeUnsupportedMediaType:
+		return errdefs.ErrInvalidArgument
+	case api.CodeUnavailable:
+		return errdefs.ErrUnavailable
+	case api.CodeForbidden:
+		return errdefs.ErrPermissionDenied
+	case api.CodeUnauthorized:
+		return errdefs.ErrUnauthenticated
+	case api.CodeStorageFull:
+		return errdefs.ErrResourceExhausted
+	}
+	return nil
+}
 
 // Code returns the envelope code of err if it is (or wraps) a *Error, else "".
 func Code(err error) string {

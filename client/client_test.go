@@ -15,6 +15,7 @@ import (
 	"remote/api"
 	"remote/client"
 	"remote/client/clienttest"
+	"remote/internal/errdefs"
 )
 
 func newPair(t *testing.T) (*clienttest.Server, *client.Client) {
@@ -116,14 +117,15 @@ func TestErrorsAreTyped(t *testing.T) {
 		status int
 		code   string
 		text   string
+		class  error // errdefs class the client maps the code to (ToNative)
 	}{
-		{"unknown chat", func() error { _, err := c.Chat(ctx, "abcdef"); return err }, 404, api.CodeNotFound, `not_found: chat "abcdef" not found`},
-		{"bad chat id", func() error { _, err := c.Chat(ctx, "XYZ"); return err }, 400, api.CodeBadRequest, `invalid chat id "XYZ"`},
-		{"another user's chat", func() error { _, err := c.WithUser("bob").Chat(ctx, chat.ID); return err }, 404, api.CodeNotFound, "not found"},
-		{"second prompt", func() error { _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two"}); return err }, 409, api.CodePromptAlreadyRunning, "already running"},
-		{"bad provider", func() error { _, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "nope"}); return err }, 400, api.CodeBadRequest, `"nope"`},
-		{"no user", func() error { _, err := c.WithUser("").Chats(ctx); return err }, 401, api.CodeUnauthorized, "X-Remote-User"},
-		{"missing secret", func() error { return c.DeleteSecret(ctx, "nope", "K") }, 404, api.CodeNotFound, "nope"},
+		{"unknown chat", func() error { _, err := c.Chat(ctx, "abcdef"); return err }, 404, api.CodeNotFound, `not_found: chat "abcdef" not found`, errdefs.ErrNotFound},
+		{"bad chat id", func() error { _, err := c.Chat(ctx, "XYZ"); return err }, 400, api.CodeBadRequest, `invalid chat id "XYZ"`, errdefs.ErrInvalidArgument},
+		{"another user's chat", func() error { _, err := c.WithUser("bob").Chat(ctx, chat.ID); return err }, 404, api.CodeNotFound, "not found", errdefs.ErrNotFound},
+		{"second prompt", func() error { _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two"}); return err }, 409, api.CodePromptAlreadyRunning, "already running", errdefs.ErrConflict},
+		{"bad provider", func() error { _, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "nope"}); return err }, 400, api.CodeBadRequest, `"nope"`, errdefs.ErrInvalidArgument},
+		{"no user", func() error { _, err := c.WithUser("").Chats(ctx); return err }, 401, api.CodeUnauthorized, "X-Remote-User", errdefs.ErrUnauthenticated},
+		{"missing secret", func() error { return c.DeleteSecret(ctx, "nope", "K") }, 404, api.CodeNotFound, "nope", errdefs.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +136,9 @@ func TestErrorsAreTyped(t *testing.T) {
 			}
 			if e.Status != tt.status || e.Code != tt.code || client.Code(err) != tt.code || !strings.Contains(err.Error(), tt.text) {
 				t.Fatalf("err = %+v (%q), want %d %s containing %q", e, err, tt.status, tt.code, tt.text)
+			}
+			if !errors.Is(err, tt.class) {
+				t.Fatalf("errors.Is(%v, %v) = false", err, tt.class)
 			}
 		})
 	}

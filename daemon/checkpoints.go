@@ -12,6 +12,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/store"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/provisioning"
 )
@@ -93,7 +94,7 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	}
 	name := r.PathValue("checkpoint")
 	if _, _, ok := provisioning.ParseCheckpoint(name); !ok {
-		return BadRequest("invalid checkpoint %q: want rc-<chat>-<seq>", name)
+		return errdefs.InvalidArgument("invalid checkpoint %q: want rc-<chat>-<seq>", name)
 	}
 	srv, err := p.server()
 	if err != nil {
@@ -105,13 +106,12 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, c := range chats {
 		if srv.hub.Running(c.ID) {
-			return &Error{Status: http.StatusConflict, Code: api.CodeConflict,
-				Message: fmt.Sprintf("chat %s of project %q is running; cancel it before restoring %s", c.ID, proj.Name, name)}
+			return errdefs.Conflict("chat %s of project %q is running; cancel it before restoring %s", c.ID, proj.Name, name)
 		}
 	}
 	if err := p.o.Preparer.Restore(r.Context(), proj, name); err != nil {
 		if errors.Is(err, lxdexec.ErrNotFound) {
-			return fmt.Errorf("checkpoint %s of project %q: %w", name, proj.Name, ErrNotFound)
+			return fmt.Errorf("checkpoint %s of project %q: %w", name, proj.Name, errdefs.ErrNotFound)
 		}
 		return err
 	}
@@ -143,7 +143,7 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 // taken before that turn. The original chat and container are untouched.
 func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, req forkRequest) error {
 	if req.AtSeq <= 0 {
-		return BadRequest("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
+		return errdefs.InvalidArgument("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
 	}
 	turn, err := s.turnStart(src.ID, req.AtSeq)
 	if err != nil {
@@ -163,7 +163,7 @@ func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, re
 	var undo func()
 	if req.WithContainer {
 		if src.Project == "" {
-			return BadRequest("withContainer: chat %s has no project", src.ID)
+			return errdefs.InvalidArgument("withContainer: chat %s has no project", src.ID)
 		}
 		pr := s.containerForks.Load()
 		if pr == nil {
@@ -212,7 +212,7 @@ func (s *Server) turnStart(chatID string, seq int64) (int64, error) {
 		return 0, fmt.Errorf("read events of chat %s: %w", chatID, err)
 	}
 	if turn == 0 || last != seq {
-		return 0, BadRequest("atSeq %d is not an event of a turn of chat %s", seq, chatID)
+		return 0, errdefs.InvalidArgument("atSeq %d is not an event of a turn of chat %s", seq, chatID)
 	}
 	return turn, nil
 }
@@ -256,7 +256,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 		return api.Project{}, fmt.Errorf("project %q: %w since the chat was created", from.Name, provisioning.ErrProjectReplaced)
 	}
 	if from.Owner != "" && from.Owner != user {
-		return api.Project{}, fmt.Errorf("project %q: %w", from.Name, ErrNotFound)
+		return api.Project{}, fmt.Errorf("project %q: %w", from.Name, errdefs.ErrNotFound)
 	}
 	id := store.NewProjectID()
 	base := strings.TrimRight(from.Name[:min(len(from.Name), 45)], "-")
@@ -277,7 +277,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
 		p.dropProject(proj)
 		if errors.Is(err, lxdexec.ErrNotFound) {
-			return api.Project{}, fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, ErrNotFound)
+			return api.Project{}, fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, errdefs.ErrNotFound)
 		}
 		return api.Project{}, err
 	}

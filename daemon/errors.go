@@ -6,32 +6,28 @@ import (
 	"net/http"
 
 	"remote/api"
+	"remote/daemon/store"
+	"remote/internal/errdefs"
 )
 
-// Error classes of the daemon. Handlers and the prompt service wrap them
-// with %w; the single error mapping in writeError turns them into the JSON
-// envelope of docs/api.md.
+// Errors of the run hub with fixed API texts (see ToHTTP).
 var (
 	// ErrPromptAlreadyRunning means the chat already has a run (S2); it
 	// answers 409 prompt_already_running.
-	ErrPromptAlreadyRunning = errors.New("a previous prompt is still running — cancel first")
+	ErrPromptAlreadyRunning = errdefs.New(errdefs.ErrConflict, "a previous prompt is still running — cancel first")
 	// ErrNoActiveRun means a cancel or interaction response named a chat
 	// with no run; it answers 404 not_found.
-	ErrNoActiveRun = errors.New("no prompt is currently running")
+	ErrNoActiveRun = errdefs.New(errdefs.ErrNotFound, "no prompt is currently running")
 	// ErrSlowSubscriber means a follower fell more than its queue behind
 	// the live stream and was dropped; it may resume from its last seq.
 	ErrSlowSubscriber = errors.New("subscriber too slow to keep up")
-	// ErrNotFound means a chat (or another resource) does not exist or
-	// belongs to another user; both answer the same 404.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict means the request conflicts with the current state.
-	ErrConflict = errors.New("conflict")
-	// ErrUnavailable means a dependency (LXD, a provider) cannot serve now.
-	ErrUnavailable = errors.New("unavailable")
 )
 
-// Error is a classified API error: the status, the envelope code and a
-// human message (which must not contain secrets).
+// Error is an HTTP-layer API error whose status and envelope code are set
+// explicitly: for what has no class in errdefs (no route, method not
+// allowed, unsupported media type) and for the socket's own peer checks.
+// Everything else is an errdefs class that ToHTTP maps. The message must
+// not contain secrets.
 type Error struct {
 	Status  int
 	Code    string
@@ -45,34 +41,65 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// BadRequest returns a 400 bad_request error; the message should name the
-// offending field or value.
+// BadRequest returns an errdefs.ErrInvalidArgument error (400 bad_request);
+// the message should name the offending field or value.
 func BadRequest(format string, args ...any) error {
-	return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+	return errdefs.Wrap(errdefs.ErrInvalidArgument, errors.New(fmt.Sprintf(format, args...)))
 }
 
-// errorFor maps any error to its status and envelope. Unknown errors are
-// internal and their text is not exposed.
-func errorFor(err error) (int, api.ErrorBody) {
+// msgStorageFull is the answer to a store write that hit ENOSPC/EDQUOT: the
+// store's own text names paths, this one names what to do.
+const msgStorageFull = "storage full: the daemon's state directory has no space left, nothing was saved; free space, then retry"
+
+// ToHTTP is the single mapping from errors to an HTTP status and the JSON
+// envelope of the API. Unknown errors are internal and their text is not
+// exposed.
+//
+//	*Error                            its own status and code
+//	ErrPromptAlreadyRunning           409 prompt_already_running (fixed text)
+//	ErrNoActiveRun                    404 not_found (fixed text)
+//	store.ErrNoSpace                  507 storage_full (fixed text)
+//	errdefs not found                 404 not_found
+//	errdefs conflict, already exists  409 conflict
+//	errdefs invalid argument          400 bad_request
+//	errdefs resource exhausted        507 storage_full (503 if also unavailable)
+//	errdefs unavailable               503 unavailable
+//	errdefs permission denied         403 forbidden
+//	errdefs unauthenticated           401 unauthorized
+//	errdefs failed precondition       409 conflict
+//	anything else                     500 internal, "internal error"
+func ToHTTP(err error) (int, api.ErrorBody) {
 	var ae *Error
+	body := func(code string) api.ErrorBody { return api.ErrorBody{Code: code, Message: err.Error()} }
 	switch {
+	case err == nil:
+		return http.StatusOK, api.ErrorBody{}
 	case errors.As(err, &ae):
 		return ae.Status, api.ErrorBody{Code: ae.Code, Message: ae.Message}
 	case errors.Is(err, ErrPromptAlreadyRunning): // the original frontend's exact texts
 		return http.StatusConflict, api.ErrorBody{Code: api.CodePromptAlreadyRunning, Message: ErrPromptAlreadyRunning.Error()}
 	case errors.Is(err, ErrNoActiveRun):
 		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: ErrNoActiveRun.Error()}
-	case errors.Is(err, ErrNotFound), isStoreNotFound(err):
-		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}
-	case errors.Is(err, ErrConflict), isStoreExists(err):
-		return http.StatusConflict, api.ErrorBody{Code: api.CodeConflict, Message: err.Error()}
-	case isStoreInvalid(err): // the store's own validation; its messages name the input
-		return http.StatusBadRequest, api.ErrorBody{Code: api.CodeBadRequest, Message: err.Error()}
-	case errors.Is(err, ErrUnavailable):
-		return http.StatusServiceUnavailable, api.ErrorBody{Code: api.CodeUnavailable, Message: err.Error()}
-	case isStoreNoSpace(err): // a write hit ENOSPC/EDQUOT: nothing of it was stored
-		return http.StatusInsufficientStorage, api.ErrorBody{Code: api.CodeStorageFull,
-			Message: "storage full: the daemon's state directory has no space left, nothing was saved; free space, then retry"}
+	case errors.Is(err, store.ErrNoSpace): // a write hit ENOSPC/EDQUOT: nothing of it was stored
+		return http.StatusInsufficientStorage, api.ErrorBody{Code: api.CodeStorageFull, Message: msgStorageFull}
+	case errdefs.IsNotFound(err):
+		return http.StatusNotFound, body(api.CodeNotFound)
+	case errdefs.IsConflict(err):
+		return http.StatusConflict, body(api.CodeConflict)
+	case errdefs.IsInvalidArgument(err): // e.g. the store's own validation; its messages name the input
+		return http.StatusBadRequest, body(api.CodeBadRequest)
+	case errdefs.IsResourceExhausted(err) && errdefs.IsUnavailable(err):
+		return http.StatusServiceUnavailable, body(api.CodeStorageFull)
+	case errdefs.IsResourceExhausted(err):
+		return http.StatusInsufficientStorage, body(api.CodeStorageFull)
+	case errdefs.IsUnavailable(err):
+		return http.StatusServiceUnavailable, body(api.CodeUnavailable)
+	case errdefs.IsPermissionDenied(err):
+		return http.StatusForbidden, body(api.CodeForbidden)
+	case errdefs.IsUnauthenticated(err):
+		return http.StatusUnauthorized, body(api.CodeUnauthorized)
+	case errdefs.IsFailedPrecondition(err):
+		return http.StatusConflict, body(api.CodeConflict)
 	default:
 		return http.StatusInternalServerError, api.ErrorBody{Code: api.CodeInternal, Message: "internal error"}
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -89,10 +90,10 @@ func (s *Server) ownedChat(r *http.Request) (api.Chat, error) {
 	}
 	c, err := s.store.Chat(id)
 	if err != nil || c.Owner != UserFrom(r.Context()) {
-		if err != nil && !isStoreNotFound(err) {
+		if err != nil && !errdefs.IsNotFound(err) {
 			return api.Chat{}, fmt.Errorf("load chat %s: %w", id, err)
 		}
-		return api.Chat{}, fmt.Errorf("chat %s: %w", id, ErrNotFound)
+		return api.Chat{}, fmt.Errorf("chat %s: %w", id, errdefs.ErrNotFound)
 	}
 	c.Running = s.hub.Running(c.ID)
 	return c, nil
@@ -119,7 +120,7 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	if req.ApprovalPolicy != "" || req.ReasoningEffort != "" {
 		caps, err := p.Capabilities(r.Context(), providers.CapabilityRequest{ProjectID: req.Project})
 		if err != nil {
-			return fmt.Errorf("%s capabilities: %w: %w", req.Provider, ErrUnavailable, err)
+			return fmt.Errorf("%s capabilities: %w: %w", req.Provider, errdefs.ErrUnavailable, err)
 		}
 		if err := checkPreferences(req, caps); err != nil {
 			return err
@@ -158,7 +159,7 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	}
 	for range 3 {
 		c.ID = newID(6)
-		if err = s.store.CreateChat(c); !isStoreExists(err) {
+		if err = s.store.CreateChat(c); !errdefs.IsAlreadyExists(err) {
 			break
 		}
 	}
@@ -221,7 +222,7 @@ func (s *Server) handleDeleteChat(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if c.Running {
-		return fmt.Errorf("chat %s has a running prompt; cancel it first: %w", c.ID, ErrConflict)
+		return fmt.Errorf("chat %s has a running prompt; cancel it first: %w", c.ID, errdefs.ErrConflict)
 	}
 	if err := s.store.DeleteChat(c.ID); err != nil {
 		return fmt.Errorf("delete chat %s: %w", c.ID, err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"remote/internal/errdefs"
 	"remote/internal/hostfs"
 )
 
@@ -84,7 +85,7 @@ func resolvePath(p string) string {
 // message, so the answer reveals nothing the user could not see itself.
 func (r Roots) Check(cwd string) (string, error) {
 	if !filepath.IsAbs(cwd) {
-		return "", BadRequest("cwd: %q is not an absolute path", cwd)
+		return "", errdefs.InvalidArgument("cwd: %q is not an absolute path", cwd)
 	}
 	real, err := r.user.EnterDir(filepath.Clean(cwd))
 	if err == nil {
@@ -100,7 +101,7 @@ func (r Roots) Check(cwd string) (string, error) {
 	} else {
 		who = "user " + strconv.Quote(who)
 	}
-	return "", BadRequest("cwd: %q is not a directory %s may enter inside the allowed roots (%s)", cwd, who, strings.Join(r.dirs, ", "))
+	return "", errdefs.InvalidArgument("cwd: %q is not a directory %s may enter inside the allowed roots (%s)", cwd, who, strings.Join(r.dirs, ", "))
 }
 
 // uidString formats an id for messages.

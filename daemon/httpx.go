@@ -171,7 +171,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // writeError is the single mapping from errors to the JSON envelope: 4xx
 // are logged at debug, 5xx at error.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, body := errorFor(err)
+	status, body := ToHTTP(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/store"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -164,7 +167,7 @@ func (h *Hub) CancelAll(cause error) {
 }
 
 // Respond routes an interaction response to the chat's active run (S21).
-// It fails with ErrNoActiveRun when nothing runs and with ErrConflict when
+// It fails with ErrNoActiveRun when nothing runs and with errdefs.ErrConflict when
 // the run has too many unanswered responses queued.
 func (h *Hub) Respond(chatID string, resp providers.InteractionResponse) error {
 	h.mu.Lock()
@@ -177,7 +180,7 @@ func (h *Hub) Respond(chatID string, resp providers.InteractionResponse) error {
 	case r.run.interactions <- resp:
 		return nil
 	default:
-		return fmt.Errorf("chat %s: too many pending interaction responses: %w", chatID, ErrConflict)
+		return fmt.Errorf("chat %s: too many pending interaction responses: %w", chatID, errdefs.ErrConflict)
 	}
 }
 
@@ -195,7 +198,7 @@ func (h *Hub) AppendAsync(chatID string, ev api.Event, done func(api.Event, erro
 func (h *Hub) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
 	h.store.AppendAsyncIf(chatID, ev, cond, func(stored api.Event, err error) {
 		switch {
-		case isStoreSkipped(err):
+		case errors.Is(err, store.ErrSkipped):
 		case err != nil:
 			h.log.Error("append failed", "chat", chatID, "type", ev.Type, "error", err)
 			h.metrics.appendFailed()

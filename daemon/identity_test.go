@@ -312,7 +312,7 @@ func TestCallerName(t *testing.T) {
 			got, err := callerName(r)
 			status := 0
 			if err != nil {
-				status, _ = errorFor(err)
+				status, _ = ToHTTP(err)
 			}
 			if got != tt.want || status != tt.status {
 				t.Errorf("callerName = %q, %v (status %d), want %q, status %d", got, err, status, tt.want, tt.status)

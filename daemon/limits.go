@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/errdefs"
 )
 
 var (
@@ -21,16 +22,16 @@ const maxProcesses = 1 << 22
 // checkLimits rejects limits LXD would refuse or misread, naming the field.
 func checkLimits(l api.ProjectLimits) error {
 	if l.CPU != "" && !cpuLimitRE.MatchString(l.CPU) {
-		return BadRequest("invalid limits.cpu %q: a CPU count like \"2\" or a set like \"0-1,3\"", l.CPU)
+		return errdefs.InvalidArgument("invalid limits.cpu %q: a CPU count like \"2\" or a set like \"0-1,3\"", l.CPU)
 	}
 	if l.Memory != "" && (!sizeLimitRE.MatchString(l.Memory) && !percentRE.MatchString(l.Memory)) {
-		return BadRequest("invalid limits.memory %q: a size like \"2GiB\" or a percentage like \"50%%\"", l.Memory)
+		return errdefs.InvalidArgument("invalid limits.memory %q: a size like \"2GiB\" or a percentage like \"50%%\"", l.Memory)
 	}
 	if l.Processes < 0 || l.Processes > maxProcesses {
-		return BadRequest("invalid limits.processes %d: 0 (no limit) to %d", l.Processes, maxProcesses)
+		return errdefs.InvalidArgument("invalid limits.processes %d: 0 (no limit) to %d", l.Processes, maxProcesses)
 	}
 	if l.Disk != "" && !sizeLimitRE.MatchString(l.Disk) {
-		return BadRequest("invalid limits.disk %q: a size like \"10GiB\"", l.Disk)
+		return errdefs.InvalidArgument("invalid limits.disk %q: a size like \"10GiB\"", l.Disk)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Limits == nil {
-		return BadRequest("nothing to change: the body names no limits")
+		return errdefs.InvalidArgument("nothing to change: the body names no limits")
 	}
 	if err := checkLimits(*req.Limits); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/store"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/provisioning"
 )
@@ -99,16 +100,12 @@ func (p *Projects) Routes() []Route {
 
 var _ RouteProvider = (*Projects)(nil)
 
-// projectError classifies provisioning and LXD errors for the envelope.
+// projectError names LXD in an unavailable error of provisioning. The
+// other classes (conflicts like a foreign container, invalid skills or
+// checkpoint names) come classified from provisioning and lxdexec.
 func projectError(err error) error {
-	switch {
-	case provisioning.IsUnavailable(err):
-		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "lxd is unreachable: " + err.Error(), Err: err}
-	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, provisioning.ErrUnmarkedContainer),
-		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict):
-		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
-	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill), errors.Is(err, provisioning.ErrBadCheckpoint):
-		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
+	if errdefs.IsUnavailable(err) {
+		return fmt.Errorf("lxd is unreachable: %w", err)
 	}
 	return err
 }
@@ -143,14 +140,14 @@ const maxSecretValue = 64 << 10
 func (p *Projects) lookup(r *http.Request) (api.Project, error) {
 	name := r.PathValue("name")
 	if !projectNameRE.MatchString(name) {
-		return api.Project{}, BadRequest("invalid project name %q: lowercase letters, digits and hyphens, at most 56", name)
+		return api.Project{}, errdefs.InvalidArgument("invalid project name %q: lowercase letters, digits and hyphens, at most 56", name)
 	}
 	proj, err := p.o.Store.Project(name)
 	if err != nil {
 		return api.Project{}, err // the store's errors already name the project
 	}
 	if !p.visible(r, proj) {
-		return api.Project{}, fmt.Errorf("project %q: %w", name, ErrNotFound)
+		return api.Project{}, fmt.Errorf("project %q: %w", name, errdefs.ErrNotFound)
 	}
 	return proj, nil
 }
@@ -165,26 +162,26 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !projectNameRE.MatchString(req.Name) {
-		return BadRequest("invalid name %q: lowercase letters, digits and hyphens, at most 56", req.Name)
+		return errdefs.InvalidArgument("invalid name %q: lowercase letters, digits and hyphens, at most 56", req.Name)
 	}
 	if req.Image != "" && !imageRE.MatchString(req.Image) {
-		return BadRequest("invalid image %q", req.Image)
+		return errdefs.InvalidArgument("invalid image %q", req.Image)
 	}
 	if req.Provider != "" && !knownProvider(req.Provider) {
-		return BadRequest("unknown provider %q", req.Provider)
+		return errdefs.InvalidArgument("unknown provider %q", req.Provider)
 	}
 	seen := map[int]bool{}
 	for _, port := range req.Ports {
 		if port < 1 || port > 65535 || seen[port] {
-			return BadRequest("invalid or repeated port %d in ports", port)
+			return errdefs.InvalidArgument("invalid or repeated port %d in ports", port)
 		}
 		seen[port] = true
 	}
 	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
-		return BadRequest("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
+		return errdefs.InvalidArgument("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
 	}
 	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
-		return BadRequest("invalid checkpoints %q: turn or off", req.Checkpoints)
+		return errdefs.InvalidArgument("invalid checkpoints %q: turn or off", req.Checkpoints)
 	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {
@@ -248,7 +245,7 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 	}
 	purge := r.URL.Query().Get("purge")
 	if purge != "" && purge != "true" && purge != "false" {
-		return BadRequest("invalid purge %q: true or false", purge)
+		return errdefs.InvalidArgument("invalid purge %q: true or false", purge)
 	}
 	if purge == "true" {
 		if err := p.o.Preparer.Delete(r.Context(), proj); err != nil {
@@ -295,7 +292,7 @@ func (p *Projects) act(w http.ResponseWriter, r *http.Request, do func(context.C
 func (p *Projects) secretKey(r *http.Request) (string, error) {
 	key := r.PathValue("key")
 	if !secretKeyRE.MatchString(key) {
-		return "", BadRequest("invalid secret key %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", key)
+		return "", errdefs.InvalidArgument("invalid secret key %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", key)
 	}
 	return key, nil
 }
@@ -311,10 +308,10 @@ func (p *Projects) putSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req api.PutSecretRequest
 	if err := decodeBody(w, r, &req); err != nil {
-		return BadRequest("invalid secret body: expected {\"value\": string}")
+		return errdefs.InvalidArgument("invalid secret body: expected {\"value\": string}")
 	}
 	if len(req.Value) > maxSecretValue {
-		return BadRequest("secret %s value: longer than %d bytes", key, maxSecretValue)
+		return errdefs.InvalidArgument("secret %s value: longer than %d bytes", key, maxSecretValue)
 	}
 	if err := p.o.Store.PutSecret(proj.Name, key, req.Value); err != nil {
 		return fmt.Errorf("store secret: %w", err) // the store's error names the project or key

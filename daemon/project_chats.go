@@ -3,9 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -20,7 +20,7 @@ type ProjectChatCheck struct {
 var _ ProjectChats = ProjectChatCheck{}
 
 // CheckChatProject returns the project's id when owner may chat in
-// project, and an error wrapping ErrNotFound when the project is missing
+// project, and an error wrapping errdefs.ErrNotFound when the project is missing
 // or another user's.
 func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project string) (string, error) {
 	if !projectNameRE.MatchString(project) {
@@ -28,13 +28,13 @@ func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project str
 	}
 	p, err := c.Store.Project(project)
 	if err != nil {
-		if isStoreNotFound(err) {
-			return "", fmt.Errorf("project %q: %w", project, ErrNotFound)
+		if errdefs.IsNotFound(err) {
+			return "", fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
 		}
 		return "", err // the store's errors already name the project
 	}
 	if p.Owner != "" && p.Owner != owner {
-		return "", fmt.Errorf("project %q: %w", project, ErrNotFound)
+		return "", fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
 	}
 	if p.ID == "" {
 		return "", fmt.Errorf("project %q has no id", project)
@@ -48,11 +48,10 @@ func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project str
 // user's answers 404 (the same for both); one deleted and created again
 // by the owner, or a chat never bound to a project id, 409.
 func (c ProjectChatCheck) CheckChatRun(_ context.Context, chat api.Chat) error {
-	gone := &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Err: ErrNotFound,
-		Message: fmt.Sprintf("project %q of chat %s no longer exists; nothing was run", chat.Project, chat.ID)}
+	gone := errdefs.NotFound("project %q of chat %s no longer exists; nothing was run", chat.Project, chat.ID)
 	p, err := c.Store.Project(chat.Project)
 	if err != nil {
-		if isStoreNotFound(err) || isStoreInvalid(err) {
+		if errdefs.IsNotFound(err) || errdefs.IsInvalidArgument(err) {
 			return gone
 		}
 		return err // the store's errors already name the project
@@ -61,14 +60,12 @@ func (c ProjectChatCheck) CheckChatRun(_ context.Context, chat api.Chat) error {
 		return gone
 	}
 	if chat.ProjectID == "" {
-		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Err: ErrConflict,
-			Message: fmt.Sprintf("chat %s is bound to no project id (project %q was gone or another user's when project ids were introduced); "+
-				"nothing was run: create a new chat in the project", chat.ID, chat.Project)}
+		return errdefs.Conflict("chat %s is bound to no project id (project %q was gone or another user's when project ids were introduced); "+
+			"nothing was run: create a new chat in the project", chat.ID, chat.Project)
 	}
 	if p.ID != chat.ProjectID {
-		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Err: ErrConflict,
-			Message: fmt.Sprintf("project %q was deleted and created again since chat %s was made; nothing was run: "+
-				"the chat does not run in the new project, create a new chat there", chat.Project, chat.ID)}
+		return errdefs.Conflict("project %q was deleted and created again since chat %s was made; nothing was run: "+
+			"the chat does not run in the new project, create a new chat there", chat.Project, chat.ID)
 	}
 	return nil
 }

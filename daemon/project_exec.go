@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
 
@@ -38,15 +39,15 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(req.Command) == 0 || req.Command[0] == "" {
-		return BadRequest("command: must name a program")
+		return errdefs.InvalidArgument("command: must name a program")
 	}
 	for k := range req.Env {
 		if !secretKeyRE.MatchString(k) {
-			return BadRequest("env: invalid key %q", k)
+			return errdefs.InvalidArgument("env: invalid key %q", k)
 		}
 	}
 	if req.Cwd != "" && !path.IsAbs(req.Cwd) {
-		return BadRequest("cwd %q: must be absolute", req.Cwd)
+		return errdefs.InvalidArgument("cwd %q: must be absolute", req.Cwd)
 	}
 	ctx := r.Context()
 	if _, err := p.o.Preparer.Start(ctx, proj); err != nil {
@@ -204,7 +205,7 @@ const terminalReadLimit = 1 << 20
 // page cannot create or start containers.
 func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 	if !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" || r.Header.Get("Sec-WebSocket-Key") == "" {
-		return BadRequest("%s is a WebSocket endpoint: send a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)", r.URL.Path)
+		return errdefs.InvalidArgument("%s is a WebSocket endpoint: send a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)", r.URL.Path)
 	}
 	proj, err := p.lookup(r)
 	if err != nil {
@@ -215,7 +216,7 @@ func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 		if v := r.URL.Query().Get(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 1000 {
-				return BadRequest("invalid %s %q: 1 to 1000", name, v)
+				return errdefs.InvalidArgument("invalid %s %q: 1 to 1000", name, v)
 			}
 			*dst = n
 		}

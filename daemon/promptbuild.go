@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/internal/hostfs"
 	"remote/providers"
 )
@@ -86,19 +87,19 @@ func validateSkills(names []string, dir string) error {
 	seen := map[string]bool{}
 	for i, name := range names {
 		if !skillName.MatchString(name) {
-			return BadRequest("skills[%d]: invalid skill name %q (letters, digits, '-' and '_' only)", i, name)
+			return errdefs.InvalidArgument("skills[%d]: invalid skill name %q (letters, digits, '-' and '_' only)", i, name)
 		}
 		if seen[name] {
-			return BadRequest("skills[%d]: skill %q selected twice", i, name)
+			return errdefs.InvalidArgument("skills[%d]: skill %q selected twice", i, name)
 		}
 		seen[name] = true
 		if dir == "" {
-			return BadRequest("skills[%d]: unknown skill %q (no skills directory configured)", i, name)
+			return errdefs.InvalidArgument("skills[%d]: unknown skill %q (no skills directory configured)", i, name)
 		}
 		// Read as provisioning publishes it: beneath dir, no symlinks,
 		// owned by dir's owner (provisioning.operatorRoot).
 		if !(hostfs.Root{Dir: dir, Owner: hostfs.OwnerOfDir}).IsFile(name + "/SKILL.md") {
-			return BadRequest("skills[%d]: unknown skill %q", i, name)
+			return errdefs.InvalidArgument("skills[%d]: unknown skill %q", i, name)
 		}
 	}
 	return nil

@@ -2,10 +2,9 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -37,6 +36,5 @@ func checkReady(ctx context.Context, id string, p providers.Provider, chat api.C
 	if r == nil || r.Ready {
 		return nil
 	}
-	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
-		Message: fmt.Sprintf("provider %q is not ready: %s", id, r.Action), Err: ErrUnavailable}
+	return errdefs.Unavailable("provider %q is not ready: %s", id, r.Action)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -86,9 +87,9 @@ func (r *Registry) Get(id string) (providers.Provider, error) {
 		return p, nil
 	}
 	if r.disabled[providers.ProviderID(id)] {
-		return nil, fmt.Errorf("provider %q is disabled in config: %w", id, ErrUnavailable)
+		return nil, fmt.Errorf("provider %q is disabled in config: %w", id, errdefs.ErrUnavailable)
 	}
-	return nil, BadRequest("provider: unknown provider %q", id)
+	return nil, errdefs.InvalidArgument("provider: unknown provider %q", id)
 }
 
 // Entry is one provider as listed by the API.

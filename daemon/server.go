@@ -26,12 +26,12 @@ type LXDStatus interface {
 // it; without it a chat naming a project is refused with bad_request.
 type ProjectChats interface {
 	// CheckChatProject returns the project's id when owner may create a
-	// chat in the named project, an error wrapping ErrNotFound when it
+	// chat in the named project, an error wrapping errdefs.ErrNotFound when it
 	// does not exist for owner, or another classified error.
 	CheckChatProject(ctx context.Context, owner, project string) (string, error)
 	// CheckChatRun returns nil when the project chat may run now: its
 	// project still exists with the chat's project id and owner; else an
-	// error wrapping ErrNotFound or ErrConflict, and nothing runs.
+	// error wrapping errdefs.ErrNotFound or errdefs.ErrConflict, and nothing runs.
 	CheckChatRun(ctx context.Context, chat api.Chat) error
 }
 

@@ -16,13 +16,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/store"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
 // Causes a run's context is cancelled with.
 var (
 	errCancelledByUser = errors.New("cancelled by the user")
-	errDaemonStopping  = errors.New("the daemon is shutting down")
+	errDaemonStopping  = errdefs.New(errdefs.ErrUnavailable, "the daemon is shutting down")
 )
 
 // Terminal messages the daemon itself persists.
@@ -127,21 +129,21 @@ const maxPromptBytes = 512 << 10
 
 func (in PromptInput) validate() error {
 	if strings.TrimSpace(in.Text) == "" {
-		return BadRequest("text: must not be empty")
+		return errdefs.InvalidArgument("text: must not be empty")
 	}
 	if len(in.Text) > maxPromptBytes {
-		return BadRequest("text: longer than %d bytes", maxPromptBytes)
+		return errdefs.InvalidArgument("text: longer than %d bytes", maxPromptBytes)
 	}
 	if !utf8.ValidString(in.Text) {
-		return BadRequest("text: not valid UTF-8")
+		return errdefs.InvalidArgument("text: not valid UTF-8")
 	}
 	switch providers.RunMode(in.Mode) {
 	case "", providers.ModeDefault, providers.ModePlan:
 	default:
-		return BadRequest("mode: unknown mode %q (want \"default\" or \"plan\")", in.Mode)
+		return errdefs.InvalidArgument("mode: unknown mode %q (want \"default\" or \"plan\")", in.Mode)
 	}
 	if in.Synthetic != "" && !syntheticPattern.MatchString(in.Synthetic) {
-		return BadRequest("synthetic: must be 1 to 64 letters, digits, '.', '_' or '-'")
+		return errdefs.InvalidArgument("synthetic: must be 1 to 64 letters, digits, '.', '_' or '-'")
 	}
 	return nil
 }
@@ -170,7 +172,7 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	}
 	caps, err := p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project})
 	if err != nil {
-		return "", fmt.Errorf("%s capabilities: %w: %w", chat.Provider, ErrUnavailable, err)
+		return "", fmt.Errorf("%s capabilities: %w: %w", chat.Provider, errdefs.ErrUnavailable, err)
 	}
 	if err := validateSkills(in.Skills, s.skillsDir); err != nil {
 		return "", err
@@ -227,7 +229,7 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 // container is touched.
 func (s *Service) checkProject(ctx context.Context, chat api.Chat) error {
 	if s.projects == nil {
-		return fmt.Errorf("chat %s is in project %q but projects are not available on this daemon: %w", chat.ID, chat.Project, ErrConflict)
+		return fmt.Errorf("chat %s is in project %q but projects are not available on this daemon: %w", chat.ID, chat.Project, errdefs.ErrConflict)
 	}
 	return s.projects.CheckChatRun(ctx, chat)
 }
@@ -238,10 +240,10 @@ func (s *Service) Cancel(chatID string) error { return s.hub.Cancel(chatID, errC
 // Respond routes an explicit interaction response to the chat's run (S21).
 func (s *Service) Respond(chatID string, resp providers.InteractionResponse) error {
 	if resp.ID == "" || !json.Valid([]byte(resp.ID)) {
-		return BadRequest("interactionId: must be the JSON text of the request id, got %q", resp.ID)
+		return errdefs.InvalidArgument("interactionId: must be the JSON text of the request id, got %q", resp.ID)
 	}
 	if (len(resp.Result) == 0) == (len(resp.Error) == 0) {
-		return BadRequest("exactly one of result or error must be set")
+		return errdefs.InvalidArgument("exactly one of result or error must be set")
 	}
 	return s.hub.Respond(chatID, resp)
 }
@@ -381,7 +383,7 @@ func (e *emitter) appendLocked(ev api.Event) {
 	e.used += eventBytes(ev)
 	e.pending.Add(1)
 	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
-		if err != nil && !isStoreSkipped(err) && e.broken.CompareAndSwap(false, true) {
+		if err != nil && !errors.Is(err, store.ErrSkipped) && e.broken.CompareAndSwap(false, true) {
 			e.failMu.Lock()
 			e.failErr = err
 			e.failMu.Unlock()

@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/store"
+	"remote/internal/errdefs"
 )
 
 // DefaultStorageCheckEvery is how often the free space of the state
@@ -31,7 +32,7 @@ func (e *runStopped) Error() string { return e.msg }
 // storageFailedMessage is the terminal error of a run whose events could
 // not be stored.
 func storageFailedMessage(err error) string {
-	if isStoreNoSpace(err) {
+	if errors.Is(err, store.ErrNoSpace) {
 		return "storage full: the run was stopped because its events could not be saved (no space left in the daemon's state directory); free space, then prompt again"
 	}
 	return "storage: the run was stopped because its events could not be saved: " + err.Error()
@@ -141,9 +142,9 @@ func freeBytes(dir string) (int64, error) {
 
 // storageFull is the 507 answered while free space is below min_free.
 func (g *storageGuard) storageFull(free int64) error {
-	return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeStorageFull, Message: fmt.Sprintf(
+	return errdefs.ResourceExhausted(
 		"storage full: %s free in the daemon's state directory, below [daemon] min_free (%s); free space, then prompt again",
-		formatBytes(free), formatBytes(g.minFree))}
+		formatBytes(free), formatBytes(g.minFree))
 }
 
 // beforeRun is checked before a run of chatID starts: the chat's last run
@@ -155,13 +156,15 @@ func (g *storageGuard) beforeRun(chatID string) error {
 	if pending {
 		if err := g.applyLocked(chatID, r); err != nil {
 			g.mu.Unlock()
-			if isStoreNoSpace(err) {
+			if errors.Is(err, store.ErrNoSpace) {
 				free, _ := freeBytes(g.dir)
-				return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeStorageFull, Err: err, Message: fmt.Sprintf(
-					"storage full: the end of this chat's last run could not be saved yet (%s free in the daemon's state directory); free space, then prompt again", formatBytes(free))}
+				// Not wrapping err: the answer is this text, not the store's.
+				return errdefs.ResourceExhausted(
+					"storage full: the end of this chat's last run could not be saved yet (%s free in the daemon's state directory); free space, then prompt again", formatBytes(free))
 			}
-			return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeStorageFull, Err: err,
-				Message: "storage: the end of this chat's last run could not be saved yet; try again later"}
+			// Exhausted for now but may clear by itself: 503 storage_full.
+			return errdefs.Wrap(errdefs.ErrUnavailable, errdefs.ResourceExhausted(
+				"storage: the end of this chat's last run could not be saved yet; try again later"))
 		}
 		g.forgetLocked(chatID)
 	}
@@ -180,8 +183,8 @@ func (g *storageGuard) beforeRun(chatID string) error {
 			return fmt.Errorf("size of chat %s: %w", chatID, err)
 		}
 		if n >= g.maxChat-chatSlack(g.maxChat) {
-			return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: fmt.Sprintf(
-				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, formatBytes(n), formatBytes(g.maxChat))}
+			return errdefs.Conflict(
+				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, formatBytes(n), formatBytes(g.maxChat))
 		}
 	}
 	return nil
@@ -312,7 +315,7 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 		}
 		return out, nil
 	})
-	if errors.Is(err, errNothingToRepair) || isStoreNotFound(err) {
+	if errors.Is(err, errNothingToRepair) || errdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {

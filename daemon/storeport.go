@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"time"
 
 	"remote/api"
@@ -44,13 +43,3 @@ type Store interface {
 }
 
 var _ Store = (*store.Store)(nil)
-
-func isStoreNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
-func isStoreExists(err error) bool { return errors.Is(err, store.ErrExists) }
-
-func isStoreInvalid(err error) bool { return errors.Is(err, store.ErrInvalid) }
-
-func isStoreNoSpace(err error) bool { return errors.Is(err, store.ErrNoSpace) }
-
-func isStoreSkipped(err error) bool { return errors.Is(err, store.ErrSkipped) }

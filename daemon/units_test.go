@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -161,7 +160,7 @@ func TestSkills(t *testing.T) {
 				t.Errorf("validateSkills(%q, %q) = %v, want ok=%v", tt.names, tt.dir, err, tt.ok)
 			}
 			var ae *Error
-			if err != nil && (!errors.As(err, &ae) || ae.Status != http.StatusBadRequest) {
+			if err != nil && (!asAPIError(err, &ae) || ae.Status != http.StatusBadRequest) {
 				t.Errorf("error %v is not bad_request", err)
 			}
 		}
@@ -231,7 +230,7 @@ func TestDecodeStrict(t *testing.T) {
 				return
 			}
 			var ae *Error
-			if !errors.As(err, &ae) || ae.Code != api.CodeBadRequest || !strings.Contains(ae.Message, tt.wantErr) {
+			if !asAPIError(err, &ae) || ae.Code != api.CodeBadRequest || !strings.Contains(ae.Message, tt.wantErr) {
 				t.Fatalf("decode = %v, want bad_request containing %q", err, tt.wantErr)
 			}
 		})
@@ -258,7 +257,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				}
 			} else {
 				var ae *Error
-				if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+				if !asAPIError(err, &ae) || ae.Status != http.StatusBadRequest {
 					t.Fatalf("error %v is not a bad_request", err)
 				}
 			}
@@ -275,7 +274,7 @@ func FuzzDecodeRequests(f *testing.F) {
 			switch {
 			case err == nil && (!okApproval || !okEffort):
 				t.Fatalf("accepted approval %q effort %q", create.ApprovalPolicy, create.ReasoningEffort)
-			case err != nil && (okApproval && okEffort || !errors.As(err, &ae) || ae.Code != api.CodeBadRequest):
+			case err != nil && (okApproval && okEffort || !asAPIError(err, &ae) || ae.Code != api.CodeBadRequest):
 				t.Fatalf("refused approval %q effort %q: %v", create.ApprovalPolicy, create.ReasoningEffort, err)
 			}
 		}

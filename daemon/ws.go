@@ -177,7 +177,7 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 			if err != nil {
 				ack.Subtype = api.SubtypePromptRejected
 				ack.Message = s.publicMessage(err)
-				_, body := errorFor(err) // the HTTP route's code, e.g. storage_full
+				_, body := ToHTTP(err) // the HTTP route's code, e.g. storage_full
 				ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID, "code": body.Code})
 			}
 			_ = ws.send(ack)
@@ -206,7 +206,7 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 
 // publicMessage is the envelope message of err (internal errors hidden).
 func (s *Server) publicMessage(err error) string {
-	status, body := errorFor(err)
+	status, body := ToHTTP(err)
 	if status >= 500 {
 		s.log.Error("chat socket request failed", "error", err)
 	}

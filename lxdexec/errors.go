@@ -7,14 +7,17 @@ import (
 )
 
 // Error classes. Test with errors.Is; the concrete *Error (errors.As) carries
-// the HTTP status and LXD's message.
+// the HTTP status and LXD's message. ErrNotFound, ErrConflict and
+// ErrUnreachable (and an *Error of those classes) also carry marker methods
+// (NotFound, Conflict, Unavailable) that a caller's error taxonomy
+// recognises without this package importing it.
 var (
 	// ErrNotFound: the instance, operation, file, image alias or project
 	// does not exist (HTTP 404, whatever LXD's wording).
-	ErrNotFound = errors.New("lxd: not found")
+	ErrNotFound error = &marked{"lxd: not found", classNotFound}
 	// ErrConflict: the object already exists (HTTP 409, or LXD 5.0's
 	// 202-then-failed operation saying "already exists").
-	ErrConflict = errors.New("lxd: already exists")
+	ErrConflict error = &marked{"lxd: already exists", classConflict}
 	// ErrPreconditionFailed: the If-Match ETag no longer matches (HTTP 412);
 	// re-read and retry.
 	ErrPreconditionFailed = errors.New("lxd: etag mismatch")
@@ -37,7 +40,7 @@ var (
 	// ErrUnreachable: LXD could not be reached or the connection failed
 	// (no socket, connection refused or reset, TLS or pinning failure);
 	// LXD itself did not answer.
-	ErrUnreachable = errors.New("lxd: unreachable")
+	ErrUnreachable error = &marked{"lxd: unreachable", classUnavailable}
 	// ErrStreamBroken: an exec output stream ended without its end-of-stream
 	// marker, so output may be incomplete.
 	ErrStreamBroken = errors.New("lxd: exec stream broken")
@@ -88,3 +91,33 @@ func (e *Error) Is(target error) bool {
 	}
 	return false
 }
+
+// The classes a marker method reports.
+const (
+	classNotFound = iota + 1
+	classConflict
+	classUnavailable
+)
+
+// marked is a sentinel error with marker methods for its class.
+type marked struct {
+	msg   string
+	class int
+}
+
+func (m *marked) Error() string { return m.msg }
+
+// NotFound reports whether this is ErrNotFound.
+func (m *marked) NotFound() bool { return m.class == classNotFound }
+
+// Conflict reports whether this is ErrConflict.
+func (m *marked) Conflict() bool { return m.class == classConflict }
+
+// Unavailable reports whether this is ErrUnreachable.
+func (m *marked) Unavailable() bool { return m.class == classUnavailable }
+
+// NotFound reports whether LXD answered that the object does not exist.
+func (e *Error) NotFound() bool { return e.Is(ErrNotFound) }
+
+// Conflict reports whether LXD answered that the object already exists.
+func (e *Error) Conflict() bool { return e.Is(ErrConflict) }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"remote/internal/errdefs"
 )
 
 // ProviderID names one agent CLI integration.
@@ -135,6 +136,11 @@ var ErrRunFailed = errors.New("provider run failed")
 // (run.completed, run.failed or run.interrupted): the turn never finished,
 // so the daemon persists "<provider> exited without finishing the turn".
 var ErrUnfinishedTurn = errors.New("exited without finishing the turn")
+
+// ErrNotWired means a run needs a port the adapter was built without: a
+// host launcher for a host run, or a Preparer and Containers for a project
+// run. It is a failed precondition (errdefs); every adapter answers it.
+var ErrNotWired = errdefs.New(errdefs.ErrFailedPrecondition, "launcher not configured")
 
 // ErrSessionNotFound means the native session named by ResumeID does not
 // exist; the daemon clears it and retries once from visible history (S28).

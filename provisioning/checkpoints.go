@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
 
@@ -44,7 +45,7 @@ var (
 	// ErrNoSnapshots means the LXD client cannot snapshot.
 	ErrNoSnapshots = errors.New("lxd client cannot take snapshots")
 	// ErrBadCheckpoint means a name is not one of the daemon's checkpoints.
-	ErrBadCheckpoint = errors.New("not a checkpoint name")
+	ErrBadCheckpoint = errdefs.New(errdefs.ErrInvalidArgument, "not a checkpoint name")
 )
 
 // CheckpointName is the LXD snapshot name of the checkpoint taken before

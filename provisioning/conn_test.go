@@ -9,13 +9,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/internal/errdefs"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 )
 
 func TestConnUnavailableUntilDialed(t *testing.T) {
 	c := NewConn(nil)
-	if _, _, err := c.Instance(context.Background(), "x"); !errors.Is(err, ErrUnavailable) || !IsUnavailable(err) {
+	if _, _, err := c.Instance(context.Background(), "x"); !errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) {
 		t.Fatalf("before dial: %v, want ErrUnavailable", err)
 	}
 	// A socket that never answers: Dial keeps retrying until ctx ends.

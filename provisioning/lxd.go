@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"syscall"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -67,12 +66,13 @@ const (
 	StatusUnknown = "unknown"
 )
 
-// Error classes of this package, tested with errors.Is.
+// Error classes of this package, tested with errors.Is; each that an API
+// answer depends on is also in an errdefs class.
 var (
 	// ErrNoContainer means the project names no container (S9).
-	ErrNoContainer = errors.New("project has no container name")
+	ErrNoContainer = errdefs.New(errdefs.ErrInvalidArgument, "project has no container name")
 	// ErrUnavailable means LXD could not be reached; the API answers 503.
-	ErrUnavailable = errors.New("lxd unavailable")
+	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "lxd unavailable")
 	// ErrIncompleteDependencies means provisioning dependencies were wired
 	// partially; they must be all set or all nil.
 	ErrIncompleteDependencies = errors.New("provisioning dependencies wired partially")
@@ -83,40 +83,18 @@ var (
 	// authentication, which the subscription flow refuses (S13).
 	ErrAPIKeyAuth = errors.New("codex auth record uses api-key authentication")
 	// ErrBadSkill means a skill name is not a plain name or is unknown.
-	ErrBadSkill = errors.New("invalid skill")
+	ErrBadSkill = errdefs.New(errdefs.ErrInvalidArgument, "invalid skill")
 	// ErrForeignContainer means the container is marked as another
 	// project's; it is never adopted or deleted.
-	ErrForeignContainer = errors.New("container belongs to another project")
+	ErrForeignContainer = errdefs.New(errdefs.ErrConflict, "container belongs to another project")
 	// ErrUnknownProvider means no provisioning setup exists for a provider.
 	ErrUnknownProvider = errors.New("no provisioning setup for provider")
 )
 
-// IsUnavailable reports whether err means LXD could not be reached (socket
-// missing, connection refused or reset), as opposed to LXD answering with
-// an error.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrUnavailable) {
-		return true
-	}
-	var lerr *lxdexec.Error
-	if errors.As(err, &lerr) {
-		return false
-	}
-	var nerr *net.OpError
-	if errors.As(err, &nerr) {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// classify wraps err with ErrUnavailable when it means LXD is unreachable.
+// classify wraps err with ErrUnavailable when it means LXD is unreachable
+// (lxdexec marks those ErrUnreachable; errdefs recognises its marker).
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || !IsUnavailable(err) {
+	if err == nil || errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -29,7 +30,7 @@ const NameKey = "user.remote.project"
 
 // ErrProjectReplaced means the project a run was bound to is gone: the
 // project of that name was deleted, or deleted and created again (a new id).
-var ErrProjectReplaced = errors.New("project was deleted or replaced")
+var ErrProjectReplaced = errdefs.New(errdefs.ErrConflict, "project was deleted or replaced")
 
 // DefaultCredentialSyncTimeout bounds SyncCredentials when Options leaves
 // it zero (S12).
@@ -536,7 +537,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 
 // ErrUnmarkedContainer means a container exists under the project's
 // container name without the project's marker; it is never adopted.
-var ErrUnmarkedContainer = errors.New("container is not marked as the project's")
+var ErrUnmarkedContainer = errdefs.New(errdefs.ErrConflict, "container is not marked as the project's")
 
 // ErrNoProjectID means a project has no id, so no container can be shown
 // to be its own (the store gives every project one).

@@ -11,6 +11,7 @@
 // group-committed: one committer goroutine writes everything queued in one
 // transaction and fsync, then acknowledges in order.
 //
-// It imports only api, bbolt and hclog; nothing of the daemon, providers or
-// LXD, so it can be tested and benchmarked alone.
+// It imports only api, internal/errdefs (its error classes), bbolt and
+// hclog; nothing of the daemon, providers or LXD, so it can be tested and
+// benchmarked alone.
 package store

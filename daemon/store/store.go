@@ -14,20 +14,24 @@ import (
 	"github.com/hashicorp/go-hclog"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"remote/internal/errdefs"
 )
 
-// Error classes returned by the store; test them with errors.Is.
+// Error classes returned by the store; test them with errors.Is. Those an
+// API answer depends on are errdefs classes (ErrNotFound and ErrExists are
+// errdefs.ErrNotFound and errdefs.ErrAlreadyExists themselves).
 var (
 	// ErrNotFound means the chat, project, secret or event log does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errdefs.ErrNotFound
 	// ErrExists means a create named a chat or project that already exists.
-	ErrExists = errors.New("already exists")
+	ErrExists = errdefs.ErrAlreadyExists
 	// ErrLocked means another process holds the store file open; Open gives
 	// up after about a second instead of waiting.
 	ErrLocked = errors.New("store file is locked by another process")
 	// ErrInvalid means an input (id, name, key, event) failed validation;
 	// nothing was stored or changed.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = errdefs.New(errdefs.ErrInvalidArgument, "invalid input")
 	// ErrWrongKey means the secrets key does not decrypt what this store holds.
 	ErrWrongKey = errors.New("secrets key does not match the store")
 	// ErrClosed means the store was closed.
@@ -37,7 +41,7 @@ var (
 	// ErrNoSpace means a write failed because the store's filesystem is
 	// full (ENOSPC) or the quota is used up (EDQUOT); nothing of that
 	// write was stored. It wraps the OS error.
-	ErrNoSpace = errors.New("no space left for the store")
+	ErrNoSpace = errdefs.New(errdefs.ErrResourceExhausted, "no space left for the store")
 	// ErrSkipped means an AppendAsyncIf condition refused the event;
 	// nothing was stored.
 	ErrSkipped = errors.New("append skipped")

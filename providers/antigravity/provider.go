@@ -29,9 +29,9 @@ const chunkSize = 32 << 10
 // Efforts are the --effort levels passed through; others are dropped.
 var Efforts = []string{"low", "medium", "high"}
 
-// ErrNotWired means a project run was requested but the adapter has no
-// container launchers or preparer.
-var ErrNotWired = errors.New("antigravity: project execution not configured")
+// ErrNotWired is providers.ErrNotWired (kept so callers of this adapter
+// need not import providers to test for it).
+var ErrNotWired = providers.ErrNotWired
 
 // ErrNotSignedIn classifies a run that failed because the CLI has no
 // login; the run.failed event carries SignInInstruction.

@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,9 +14,9 @@ import (
 // successful project run (S12).
 const CredentialSyncTimeout = runner.DefaultCredentialSyncTimeout
 
-// ErrNotWired means a project run was requested but the adapter has no
-// container launchers or preparer.
-var ErrNotWired = errors.New("claude: project execution not configured")
+// ErrNotWired is providers.ErrNotWired (kept so callers of this adapter
+// need not import providers to test for it).
+var ErrNotWired = providers.ErrNotWired
 
 // Provider runs Claude Code. Create it with New.
 type Provider struct {

@@ -46,9 +46,9 @@ const DefaultSyncTimeout = runner.DefaultCredentialSyncTimeout
 // Remote only runs Codex on a ChatGPT subscription login (S13).
 var ErrAPIKeyAuth = errors.New("codex auth record uses API-key authentication")
 
-// ErrNotWired means a run needs a port the adapter was built without: a
-// host Launcher, or a ProjectPreparer and ContainerLaunchers for projects.
-var ErrNotWired = errors.New("launcher not configured")
+// ErrNotWired is providers.ErrNotWired (kept so callers of this adapter
+// need not import providers to test for it).
+var ErrNotWired = providers.ErrNotWired
 
 // Models is the fallback model catalog, declared only when the CLI's own
 // model/list cannot be read (see Capabilities); an empty RunRequest.Model

@@ -19,9 +19,9 @@ const DefaultBinary = "kimi"
 // successful project run (S12).
 const CredentialSyncTimeout = runner.DefaultCredentialSyncTimeout
 
-// ErrNotWired means a project run was requested but the adapter has no
-// container launchers or preparer.
-var ErrNotWired = errors.New("kimi: project execution not configured")
+// ErrNotWired is providers.ErrNotWired (kept so callers of this adapter
+// need not import providers to test for it).
+var ErrNotWired = providers.ErrNotWired
 
 // Provider runs the Kimi CLI. Create it with New.
 type Provider struct {

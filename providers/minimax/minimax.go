@@ -47,9 +47,9 @@ var protected = []string{KeyVar, "OPENAI_API_KEY", "HOME", "CODEX_HOME"}
 // ErrNoAPIKey means no MiniMax API key is configured.
 var ErrNoAPIKey = errors.New("no MiniMax API key configured")
 
-// ErrNotWired means a run needs a port the adapter was built without: a
-// host Launcher, or a ProjectPreparer and ContainerLaunchers for projects.
-var ErrNotWired = errors.New("launcher not configured")
+// ErrNotWired is providers.ErrNotWired (kept so callers of this adapter
+// need not import providers to test for it).
+var ErrNotWired = providers.ErrNotWired
 
 // ErrUnknownModel means the request named a model outside the catalog.
 var ErrUnknownModel = errors.New("model not in the MiniMax catalog")
