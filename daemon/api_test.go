@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/providers"
 )
 
@@ -402,7 +403,7 @@ func TestShutdownAndRestart(t *testing.T) {
 	if _, err := st.UpdateChat(chat.ID, func(c *api.Chat) error { c.Running = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	svc := NewService(ServiceOptions{Store: st, Hub: NewHub(st, nil, nil, 0), Registry: NewRegistry()})
+	svc := NewService(ServiceOptions{Store: st, Hub: runhub.NewHub(st, nil, nil, 0), Registry: NewRegistry()})
 	if err := svc.RecoverInterrupted(); err != nil {
 		t.Fatal(err)
 	}

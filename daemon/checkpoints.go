@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
@@ -150,7 +151,7 @@ func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, re
 		return err
 	}
 	fork := src
-	fork.ID = newID(6)
+	fork.ID = runhub.NewID(6)
 	fork.Running = false
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}

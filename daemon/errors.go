@@ -6,21 +6,9 @@ import (
 	"net/http"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
-)
-
-// Errors of the run hub with fixed API texts (see ToHTTP).
-var (
-	// ErrPromptAlreadyRunning means the chat already has a run (S2); it
-	// answers 409 prompt_already_running.
-	ErrPromptAlreadyRunning = errdefs.New(errdefs.ErrConflict, "a previous prompt is still running — cancel first")
-	// ErrNoActiveRun means a cancel or interaction response named a chat
-	// with no run; it answers 404 not_found.
-	ErrNoActiveRun = errdefs.New(errdefs.ErrNotFound, "no prompt is currently running")
-	// ErrSlowSubscriber means a follower fell more than its queue behind
-	// the live stream and was dropped; it may resume from its last seq.
-	ErrSlowSubscriber = errors.New("subscriber too slow to keep up")
 )
 
 // Error is an HTTP-layer API error whose status and envelope code are set
@@ -56,8 +44,8 @@ const msgStorageFull = "storage full: the daemon's state directory has no space 
 // exposed.
 //
 //	*Error                            its own status and code
-//	ErrPromptAlreadyRunning           409 prompt_already_running (fixed text)
-//	ErrNoActiveRun                    404 not_found (fixed text)
+//	runhub.ErrPromptAlreadyRunning    409 prompt_already_running (fixed text)
+//	runhub.ErrNoActiveRun             404 not_found (fixed text)
 //	store.ErrNoSpace                  507 storage_full (fixed text)
 //	errdefs not found                 404 not_found
 //	errdefs conflict, already exists  409 conflict
@@ -76,10 +64,10 @@ func ToHTTP(err error) (int, api.ErrorBody) {
 		return http.StatusOK, api.ErrorBody{}
 	case errors.As(err, &ae):
 		return ae.Status, api.ErrorBody{Code: ae.Code, Message: ae.Message}
-	case errors.Is(err, ErrPromptAlreadyRunning): // the original frontend's exact texts
-		return http.StatusConflict, api.ErrorBody{Code: api.CodePromptAlreadyRunning, Message: ErrPromptAlreadyRunning.Error()}
-	case errors.Is(err, ErrNoActiveRun):
-		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: ErrNoActiveRun.Error()}
+	case errors.Is(err, runhub.ErrPromptAlreadyRunning): // the original frontend's exact texts
+		return http.StatusConflict, api.ErrorBody{Code: api.CodePromptAlreadyRunning, Message: runhub.ErrPromptAlreadyRunning.Error()}
+	case errors.Is(err, runhub.ErrNoActiveRun):
+		return http.StatusNotFound, api.ErrorBody{Code: api.CodeNotFound, Message: runhub.ErrNoActiveRun.Error()}
 	case errors.Is(err, store.ErrNoSpace): // a write hit ENOSPC/EDQUOT: nothing of it was stored
 		return http.StatusInsufficientStorage, api.ErrorBody{Code: api.CodeStorageFull, Message: msgStorageFull}
 	case errdefs.IsNotFound(err):

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
@@ -23,8 +24,8 @@ func TestErrorFor(t *testing.T) {
 		wantMsg    string
 	}{
 		{"api error", BadRequest("since: bad %q", "x"), http.StatusBadRequest, api.CodeBadRequest, `since: bad "x"`},
-		{"prompt running", fmt.Errorf("chat a1b2: %w", ErrPromptAlreadyRunning), http.StatusConflict, api.CodePromptAlreadyRunning, ErrPromptAlreadyRunning.Error()},
-		{"no active run", fmt.Errorf("cancel chat a1b2: %w", ErrNoActiveRun), http.StatusNotFound, api.CodeNotFound, ErrNoActiveRun.Error()},
+		{"prompt running", fmt.Errorf("chat a1b2: %w", runhub.ErrPromptAlreadyRunning), http.StatusConflict, api.CodePromptAlreadyRunning, runhub.ErrPromptAlreadyRunning.Error()},
+		{"no active run", fmt.Errorf("cancel chat a1b2: %w", runhub.ErrNoActiveRun), http.StatusNotFound, api.CodeNotFound, runhub.ErrNoActiveRun.Error()},
 		{"daemon not found", fmt.Errorf("chat %q: %w", "a1b2", errdefs.ErrNotFound), http.StatusNotFound, api.CodeNotFound, `chat "a1b2": not found`},
 		{"store not found", fmt.Errorf("project %q: %w", "none", store.ErrNotFound), http.StatusNotFound, api.CodeNotFound, `project "none": not found`},
 		{"store exists", fmt.Errorf("create project %q: %w", "p", store.ErrExists), http.StatusConflict, api.CodeConflict, `create project "p": already exists`},

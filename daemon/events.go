@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/runhub"
 )
 
 // streamWriteTimeout bounds one write to a follower.
@@ -129,7 +130,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID str
 		b, _ := json.Marshal(ev)
 		return write(ev.Seq, b)
 	})
-	if errors.Is(err, ErrSlowSubscriber) {
+	if errors.Is(err, runhub.ErrSlowSubscriber) {
 		s.log.Info("follower dropped", "chat", chatID, "error", err)
 	}
 	return err

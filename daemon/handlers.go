@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/internal/errdefs"
 	"remote/providers"
 )
@@ -158,7 +159,7 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		c.Cwd = real
 	}
 	for range 3 {
-		c.ID = newID(6)
+		c.ID = runhub.NewID(6)
 		if err = s.store.CreateChat(c); !errdefs.IsAlreadyExists(err) {
 			break
 		}
@@ -297,7 +298,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 		caps, _ = p.Capabilities(r.Context(), providers.CapabilityRequest{ProjectID: src.Project})
 	}
 	fork := src
-	fork.ID = newID(6)
+	fork.ID = runhub.NewID(6)
 	fork.Running = false
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}

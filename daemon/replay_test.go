@@ -161,7 +161,7 @@ func BenchmarkReplayArray100k(b *testing.B) {
 	chat := ts.createChat("alice", "claude")
 	batch := make([]api.Event, 1000)
 	for i := range batch {
-		batch[i] = benchEvent
+		batch[i] = api.Event{Type: api.EventAssistantText, Text: "a token or two of streamed text", MessageID: "msg_01"}
 	}
 	for range 100 {
 		if _, err := ts.st.Append(chat.ID, batch...); err != nil {

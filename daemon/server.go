@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 )
 
@@ -63,7 +64,7 @@ type Options struct {
 	Projects                           ProjectChats // may be nil: project chats refused
 	// RouteProviders add routes to the table (the projects seam).
 	RouteProviders  []RouteProvider
-	SubscriberQueue int // 0: DefaultSubscriberQueue
+	SubscriberQueue int // 0: runhub.DefaultSubscriberQueue
 	// PingEvery and PongWait time the chat socket's keepalive: a ping every
 	// PingEvery, and a peer that answers none for PongWait is dropped.
 	// 0: 25 s and 60 s (api.md).
@@ -85,7 +86,7 @@ type Server struct {
 	defaultCwd     string
 	lxd            LXDStatus
 	projects       ProjectChats
-	hub            *Hub
+	hub            *runhub.Hub
 	containerForks atomic.Pointer[Projects] // set by Projects.Attach: fork with a container
 	svc            *Service
 	handler        http.Handler
@@ -123,7 +124,7 @@ func New(o Options) (*Server, error) {
 		started: time.Now(), stopStreams: make(chan struct{}),
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
-	s.hub = NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	s.hub = runhub.NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
 	s.workspace = newWorkspace(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
 	s.hub.Observe(s.workspace.observe)
 	if cs, ok := o.Store.(interface{ OnChange(func(store.Change)) }); ok {
@@ -167,7 +168,7 @@ func New(o Options) (*Server, error) {
 func (s *Server) SetAccess(a Access) { s.access.Store(&a) }
 
 // Hub is the server's run hub.
-func (s *Server) Hub() *Hub { return s.hub }
+func (s *Server) Hub() *runhub.Hub { return s.hub }
 
 // Service is the server's prompt service.
 func (s *Server) Service() *Service { return s.svc }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/providers"
@@ -39,7 +40,7 @@ const (
 // ServiceOptions configures the prompt service.
 type ServiceOptions struct {
 	Store    Store
-	Hub      *Hub
+	Hub      *runhub.Hub
 	Registry *Registry
 	Logger   hclog.Logger
 	Metrics  *Metrics
@@ -71,7 +72,7 @@ type ServiceOptions struct {
 // turns its events into persisted chat events.
 type Service struct {
 	store           Store
-	hub             *Hub
+	hub             *runhub.Hub
 	reg             *Registry
 	log             hclog.Logger
 	metrics         *Metrics
@@ -150,7 +151,7 @@ func (in PromptInput) validate() error {
 
 // Start validates the prompt, takes the chat's run lock, persists the user
 // event and starts the run in the background. It returns the run id, or
-// ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
+// runhub.ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
 // depend on ctx's cancellation, only on Cancel and Shutdown.
 func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (string, error) {
 	if err := in.validate(); err != nil {
@@ -234,7 +235,7 @@ func (s *Service) checkProject(ctx context.Context, chat api.Chat) error {
 	return s.projects.CheckChatRun(ctx, chat)
 }
 
-// Cancel cancels the chat's run (S29); ErrNoActiveRun when none.
+// Cancel cancels the chat's run (S29); runhub.ErrNoActiveRun when none.
 func (s *Service) Cancel(chatID string) error { return s.hub.Cancel(chatID, errCancelledByUser) }
 
 // Respond routes an explicit interaction response to the chat's run (S21).
@@ -422,18 +423,18 @@ func (e *emitter) close() {
 	e.pending.Wait()
 }
 
-func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
+func (s *Service) run(ctx context.Context, run *runhub.Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
 	defer s.wg.Done()
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
 	idle := time.Duration(s.idleTimeout.Load())
-	watch := newRunWatch(idle, run.cancel)
-	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.cancel}
+	watch := newRunWatch(idle, run.Cancel)
+	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.Cancel}
 	em.limit, em.limitMsg = s.guard.budget(chat.ID)
 	started := time.Now()
 	defer func() {
 		em.close()
 		if ferr := em.failure(); ferr != nil {
-			s.metrics.runFailed()
+			s.metrics.RunFailed()
 			log.Error("run stopped: its events could not be stored", "error", ferr)
 			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
 		} else if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
@@ -445,7 +446,7 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 			s.guard.clearRunning(chat.ID, err)
 		}
 		s.hub.FinishRun(run)
-		run.cancel(nil)
+		run.Cancel(nil)
 		log.Debug("run finished", "duration", time.Since(started))
 	}()
 
@@ -463,7 +464,7 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 	switch {
 	case errors.As(cause, &stopped):
 		if !stopped.storage { // a storage failure's error is written when the run ends
-			s.metrics.runFailed()
+			s.metrics.RunFailed()
 			em.daemonEvent(api.Event{Type: api.EventError, Message: stopped.msg})
 			log.Warn("run stopped", "reason", stopped.msg)
 		}
@@ -471,7 +472,7 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 		em.daemonEvent(api.Event{Type: api.EventError, Message: msgInterruptedByShutdown})
 		log.Info("run interrupted by shutdown")
 	case errors.Is(cause, errIdleTimeout):
-		s.metrics.runFailed()
+		s.metrics.RunFailed()
 		em.daemonEvent(api.Event{Type: api.EventError, Message: idleMessage(p.ID(), idle)})
 		log.Warn("run stopped: no output", "idle_timeout", idle)
 	case ctx.Err() != nil:
@@ -483,15 +484,15 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 		}
 		log.Info("run cancelled")
 	case err == nil && !watch.finishedTurn(), errors.Is(err, providers.ErrUnfinishedTurn):
-		s.metrics.runFailed()
+		s.metrics.RunFailed()
 		em.daemonEvent(api.Event{Type: api.EventError, Message: unfinishedMessage(p.ID(), err)})
 		log.Warn("provider exited without finishing the turn", "error", err)
 	case err == nil:
 	case errors.Is(err, providers.ErrRunFailed):
-		s.metrics.runFailed()
+		s.metrics.RunFailed()
 		log.Info("run failed", "error", err)
 	default:
-		s.metrics.runFailed()
+		s.metrics.RunFailed()
 		em.daemonEvent(api.Event{Type: api.EventError, Message: fmt.Sprintf("%s exit: %v", p.ID(), err)})
 		log.Warn("provider exited with an error", "error", err)
 	}
@@ -500,7 +501,7 @@ func (s *Service) run(ctx context.Context, run *Run, chat api.Chat, p providers.
 // recoverSession implements S28: clear only this provider's session and the
 // pending fork, persist system/session_recovered, rebuild the visible
 // transcript and retry exactly once without the resume id.
-func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emitter, chat api.Chat, caps providers.Capabilities, in PromptInput, run *Run, userSeq int64, lost string, p providers.Provider) error {
+func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emitter, chat api.Chat, caps providers.Capabilities, in PromptInput, run *runhub.Run, userSeq int64, lost string, p providers.Provider) error {
 	log.Info("saved session not found; retrying from visible history", "session", lost)
 	updated, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
 		setSession(c, chat.Provider, "")
@@ -522,7 +523,7 @@ func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emit
 
 // request builds the RunRequest (S6, S7, S27). With resume false the saved
 // session is ignored.
-func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptInput, run *Run, userSeq int64, resume bool) (providers.RunRequest, error) {
+func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptInput, run *runhub.Run, userSeq int64, resume bool) (providers.RunRequest, error) {
 	req := providers.RunRequest{
 		Provider:             providers.ProviderID(chat.Provider),
 		ConversationID:       chat.ID,
@@ -535,7 +536,7 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		Skills:               slices.Clone(in.Skills),
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),
-		InteractionResponses: run.interactions,
+		InteractionResponses: run.Interactions(),
 		Preferences:          providers.RunPreferences{ApprovalPolicy: chat.ApprovalPolicy, ReasoningEffort: chat.ReasoningEffort},
 	}
 	if in.Mode != "" {

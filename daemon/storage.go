@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 )
@@ -54,7 +55,7 @@ var errNothingToRepair = errors.New("chat is not marked running")
 // could not be written when they happened, as soon as they can be.
 type storageGuard struct {
 	store   Store
-	hub     *Hub
+	hub     *runhub.Hub
 	log     hclog.Logger
 	metrics *Metrics
 
@@ -73,7 +74,7 @@ type storageGuard struct {
 	stopOnce sync.Once
 }
 
-func newStorageGuard(o ServiceOptions, hub *Hub, log hclog.Logger) *storageGuard {
+func newStorageGuard(o ServiceOptions, hub *runhub.Hub, log hclog.Logger) *storageGuard {
 	g := &storageGuard{store: o.Store, hub: hub, log: log, metrics: o.Metrics, dir: o.StateDir,
 		minFree: o.MinFree, maxRun: o.MaxRunBytes, maxChat: o.MaxChatBytes, every: o.StorageCheckEvery,
 		repairs: map[string]repair{}, stop: make(chan struct{}), done: make(chan struct{})}
@@ -112,7 +113,7 @@ func (g *storageGuard) check() {
 		if err != nil {
 			g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
 		} else {
-			g.metrics.setStateFree(free)
+			g.metrics.SetStateFree(free)
 			low := g.minFree > 0 && free < g.minFree
 			g.mu.Lock()
 			was := g.lowLog
@@ -173,7 +174,7 @@ func (g *storageGuard) beforeRun(chatID string) error {
 		free, err := freeBytes(g.dir)
 		if err != nil {
 			g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
-		} else if g.metrics.setStateFree(free); free < g.minFree {
+		} else if g.metrics.SetStateFree(free); free < g.minFree {
 			return g.storageFull(free)
 		}
 	}
@@ -284,12 +285,12 @@ func (g *storageGuard) unrepaired() []string {
 
 func (g *storageGuard) rememberLocked(chatID string, r repair) {
 	g.repairs[chatID] = r
-	g.metrics.setUnrepaired(len(g.repairs))
+	g.metrics.SetUnrepaired(len(g.repairs))
 }
 
 func (g *storageGuard) forgetLocked(chatID string) {
 	delete(g.repairs, chatID)
-	g.metrics.setUnrepaired(len(g.repairs))
+	g.metrics.SetUnrepaired(len(g.repairs))
 }
 
 // applyLocked writes r in one transaction, only while the chat is still
@@ -319,11 +320,11 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 		return nil
 	}
 	if err != nil {
-		g.metrics.appendFailed()
+		g.metrics.AppendFailed()
 		return err
 	}
 	for _, ev := range evs {
-		g.metrics.eventAppended()
+		g.metrics.EventAppended()
 		g.hub.Broadcast(chatID, ev)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/metrics"
 	"remote/daemon/store"
 )
 
@@ -43,3 +44,9 @@ type Store interface {
 }
 
 var _ Store = (*store.Store)(nil)
+
+// Metrics are the daemon's Prometheus series (package metrics).
+type Metrics = metrics.Metrics
+
+// NewMetrics registers the daemon's series on a new registry.
+func NewMetrics() *Metrics { return metrics.New() }

@@ -44,7 +44,7 @@ func (s *Service) recordUsage(e *emitter, raw json.RawMessage) {
 		s.log.Error("usage not recorded", "chat", e.chatID, "run", e.runID, "error", err)
 		return
 	}
-	s.metrics.usage(rec)
+	s.metrics.Usage(rec)
 }
 
 // handleUsage serves GET /v1/usage?by=chat|project|user|provider|day

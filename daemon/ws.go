@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon/runhub"
 	"remote/providers"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 			func(_ int64, raw []byte) error { return ws.sendRaw(raw) },
 			func(ev api.Event) error { return ws.send(ev) })
 		switch {
-		case errors.Is(err, ErrSlowSubscriber):
+		case errors.Is(err, runhub.ErrSlowSubscriber):
 			log.Info("chat socket dropped: too slow", "error", err)
 			_ = ws.control(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow to keep up; reconnect with since=your last seq"))
 		case err != nil:

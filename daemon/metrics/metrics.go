@@ -1,4 +1,9 @@
-package daemon
+// Package metrics owns remoted's Prometheus series on a registry of their
+// own: runs, events, followers, LXD errors, usage and storage. The run
+// hub, the prompt service and the HTTP layer record into it; it imports
+// only the store's usage record type and must never import the daemon's
+// other packages.
+package metrics
 
 import (
 	"net/http"
@@ -28,9 +33,9 @@ type Metrics struct {
 	unrepaired        prometheus.Gauge
 }
 
-// NewMetrics registers the daemon's series (and Go runtime and process
+// New registers the daemon's series (and Go runtime and process
 // collectors) on a new registry.
-func NewMetrics() *Metrics {
+func New() *Metrics {
 	m := &Metrics{
 		reg:               prometheus.NewRegistry(),
 		runs:              prometheus.NewCounter(prometheus.CounterOpts{Name: "remoted_runs_total", Help: "Runs started."}),
@@ -68,57 +73,65 @@ func (m *Metrics) LXDError() {
 	}
 }
 
-func (m *Metrics) runStarted() {
+// RunStarted counts a started run.
+func (m *Metrics) RunStarted() {
 	if m != nil {
 		m.runs.Inc()
 		m.runsActive.Inc()
 	}
 }
 
-func (m *Metrics) runFinished() {
+// RunFinished counts a run that ended.
+func (m *Metrics) RunFinished() {
 	if m != nil {
 		m.runsActive.Dec()
 	}
 }
 
-func (m *Metrics) runFailed() {
+// RunFailed counts a run that ended with a persisted error.
+func (m *Metrics) RunFailed() {
 	if m != nil {
 		m.runErrors.Inc()
 	}
 }
 
-func (m *Metrics) eventAppended() {
+// EventAppended counts an event stored durably.
+func (m *Metrics) EventAppended() {
 	if m != nil {
 		m.events.Inc()
 	}
 }
 
-func (m *Metrics) appendFailed() {
+// AppendFailed counts an event the store failed to append.
+func (m *Metrics) AppendFailed() {
 	if m != nil {
 		m.appendErrors.Inc()
 	}
 }
 
-func (m *Metrics) subscriberAdded() {
+// SubscriberAdded counts a connected follower.
+func (m *Metrics) SubscriberAdded() {
 	if m != nil {
 		m.subscribers.Inc()
 	}
 }
 
-func (m *Metrics) subscriberRemoved() {
+// SubscriberRemoved counts a follower that left.
+func (m *Metrics) SubscriberRemoved() {
 	if m != nil {
 		m.subscribers.Dec()
 	}
 }
 
-func (m *Metrics) subscriberDropped() {
+// SubscriberDropped counts a follower dropped for lagging.
+func (m *Metrics) SubscriberDropped() {
 	if m != nil {
 		m.droppedSubscriber.Inc()
 	}
 }
 
-// usage counts one run's recorded usage.
-func (m *Metrics) usage(u store.UsageRecord) {
+// Usage counts one run's recorded usage.
+func (m *Metrics) Usage(u store.UsageRecord) {
 	if m == nil {
 		return
 	}
@@ -131,13 +144,15 @@ func (m *Metrics) usage(u store.UsageRecord) {
 	}
 }
 
-func (m *Metrics) setStateFree(n int64) {
+// SetStateFree records the state directory's free bytes.
+func (m *Metrics) SetStateFree(n int64) {
 	if m != nil {
 		m.stateFree.Set(float64(n))
 	}
 }
 
-func (m *Metrics) setUnrepaired(n int) {
+// SetUnrepaired records how many chats have an unstored run end.
+func (m *Metrics) SetUnrepaired(n int) {
 	if m != nil {
 		m.unrepaired.Set(float64(n))
 	}

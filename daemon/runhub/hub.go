@@ -1,4 +1,13 @@
-package daemon
+// Package runhub is the run hub: the in-memory, one-run-per-chat locks with
+// their cancel handles, the append-then-broadcast path of chat events, and
+// followers served a replay then live events with no gap and no duplicate.
+// Nothing in it survives a restart.
+//
+// It owns no transport: it must never import net/http, the daemon's HTTP
+// layer (package daemon), the prompt service or any provider adapter. It
+// builds on api, providers (interaction responses), the store's event
+// reads through its Store interface, metrics and errdefs.
+package runhub
 
 import (
 	"context"
@@ -12,10 +21,32 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/metrics"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/providers"
 )
+
+// Errors of the hub. The HTTP layer answers the first two with fixed texts.
+var (
+	// ErrPromptAlreadyRunning means the chat already has a run (S2); it
+	// answers 409 prompt_already_running.
+	ErrPromptAlreadyRunning = errdefs.New(errdefs.ErrConflict, "a previous prompt is still running — cancel first")
+	// ErrNoActiveRun means a cancel or interaction response named a chat
+	// with no run; it answers 404 not_found.
+	ErrNoActiveRun = errdefs.New(errdefs.ErrNotFound, "no prompt is currently running")
+	// ErrSlowSubscriber means a follower fell more than its queue behind
+	// the live stream and was dropped; it may resume from its last seq.
+	ErrSlowSubscriber = errors.New("subscriber too slow to keep up")
+)
+
+// Store is what the hub needs of the store: appends and paged event reads.
+// *store.Store implements it.
+type Store interface {
+	AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error))
+	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+	EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error
+}
 
 // DefaultSubscriberQueue is how many live events a subscriber may lag
 // behind before it is dropped. It is at least the store's largest group
@@ -38,7 +69,7 @@ const interactionQueue = 16
 type Hub struct {
 	store    Store
 	log      hclog.Logger
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	queueLen int
 
 	mu    sync.Mutex
@@ -68,6 +99,13 @@ type Run struct {
 	interactions chan providers.InteractionResponse
 }
 
+// Cancel cancels the run's context with cause (nil: context.Canceled).
+func (r *Run) Cancel(cause error) { r.cancel(cause) }
+
+// Interactions is the channel the run's provider reads explicit client
+// answers from (Hub.Respond sends on it).
+func (r *Run) Interactions() chan providers.InteractionResponse { return r.interactions }
+
 type subscriber struct {
 	ch      chan *api.Event
 	dropped chan struct{}
@@ -78,14 +116,14 @@ func (s *subscriber) drop() { s.once.Do(func() { close(s.dropped) }) }
 
 // NewHub returns a hub over st. queueLen <= 0 selects
 // DefaultSubscriberQueue; metrics may be nil.
-func NewHub(st Store, log hclog.Logger, metrics *Metrics, queueLen int) *Hub {
+func NewHub(st Store, log hclog.Logger, m *metrics.Metrics, queueLen int) *Hub {
 	if queueLen <= 0 {
 		queueLen = DefaultSubscriberQueue
 	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Hub{store: st, log: log, metrics: metrics, queueLen: queueLen, rooms: map[string]*room{}}
+	return &Hub{store: st, log: log, metrics: m, queueLen: queueLen, rooms: map[string]*room{}}
 }
 
 func (h *Hub) roomLocked(chatID string) *room {
@@ -113,9 +151,9 @@ func (h *Hub) StartRun(chatID string, cancel context.CancelCauseFunc) (*Run, err
 	if r.run != nil {
 		return nil, fmt.Errorf("chat %s: %w", chatID, ErrPromptAlreadyRunning)
 	}
-	r.run = &Run{ID: newID(8), ChatID: chatID, cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
+	r.run = &Run{ID: NewID(8), ChatID: chatID, cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
 	h.broadcastLocked(r, api.Event{Type: api.EventSync, Running: true, T: time.Now().UnixMilli()})
-	h.metrics.runStarted()
+	h.metrics.RunStarted()
 	return r.run, nil
 }
 
@@ -131,7 +169,7 @@ func (h *Hub) FinishRun(run *Run) {
 	r.run = nil
 	h.broadcastLocked(r, api.Event{Type: api.EventSync, T: time.Now().UnixMilli()})
 	h.gcLocked(run.ChatID)
-	h.metrics.runFinished()
+	h.metrics.RunFinished()
 }
 
 // Running reports whether chatID has an active run.
@@ -201,9 +239,9 @@ func (h *Hub) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done 
 		case errors.Is(err, store.ErrSkipped):
 		case err != nil:
 			h.log.Error("append failed", "chat", chatID, "type", ev.Type, "error", err)
-			h.metrics.appendFailed()
+			h.metrics.AppendFailed()
 		default:
-			h.metrics.eventAppended()
+			h.metrics.EventAppended()
 			h.Broadcast(chatID, stored)
 			for _, fn := range h.observers {
 				fn(chatID, stored)
@@ -250,7 +288,7 @@ func (h *Hub) broadcastLocked(r *room, ev api.Event) {
 		default:
 			delete(r.subs, s)
 			s.drop()
-			h.metrics.subscriberDropped()
+			h.metrics.SubscriberDropped()
 		}
 	}
 }
@@ -292,7 +330,7 @@ func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay fun
 	r.subs[sub] = struct{}{}
 	running := r.run != nil
 	h.mu.Unlock()
-	h.metrics.subscriberAdded()
+	h.metrics.SubscriberAdded()
 	defer func() {
 		h.mu.Lock()
 		if r := h.rooms[chatID]; r != nil {
@@ -300,7 +338,7 @@ func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay fun
 		}
 		h.gcLocked(chatID)
 		h.mu.Unlock()
-		h.metrics.subscriberRemoved()
+		h.metrics.SubscriberRemoved()
 	}()
 
 	var (
@@ -400,7 +438,7 @@ func replayPages[T any](ctx context.Context, chatID string, since int64, read fu
 }
 
 // newID returns n random bytes as lowercase hex.
-func newID(n int) string {
+func NewID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -1,4 +1,4 @@
-package daemon
+package runhub
 
 import (
 	"bufio"
@@ -13,12 +13,14 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/daemon/metrics"
+	"remote/daemon/store"
 )
 
-func benchHub(b *testing.B, queue int) (*Hub, *Metrics, func()) {
+func benchHub(b *testing.B, queue int) (*Hub, *metrics.Metrics, func()) {
 	b.Helper()
 	st := openStore(b, b.TempDir())
-	m := NewMetrics()
+	m := metrics.New()
 	return NewHub(st, nil, m, queue), m, func() { st.Close() }
 }
 
@@ -84,7 +86,7 @@ func follow(b *testing.B, h *Hub, chat string, n int, want int64) (wait func(), 
 }
 
 func createChat(b *testing.B, h *Hub, id string) {
-	if err := h.store.CreateChat(api.Chat{ID: id, Owner: "bench", Provider: "claude"}); err != nil {
+	if err := h.store.(*store.Store).CreateChat(api.Chat{ID: id, Owner: "bench", Provider: "claude"}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -163,8 +165,8 @@ func BenchmarkHubFanout100(b *testing.B) {
 	b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds(), "deliveries/s")
 }
 
-func testutilCounter(m *Metrics) float64 {
-	mfs, _ := m.reg.Gather()
+func testutilCounter(m *metrics.Metrics) float64 {
+	mfs, _ := m.Registry().Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == "remoted_subscribers_dropped_total" {
 			return mf.GetMetric()[0].GetCounter().GetValue()

@@ -1,4 +1,4 @@
-package daemon
+package runhub
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/daemon/metrics"
 )
 
 // TestHubFollowMidStream: followers join at every point of a live stream,
@@ -84,7 +85,7 @@ var errDone = errors.New("done")
 func TestHubSlowSubscriber(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
-	m := NewMetrics()
+	m := metrics.New()
 	h := NewHub(st, nil, m, 4)
 	const chat = "beef"
 	st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"})
@@ -168,14 +169,14 @@ func TestHubRunLock(t *testing.T) {
 	if len(won) != 1 {
 		t.Fatalf("%d runs started, want 1", len(won))
 	}
-	if err := h.Cancel("c0ffee", errCancelledByUser); err != nil {
+	if err := h.Cancel("c0ffee", errors.New("cancelled by the user")); err != nil {
 		t.Fatal(err)
 	}
 	h.FinishRun(won[0])
 	if h.Running("c0ffee") {
 		t.Fatal("still running after FinishRun")
 	}
-	if err := h.Cancel("c0ffee", errCancelledByUser); !errors.Is(err, ErrNoActiveRun) {
+	if err := h.Cancel("c0ffee", errors.New("cancelled by the user")); !errors.Is(err, ErrNoActiveRun) {
 		t.Fatalf("Cancel idle = %v, want ErrNoActiveRun", err)
 	}
 }
