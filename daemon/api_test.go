@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/providers"
 )
@@ -395,7 +396,7 @@ func TestShutdownAndRestart(t *testing.T) {
 	var evs []api.Event
 	st.Events(chat.ID, 0, 0, func(ev api.Event) error { evs = append(evs, ev); return nil })
 	c, _ := st.Chat(chat.ID)
-	if want := []string{"user", "assistant_text", "error"}; !slices.Equal(types(evs), want) || evs[2].Message != msgInterruptedByShutdown || c.Running {
+	if want := []string{"user", "assistant_text", "error"}; !slices.Equal(types(evs), want) || evs[2].Message != "the run was interrupted because the daemon shut down" || c.Running {
 		t.Fatalf("after shutdown: %v %q running=%v", types(evs), evs[len(evs)-1].Message, c.Running)
 	}
 
@@ -403,14 +404,14 @@ func TestShutdownAndRestart(t *testing.T) {
 	if _, err := st.UpdateChat(chat.ID, func(c *api.Chat) error { c.Running = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	svc := NewService(ServiceOptions{Store: st, Hub: runhub.NewHub(st, nil, nil, 0), Registry: NewRegistry()})
+	svc := prompt.NewService(prompt.ServiceOptions{Store: st, Hub: runhub.NewHub(st, nil, nil, 0), Registry: prompt.NewRegistry()})
 	if err := svc.RecoverInterrupted(); err != nil {
 		t.Fatal(err)
 	}
 	evs = evs[:0]
 	st.Events(chat.ID, 3, 0, func(ev api.Event) error { evs = append(evs, ev); return nil })
 	c, _ = st.Chat(chat.ID)
-	if want := []string{"system/daemon_restarted", "error"}; !slices.Equal(types(evs), want) || evs[1].Message != msgInterruptedByRestart || c.Running {
+	if want := []string{"system/daemon_restarted", "error"}; !slices.Equal(types(evs), want) || evs[1].Message != "the run was interrupted by a daemon restart" || c.Running {
 		t.Fatalf("after restart: %v running=%v", types(evs), c.Running)
 	}
 	st.Close()

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"remote/api"
+	"remote/daemon/prompt"
+	"remote/providers/runner"
 )
 
 // DefaultMinFreeBytes is the free space of the state directory below which
@@ -26,7 +28,7 @@ type Doctor struct {
 	SocketPath     string
 	SocketGroup    string // "" : no group required
 	StateDir       string
-	HostUser       HostUser
+	HostUser       runner.HostUser
 	Roots          Roots
 	SecretsKeyPath string
 	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
@@ -120,7 +122,7 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 				add(name, api.DoctorOK, "disabled in config")
 				continue
 			}
-			r := readinessOf(ctx, e.Provider)
+			r := prompt.ReadinessOf(ctx, e.Provider)
 			switch {
 			case r == nil:
 				add(name, api.DoctorOK, "enabled (readiness not reported by this adapter)")

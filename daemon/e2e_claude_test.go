@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/providers"
@@ -110,7 +111,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Second prompt resumes the saved session.
-	prompt := func(text string) []api.Event {
+	send := func(text string) []api.Event {
 		t.Helper()
 		n := len(ts.events(chat.ID))
 		if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: text}); st != http.StatusAccepted {
@@ -121,7 +122,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 		checkGapless(t, evs, 1)
 		return evs[n:]
 	}
-	evs := prompt("and again")
+	evs := send("and again")
 	if slices.Contains(types(evs), "system/session_recovered") || evs[len(evs)-1].Type != api.EventComplete {
 		t.Fatalf("resumed turn: %v", types(evs))
 	}
@@ -135,12 +136,12 @@ func TestClaudeEndToEnd(t *testing.T) {
 
 	// A deleted session is recovered from visible history (S28).
 	if _, err := ts.st.UpdateChat(chat.ID, func(c *api.Chat) error {
-		setSession(c, "claude", "3f0e2a5c-1111-4222-8333-944455556666")
+		prompt.SetSession(c, "claude", "3f0e2a5c-1111-4222-8333-944455556666")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	evs = prompt("after loss")
+	evs = send("after loss")
 	if !slices.Contains(types(evs), "system/session_recovered") || evs[len(evs)-1].Type != api.EventComplete {
 		t.Fatalf("recovery turn: %v", types(evs))
 	}

@@ -33,7 +33,7 @@ func TestErrorFor(t *testing.T) {
 		{"unavailable", fmt.Errorf("lxd: %w", errdefs.ErrUnavailable), http.StatusServiceUnavailable, api.CodeUnavailable, "lxd: unavailable"},
 		{"unknown is internal and hides its text", errors.New("secret-ish detail"), http.StatusInternalServerError, api.CodeInternal, "internal error"},
 		{"store closed is internal", store.ErrClosed, http.StatusInternalServerError, api.CodeInternal, "internal error"},
-		{"daemon stopping is unavailable", fmt.Errorf("start prompt in chat a1b2: %w", errDaemonStopping), http.StatusServiceUnavailable, api.CodeUnavailable, "start prompt in chat a1b2: the daemon is shutting down"},
+		{"daemon stopping is unavailable", fmt.Errorf("start prompt in chat a1b2: %w", errdefs.New(errdefs.ErrUnavailable, "the daemon is shutting down")), http.StatusServiceUnavailable, api.CodeUnavailable, "start prompt in chat a1b2: the daemon is shutting down"},
 		{"store full", fmt.Errorf("append: %w: %w", store.ErrNoSpace, syscall.ENOSPC), http.StatusInsufficientStorage, api.CodeStorageFull, "storage full: the daemon's state directory has no space left, nothing was saved; free space, then retry"},
 		{"exhausted", errdefs.ResourceExhausted("storage full: 1 MiB free"), http.StatusInsufficientStorage, api.CodeStorageFull, "storage full: 1 MiB free"},
 		{"exhausted for now", errdefs.Wrap(errdefs.ErrUnavailable, errdefs.ResourceExhausted("storage: later")), http.StatusServiceUnavailable, api.CodeStorageFull, "storage: later"},

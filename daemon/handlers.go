@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/internal/errdefs"
 	"remote/providers"
@@ -70,7 +71,7 @@ func (s *Server) providerInfos(r *http.Request) []api.ProviderInfo {
 					pi.Capabilities = b
 				}
 			}
-			pi.Readiness = readinessOf(r.Context(), e.Provider)
+			pi.Readiness = prompt.ReadinessOf(r.Context(), e.Provider)
 		}
 		out = append(out, pi)
 	}
@@ -306,11 +307,11 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 	if fork.Title == "" && src.Title != "" {
 		fork.Title = src.Title + " (fork)"
 	}
-	session := sessionID(src, src.Provider)
+	session := prompt.SessionID(src, src.Provider)
 	fork.Sessions, fork.ClaudeSessionID, fork.CodexSessionID, fork.KimiSessionID, fork.AntigravitySessionID = nil, "", "", "", ""
 	fork.ForkPending = false
 	if session != "" && caps.Resume && caps.Fork {
-		setSession(&fork, src.Provider, session)
+		prompt.SetSession(&fork, src.Provider, session)
 		fork.ForkPending = true
 	}
 	if err := s.store.CreateChat(fork); err != nil {
@@ -339,7 +340,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	runID, err := s.svc.Start(r.Context(), c.ID, PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
+	runID, err := s.svc.Start(r.Context(), c.ID, prompt.PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
 	if err != nil {
 		return err
 	}

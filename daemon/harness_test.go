@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/providers"
 )
@@ -97,7 +98,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	st := openStore(t, dir)
-	reg := NewRegistry()
+	reg := prompt.NewRegistry()
 	m := map[providers.ProviderID]providers.Provider{}
 	for _, p := range ps {
 		m[p.ID()] = p
@@ -106,7 +107,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	o := Options{
 		Store: st, Registry: reg, Version: "test",
 		Logger:     hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: io.Discard}),
-		Roots:      NewRoots([]string{dir}, ""),
+		Roots:      prompt.NewRoots([]string{dir}, ""),
 		DefaultCwd: dir,
 	}
 	for _, f := range opts {

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/providers"
 	"remote/providers/runner"
 )
@@ -48,7 +50,7 @@ func TestLooseChatRunsAsHostUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("running agents as another user needs root")
 	}
-	nobody, err := LookupHostUser("nobody")
+	nobody, err := runner.LookupHostUser("nobody")
 	if err != nil {
 		t.Skipf("no nobody user: %v", err)
 	}
@@ -58,8 +60,8 @@ func TestLooseChatRunsAsHostUser(t *testing.T) {
 	}
 	defer os.RemoveAll(cwd)
 	os.Chmod(cwd, 0o755)
-	p := &idProvider{host: HostUserLauncher(&runner.HostLauncher{}, nobody)}
-	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = NewRoots([]string{cwd}, "") })
+	p := &idProvider{host: runner.HostUserLauncher(&runner.HostLauncher{}, nobody)}
+	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = prompt.NewRoots([]string{cwd}, "") })
 	st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: cwd})
 	var chat api.Chat
 	if err := json.Unmarshal(body, &chat); st != 201 || err != nil {
@@ -72,7 +74,7 @@ func TestLooseChatRunsAsHostUser(t *testing.T) {
 		t.Fatalf("events %v %+v", types(evs), evs)
 	}
 	lines := strings.Split(strings.TrimSpace(evs[1].Text), "\n")
-	if len(lines) != 3 || lines[0] != uidString(nobody.UID) || lines[1] != nobody.Home || lines[2] != chat.Cwd {
+	if len(lines) != 3 || lines[0] != strconv.FormatUint(uint64(nobody.UID), 10) || lines[1] != nobody.Home || lines[2] != chat.Cwd {
 		t.Errorf("agent ran as %q, want uid %d, HOME %s, cwd %s", lines, nobody.UID, nobody.Home, chat.Cwd)
 	}
 }
@@ -86,7 +88,7 @@ func TestAttackCwdOracle(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("the oracle needs a root daemon and another host user")
 	}
-	nobody, err := LookupHostUser("nobody")
+	nobody, err := runner.LookupHostUser("nobody")
 	if err != nil {
 		t.Skipf("no nobody user: %v", err)
 	}
@@ -113,7 +115,7 @@ func TestAttackCwdOracle(t *testing.T) {
 	os.Chmod(outside, 0o755)
 
 	p := &fakeProvider{id: providers.Claude}
-	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = NewUserRoots([]string{base}, nobody) })
+	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) { o.Roots = prompt.NewUserRoots([]string{base}, nobody) })
 	for _, cwd := range []string{
 		filepath.Join(base, "secret/exists"),  // exists, root-only
 		filepath.Join(base, "secret/missing"), // does not exist, root-only

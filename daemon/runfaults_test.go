@@ -285,35 +285,3 @@ func TestUnfinishedTurnAnyProvider(t *testing.T) {
 		})
 	}
 }
-
-// runWatch alone: silence cancels with errIdleTimeout; a finished turn,
-// a stopped watch or no timeout never cancel.
-func TestRunWatch(t *testing.T) {
-	watch := func(idle time.Duration) (*runWatch, chan error) {
-		got := make(chan error, 1)
-		return newRunWatch(idle, func(err error) { got <- err }), got
-	}
-	w, got := watch(time.Nanosecond) // fires at once: no race with its own set-up
-	if err := <-got; err != errIdleTimeout {
-		t.Fatalf("cause %v, want errIdleTimeout", err)
-	}
-	w.stop()
-	for _, tt := range []struct {
-		name string
-		idle time.Duration
-		do   func(*runWatch)
-	}{
-		{"finished turn", 50 * time.Millisecond, func(w *runWatch) { w.saw(providers.Event{Type: providers.EventRunCompleted}) }},
-		{"stopped", 50 * time.Millisecond, func(w *runWatch) { w.stop() }},
-		{"no timeout", 0, func(*runWatch) {}},
-	} {
-		w, got := watch(tt.idle)
-		tt.do(w)
-		select {
-		case err := <-got:
-			t.Errorf("%s: cancelled with %v", tt.name, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-		w.stop()
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/daemon/store"
 )
@@ -23,18 +24,8 @@ type LXDStatus interface {
 	Status(ctx context.Context) api.LXDInfo
 }
 
-// ProjectChats lets chats be bound to projects. The projects work supplies
-// it; without it a chat naming a project is refused with bad_request.
-type ProjectChats interface {
-	// CheckChatProject returns the project's id when owner may create a
-	// chat in the named project, an error wrapping errdefs.ErrNotFound when it
-	// does not exist for owner, or another classified error.
-	CheckChatProject(ctx context.Context, owner, project string) (string, error)
-	// CheckChatRun returns nil when the project chat may run now: its
-	// project still exists with the chat's project id and owner; else an
-	// error wrapping errdefs.ErrNotFound or errdefs.ErrConflict, and nothing runs.
-	CheckChatRun(ctx context.Context, chat api.Chat) error
-}
+// ProjectChats lets chats be bound to projects (prompt.ProjectChats).
+type ProjectChats = prompt.ProjectChats
 
 // Options configures a Server. Store and Registry are required.
 type Options struct {
@@ -145,12 +136,11 @@ func New(o Options) (*Server, error) {
 		s.notifier = NewNotifier(o.Notify, o.Store.Chat)
 		s.hub.Observe(s.notifier.Observe)
 	}
-	s.svc = NewService(ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
+	s.svc = prompt.NewService(prompt.ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
 		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
 		IdleTimeout: o.IdleTimeout,
 		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
-		StorageCheckEvery: o.StorageCheckEvery})
-	s.svc.projects = o.Projects
+		StorageCheckEvery: o.StorageCheckEvery, Projects: o.Projects})
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)

@@ -268,7 +268,7 @@ func TestFaultDiskFullStartup(t *testing.T) {
 				max = k
 			}
 			if k == 1 {
-				if want := []string{"user", "system/daemon_restarted", "error"}; !slices.Equal(types(evs), want) || evs[2].Message != msgInterruptedByRestart || c.Running {
+				if want := []string{"user", "system/daemon_restarted", "error"}; !slices.Equal(types(evs), want) || evs[2].Message != "the run was interrupted by a daemon restart" || c.Running {
 					t.Fatalf("chat %s after recovery: %v running=%v", id, types(evs), c.Running)
 				}
 				repaired++
@@ -407,14 +407,6 @@ func TestFaultRunByteCap(t *testing.T) {
 		t.Fatalf("prompt in a new chat: %d %s", st, body)
 	}
 	ts.waitIdle(fresh.ID)
-}
-
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 64 << 10: "64 KiB", 1536 << 10: "1.5 MiB", 256 << 20: "256 MiB", 1 << 30: "1 GiB", 5 << 40: "5 TiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
 }
 
 // failingEnds is the real store, except that while fail is set the

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"remote/daemon"
+	"remote/daemon/prompt"
 	"remote/providers"
 	"remote/providers/antigravity"
 	"remote/providers/claude"
@@ -12,8 +12,8 @@ import (
 
 // adapters lists the provider adapters built into this remoted; each is
 // wired through its package's New over the shared AdapterConfig.
-func adapters() map[providers.ProviderID]daemon.Constructor {
-	return map[providers.ProviderID]daemon.Constructor{
+func adapters() map[providers.ProviderID]prompt.Constructor {
+	return map[providers.ProviderID]prompt.Constructor{
 		providers.Claude: func(c providers.AdapterConfig) providers.Provider { return claude.New(c) },
 		providers.Codex:  func(c providers.AdapterConfig) providers.Provider { return codex.New(c) },
 		// MiniMax's endpoint comes from [providers.minimax] env

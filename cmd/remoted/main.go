@@ -22,6 +22,7 @@ import (
 
 	"remote/config"
 	"remote/daemon"
+	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/providers"
 	"remote/providers/runner"
@@ -155,10 +156,10 @@ func newLogger(cfg config.Daemon) hclog.InterceptLogger {
 	})
 }
 
-func providerSettings(cfg config.Config) map[providers.ProviderID]daemon.ProviderSetting {
-	out := map[providers.ProviderID]daemon.ProviderSetting{}
+func providerSettings(cfg config.Config) map[providers.ProviderID]prompt.ProviderSetting {
+	out := map[providers.ProviderID]prompt.ProviderSetting{}
 	for id, p := range cfg.Providers {
-		out[providers.ProviderID(id)] = daemon.ProviderSetting{Enabled: p.IsEnabled(), Binary: p.Binary, Args: p.Args, Env: p.Env}
+		out[providers.ProviderID(id)] = prompt.ProviderSetting{Enabled: p.IsEnabled(), Binary: p.Binary, Args: p.Args, Env: p.Env}
 	}
 	return out
 }
@@ -220,7 +221,7 @@ func run(args []string) error {
 	}
 
 	// Providers.
-	hostUser, err := daemon.LookupHostUser(cfg.Agent.HostUser)
+	hostUser, err := runner.LookupHostUser(cfg.Agent.HostUser)
 	if err != nil {
 		return err
 	}
@@ -238,13 +239,13 @@ func run(args []string) error {
 		go projects.Run(ctx)
 	}
 	ports := providers.AdapterConfig{
-		Host:       daemon.HostUserLauncher(&runner.HostLauncher{}, hostUser),
+		Host:       runner.HostUserLauncher(&runner.HostLauncher{}, hostUser),
 		Containers: projects.Containers,
 		Preparer:   projects.Preparer,
 		Logger:     log.Named("providers"),
 		ExitGrace:  cfg.Agent.ExitGrace.Duration,
 	}
-	reg := daemon.NewRegistry()
+	reg := prompt.NewRegistry()
 	reg.Configure(adapters(), providerSettings(cfg), ports)
 
 	srv, err := daemon.New(daemon.Options{
@@ -252,7 +253,7 @@ func run(args []string) error {
 		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           daemon.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
+		Roots:           prompt.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
 		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
 		DefaultCwd:      hostUser.Home,
 		StateDir:        cfg.Daemon.StateDir,
@@ -263,7 +264,7 @@ func run(args []string) error {
 		Projects:        projects.Chats,
 		RouteProviders: append(projects.Routes, &daemon.Doctor{
 			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
-			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
 		}),
 		Notify: daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
@@ -366,8 +367,8 @@ func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.
 	reg.Configure(adapters(), providerSettings(cfg), ports)
 	srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
 	srv.SetAccess(access(cfg))
-	if hu, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		srv.Service().SetRoots(daemon.NewUserRoots(cfg.Agent.AllowedRoots, hu))
+	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
+		srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
 }

@@ -35,7 +35,7 @@ type projectWiring struct {
 func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, log hclog.Logger) (projectWiring, error) {
 	hostHome := os.Getenv("HOME")
 	hostUser := hostfs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	if u, err := daemon.LookupHostUser(cfg.Agent.HostUser); err == nil {
+	if u, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		hostHome = u.Home
 		hostUser = hostfs.User{UID: u.UID, GID: u.GID}
 	}

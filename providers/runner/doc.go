@@ -6,7 +6,8 @@
 // pure S11 assembly of a container command and its environment; and the
 // steps every adapter shares around them: PrepareProject and ResolveLaunch
 // (where and how a turn runs), SyncCredentials (S12), StampEvents,
-// TruncateOutput, HostDefaults and AdapterLogger.
+// TruncateOutput, HostDefaults and AdapterLogger; and who host runs run as:
+// LookupHostUser and HostUserLauncher ([agent] host_user).
 //
 // It imports providers and lxdexec only, and must never import the daemon,
 // the store, the transport or any adapter.

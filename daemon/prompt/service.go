@@ -1,4 +1,4 @@
-package daemon
+package prompt
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/metrics"
 	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
@@ -37,13 +38,26 @@ const (
 	statusInterrupted = "interrupted"
 )
 
+// ProjectChats lets chats be bound to projects. The projects work supplies
+// it; without it a chat naming a project is refused with bad_request.
+type ProjectChats interface {
+	// CheckChatProject returns the project's id when owner may create a
+	// chat in the named project, an error wrapping errdefs.ErrNotFound when it
+	// does not exist for owner, or another classified error.
+	CheckChatProject(ctx context.Context, owner, project string) (string, error)
+	// CheckChatRun returns nil when the project chat may run now: its
+	// project still exists with the chat's project id and owner; else an
+	// error wrapping errdefs.ErrNotFound or errdefs.ErrConflict, and nothing runs.
+	CheckChatRun(ctx context.Context, chat api.Chat) error
+}
+
 // ServiceOptions configures the prompt service.
 type ServiceOptions struct {
 	Store    Store
 	Hub      *runhub.Hub
 	Registry *Registry
 	Logger   hclog.Logger
-	Metrics  *Metrics
+	Metrics  *metrics.Metrics
 	// TranscriptBytes bounds visible history (S6); 0 = DefaultTranscriptBytes.
 	TranscriptBytes int
 	// SkillsDir holds <name>/SKILL.md for every selectable skill (S7).
@@ -65,6 +79,8 @@ type ServiceOptions struct {
 	// StorageCheckEvery is how often free space is checked and unrecorded
 	// run ends are retried; 0 = DefaultStorageCheckEvery.
 	StorageCheckEvery time.Duration
+	// Projects admits project chats' runs; nil: project chats do not run.
+	Projects ProjectChats
 }
 
 // Service is the prompt service (S3): it resolves chat state, builds the
@@ -75,14 +91,17 @@ type Service struct {
 	hub             *runhub.Hub
 	reg             *Registry
 	log             hclog.Logger
-	metrics         *Metrics
+	metrics         *metrics.Metrics
 	transcriptBytes int
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
 	idleTimeout     atomic.Int64 // time.Duration
 	guard           *storageGuard
-	projects        ProjectChats // set by New; nil: project chats do not run
+	projects        ProjectChats // nil: project chats do not run
 
+	// mu orders enter's wg.Add before Shutdown's wg.Wait: a prompt either
+	// reserved its run before stopping was set, or is refused.
+	mu       sync.Mutex
 	wg       sync.WaitGroup
 	stopping atomic.Bool
 }
@@ -96,7 +115,7 @@ func NewService(o ServiceOptions) *Service {
 		o.Logger = hclog.NewNullLogger()
 	}
 	s := &Service{store: o.Store, hub: o.Hub, reg: o.Registry, log: o.Logger, metrics: o.Metrics,
-		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir}
+		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir, projects: o.Projects}
 	s.roots.Store(&o.Roots)
 	s.SetIdleTimeout(o.IdleTimeout)
 	s.guard = newStorageGuard(o, o.Hub, o.Logger.Named("storage"))
@@ -157,9 +176,17 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 	if err := in.validate(); err != nil {
 		return "", err
 	}
-	if s.stopping.Load() {
+	// Reserve the run's place in wg before anything else, under mu, so a
+	// Shutdown either sees it (and waits) or has already refused it.
+	if !s.enter() {
 		return "", fmt.Errorf("start prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
+	started := false
+	defer func() {
+		if !started {
+			s.wg.Done()
+		}
+	}()
 	chat, err := s.store.Chat(chatID)
 	if err != nil {
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
@@ -195,6 +222,13 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 		cancel(nil)
 		return "", err
 	}
+	if s.stopping.Load() {
+		// Shutdown began after enter: its CancelAll may have missed this
+		// run, so it does not start.
+		s.hub.FinishRun(run)
+		cancel(nil)
+		return "", fmt.Errorf("start prompt in chat %s: %w", chatID, errDaemonStopping)
+	}
 	now := time.Now()
 	chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error {
 		c.Running = true
@@ -212,8 +246,8 @@ func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (str
 		var user api.Event
 		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
 		if err == nil {
-			s.wg.Add(1)
-			go s.run(runCtx, run, chat, p, caps, in, user.Seq)
+			started = true
+			go s.run(runCtx, &turn{run: run, chat: chat, p: p, caps: caps, in: in, userSeq: user.Seq})
 			return run.ID, nil
 		}
 		if cerr := s.clearRunning(chatID); cerr != nil {
@@ -249,10 +283,23 @@ func (s *Service) Respond(chatID string, resp providers.InteractionResponse) err
 	return s.hub.Respond(chatID, resp)
 }
 
-// Shutdown refuses new prompts, cancels every run and waits (until ctx
-// ends) for the runs to persist their terminal events.
+// enter reserves a run's place in wg unless the service is stopping.
+func (s *Service) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// Shutdown refuses new prompts (503 unavailable), cancels every run and
+// waits (until ctx ends) for the runs to persist their terminal events.
 func (s *Service) Shutdown(ctx context.Context) error {
-	s.stopping.Store(true)
+	s.mu.Lock()
+	s.stopping.Store(true) // no wg.Add after this: enter checks it under mu
+	s.mu.Unlock()
 	s.guard.close()
 	s.hub.CancelAll(errDaemonStopping)
 	done := make(chan struct{})
@@ -353,7 +400,7 @@ func (e *emitter) emit(ev providers.Event) {
 			provider = ev.Provider
 		}
 		_, err := e.s.store.UpdateChat(e.chatID, func(c *api.Chat) error {
-			setSession(c, string(provider), ev.SessionID)
+			SetSession(c, string(provider), ev.SessionID)
 			c.ForkPending = false
 			if c.Model == "" {
 				c.Model = ev.Model
@@ -423,13 +470,33 @@ func (e *emitter) close() {
 	e.pending.Wait()
 }
 
-func (s *Service) run(ctx context.Context, run *runhub.Run, chat api.Chat, p providers.Provider, caps providers.Capabilities, in PromptInput, userSeq int64) {
+// turn is one prompt's run as it goes from Start to the provider: the
+// run's hub handle, the chat as the run started (or after a lost session
+// was cleared), the provider with its capabilities, the prompt and the seq
+// of its stored user event.
+type turn struct {
+	run     *runhub.Run
+	chat    api.Chat
+	p       providers.Provider
+	caps    providers.Capabilities
+	in      PromptInput
+	userSeq int64
+
+	log hclog.Logger
+	em  *emitter
+}
+
+// run runs the turn in the background under the hub's run lock and stores
+// everything it emits; it ends the run (and its wg slot) when it returns.
+func (s *Service) run(ctx context.Context, t *turn) {
 	defer s.wg.Done()
+	run, chat, p := t.run, t.chat, t.p
 	log := s.log.With("chat", chat.ID, "run", run.ID, "provider", chat.Provider)
 	idle := time.Duration(s.idleTimeout.Load())
 	watch := newRunWatch(idle, run.Cancel)
 	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.Cancel}
 	em.limit, em.limitMsg = s.guard.budget(chat.ID)
+	t.log, t.em = log, em
 	started := time.Now()
 	defer func() {
 		em.close()
@@ -450,15 +517,22 @@ func (s *Service) run(ctx context.Context, run *runhub.Run, chat api.Chat, p pro
 		log.Debug("run finished", "duration", time.Since(started))
 	}()
 
-	req, err := s.request(chat, caps, in, run, userSeq, true)
-	ctx = s.checkpointTurn(ctx, chat, userSeq, em)
+	req, err := s.request(t)
+	ctx = s.checkpointTurn(ctx, chat, t.userSeq, em)
 	if err == nil {
 		err = p.Run(ctx, req, em.emit)
 		if errors.Is(err, providers.ErrSessionNotFound) && req.ResumeID != "" && ctx.Err() == nil {
-			err = s.recoverSession(ctx, log, em, chat, caps, in, run, userSeq, req.ResumeID, p)
+			err = s.recoverSession(ctx, t, req.ResumeID)
 		}
 	}
 	watch.stop()
+	s.endTurn(ctx, t, err, idle)
+}
+
+// endTurn persists how the turn ended: the daemon's own error or complete
+// event when the provider left none, and the run's metrics.
+func (s *Service) endTurn(ctx context.Context, t *turn, err error, idle time.Duration) {
+	log, em, p := t.log, t.em, t.p
 	cause := context.Cause(ctx)
 	var stopped *runStopped
 	switch {
@@ -483,7 +557,7 @@ func (s *Service) run(ctx context.Context, run *runhub.Run, chat api.Chat, p pro
 			em.daemonEvent(api.Event{Type: api.EventComplete, Provider: string(p.ID()), Status: statusInterrupted})
 		}
 		log.Info("run cancelled")
-	case err == nil && !watch.finishedTurn(), errors.Is(err, providers.ErrUnfinishedTurn):
+	case err == nil && !em.watch.finishedTurn(), errors.Is(err, providers.ErrUnfinishedTurn):
 		s.metrics.RunFailed()
 		em.daemonEvent(api.Event{Type: api.EventError, Message: unfinishedMessage(p.ID(), err)})
 		log.Warn("provider exited without finishing the turn", "error", err)
@@ -498,36 +572,40 @@ func (s *Service) run(ctx context.Context, run *runhub.Run, chat api.Chat, p pro
 	}
 }
 
-// recoverSession implements S28: clear only this provider's session and the
-// pending fork, persist system/session_recovered, rebuild the visible
-// transcript and retry exactly once without the resume id.
-func (s *Service) recoverSession(ctx context.Context, log hclog.Logger, em *emitter, chat api.Chat, caps providers.Capabilities, in PromptInput, run *runhub.Run, userSeq int64, lost string, p providers.Provider) error {
-	log.Info("saved session not found; retrying from visible history", "session", lost)
+// recoverSession implements S28: clear only this provider's session (lost)
+// and the pending fork, persist system/session_recovered, rebuild the
+// visible transcript and retry exactly once: the cleared chat has no
+// session to resume.
+func (s *Service) recoverSession(ctx context.Context, t *turn, lost string) error {
+	chat, em := t.chat, t.em
+	t.log.Info("saved session not found; retrying from visible history", "session", lost)
 	updated, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
-		setSession(c, chat.Provider, "")
+		SetSession(c, chat.Provider, "")
 		c.ForkPending = false
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("clear lost session: %w", err)
 	}
+	t.chat = updated
 	data, _ := json.Marshal(map[string]string{"provider": chat.Provider, "sessionId": lost})
 	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
 	em.watch.retry()
-	req, err := s.request(updated, caps, in, run, userSeq, false)
+	req, err := s.request(t)
 	if err != nil {
 		return err
 	}
-	return p.Run(ctx, req, em.emit)
+	return t.p.Run(ctx, req, em.emit)
 }
 
-// request builds the RunRequest (S6, S7, S27). With resume false the saved
-// session is ignored.
-func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptInput, run *runhub.Run, userSeq int64, resume bool) (providers.RunRequest, error) {
+// request builds the turn's RunRequest (S6, S7, S27): it resumes the chat's
+// saved session when the provider can, else carries the visible history.
+func (s *Service) request(t *turn) (providers.RunRequest, error) {
+	chat, caps, in := t.chat, t.caps, t.in
 	req := providers.RunRequest{
 		Provider:             providers.ProviderID(chat.Provider),
 		ConversationID:       chat.ID,
-		RunID:                run.ID,
+		RunID:                t.run.ID,
 		Cwd:                  chat.Cwd,
 		Model:                chat.Model,
 		Mode:                 providers.ModeDefault,
@@ -536,19 +614,19 @@ func (s *Service) request(chat api.Chat, caps providers.Capabilities, in PromptI
 		Skills:               slices.Clone(in.Skills),
 		EnableBrowser:        caps.Browser && slices.Contains(in.Skills, "browser"),
 		EnableScheduleTools:  caps.Schedule && slices.Contains(in.Skills, "scheduled-tasks"),
-		InteractionResponses: run.Interactions(),
+		InteractionResponses: t.run.Interactions(),
 		Preferences:          providers.RunPreferences{ApprovalPolicy: chat.ApprovalPolicy, ReasoningEffort: chat.ReasoningEffort},
 	}
 	if in.Mode != "" {
 		req.Mode = providers.RunMode(in.Mode)
 	}
-	if resume && caps.Resume {
-		req.ResumeID = sessionID(chat, chat.Provider)
+	if caps.Resume {
+		req.ResumeID = SessionID(chat, chat.Provider)
 		req.Fork = req.ResumeID != "" && chat.ForkPending && caps.Fork
 	}
 	prompt := promptWithSkills(caps.Skills, in.Skills, s.skillsDir, in.Text)
 	if req.ResumeID == "" {
-		history, err := s.history(chat.ID, userSeq)
+		history, err := s.history(chat.ID, t.userSeq)
 		if err != nil {
 			return req, err
 		}

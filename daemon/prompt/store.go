@@ -1,10 +1,9 @@
-package daemon
+package prompt
 
 import (
 	"time"
 
 	"remote/api"
-	"remote/daemon/metrics"
 	"remote/daemon/store"
 )
 
@@ -44,9 +43,3 @@ type Store interface {
 }
 
 var _ Store = (*store.Store)(nil)
-
-// Metrics are the daemon's Prometheus series (package metrics).
-type Metrics = metrics.Metrics
-
-// NewMetrics registers the daemon's series on a new registry.
-func NewMetrics() *Metrics { return metrics.New() }

@@ -1,6 +1,7 @@
-package daemon
+package prompt
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/metrics"
 	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
@@ -57,7 +59,7 @@ type storageGuard struct {
 	store   Store
 	hub     *runhub.Hub
 	log     hclog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
 
 	dir     string // state directory; "" = no free-space check
 	minFree int64  // 0 = no check
@@ -306,7 +308,7 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 		now := time.Now()
 		var out []api.Event
 		if r.restarted {
-			data, _ := jsonMarshal(map[string]string{"provider": r.provider})
+			data, _ := json.Marshal(map[string]string{"provider": r.provider})
 			out = append(out, api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data, T: now.UnixMilli()})
 		} else {
 			c.LastMessageAt = now

@@ -1,4 +1,4 @@
-package daemon
+package prompt
 
 import (
 	"strings"
@@ -7,10 +7,10 @@ import (
 	"remote/providers"
 )
 
-// normalizeSessions makes c.Sessions authoritative (S26): legacy fields
+// NormalizeSessions makes c.Sessions authoritative (S26): legacy fields
 // fill providers missing from the map, values are trimmed, empty ones
 // dropped, and the legacy mirrors are re-synced from the map.
-func normalizeSessions(c *api.Chat) {
+func NormalizeSessions(c *api.Chat) {
 	legacy := map[providers.ProviderID]*string{
 		providers.Claude:      &c.ClaudeSessionID,
 		providers.Codex:       &c.CodexSessionID,
@@ -39,16 +39,16 @@ func normalizeSessions(c *api.Chat) {
 	c.Sessions = m
 }
 
-// sessionID returns the chat's saved session for provider.
-func sessionID(c api.Chat, provider string) string {
-	normalizeSessions(&c)
+// SessionID returns the chat's saved session for provider.
+func SessionID(c api.Chat, provider string) string {
+	NormalizeSessions(&c)
 	return c.Sessions[provider]
 }
 
-// setSession saves (or, with id "", clears) provider's session on c and
+// SetSession saves (or, with id "", clears) provider's session on c and
 // keeps the legacy mirrors in sync.
-func setSession(c *api.Chat, provider, id string) {
-	normalizeSessions(c)
+func SetSession(c *api.Chat, provider, id string) {
+	NormalizeSessions(c)
 	if c.Sessions == nil {
 		c.Sessions = map[string]string{}
 	}
@@ -67,5 +67,5 @@ func setSession(c *api.Chat, provider, id string) {
 	case providers.Antigravity:
 		c.AntigravitySessionID = id
 	}
-	normalizeSessions(c)
+	NormalizeSessions(c)
 }

@@ -1,4 +1,4 @@
-package daemon
+package prompt
 
 import (
 	"encoding/json"

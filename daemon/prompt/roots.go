@@ -1,37 +1,15 @@
-package daemon
+package prompt
 
 import (
-	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"remote/internal/errdefs"
 	"remote/internal/hostfs"
+	"remote/providers/runner"
 )
-
-// LookupHostUser resolves the [agent] host_user name; "" is the daemon's
-// own user.
-func LookupHostUser(name string) (HostUser, error) {
-	var u *user.User
-	var err error
-	if name == "" {
-		u, err = user.LookupId(strconv.Itoa(os.Getuid()))
-	} else {
-		u, err = user.Lookup(name)
-	}
-	if err != nil {
-		return HostUser{}, fmt.Errorf("look up host user %q: %w", name, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return HostUser{}, fmt.Errorf("host user %q has a non-numeric uid %q or gid %q", u.Username, u.Uid, u.Gid)
-	}
-	return HostUser{Name: u.Username, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}, nil
-}
 
 // Roots is the set of directories loose chats may work in ([agent]
 // allowed_roots), held as cleaned, symlink-resolved absolute paths, and
@@ -44,7 +22,7 @@ type Roots struct {
 
 // NewUserRoots is NewRoots for the host user u, whose rights Check then
 // uses (as root the daemon could see paths u cannot, and say so).
-func NewUserRoots(dirs []string, u HostUser) Roots {
+func NewUserRoots(dirs []string, u runner.HostUser) Roots {
 	r := NewRoots(dirs, u.Home)
 	r.user, r.who = hostfs.User{UID: u.UID, GID: u.GID}, u.Name
 	return r

@@ -1,4 +1,4 @@
-package daemon
+package prompt
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"remote/providers"
 )
 
-// readinessOf returns p's readiness for the API, or nil when the adapter
+// ReadinessOf returns p's readiness for the API, or nil when the adapter
 // cannot report one.
-func readinessOf(ctx context.Context, p providers.Provider) *api.ProviderReadiness {
+func ReadinessOf(ctx context.Context, p providers.Provider) *api.ProviderReadiness {
 	rc, ok := p.(providers.ReadinessChecker)
 	if !ok {
 		return nil
@@ -32,7 +32,7 @@ func checkReady(ctx context.Context, id string, p providers.Provider, chat api.C
 	if chat.Project != "" {
 		return nil
 	}
-	r := readinessOf(ctx, p)
+	r := ReadinessOf(ctx, p)
 	if r == nil || r.Ready {
 		return nil
 	}

@@ -1,0 +1,271 @@
+package prompt
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"remote/api"
+	"remote/internal/errdefs"
+	"remote/providers"
+)
+
+func TestProjectEvent(t *testing.T) {
+	now := time.UnixMilli(1234)
+	native := &providers.NativeEnvelope{SchemaVersion: 1, Method: "item/x", TurnID: "t1"}
+	tests := []struct {
+		name string
+		in   providers.Event
+		want api.Event
+		drop bool
+	}{
+		{"run.started dropped", providers.Event{Type: providers.EventRunStarted}, api.Event{}, true},
+		{"unknown dropped", providers.Event{Type: "quota.updated"}, api.Event{}, true},
+		{"session", providers.Event{Type: providers.EventSessionUpdated, SessionID: "s1"},
+			api.Event{T: 1234, Type: "session", Provider: "claude", SessionID: "s1"}, false},
+		{"system", providers.Event{Type: providers.EventSystem, Subtype: "init", Data: json.RawMessage(`{"a":1}`), T: 99},
+			api.Event{T: 99, Type: "system", Subtype: "init", Data: json.RawMessage(`{"a":1}`)}, false},
+		{"assistant text uses item id", providers.Event{Type: providers.EventAssistantDelta, Text: "hi", ItemID: "i1"},
+			api.Event{T: 1234, Type: "assistant_text", Text: "hi", MessageID: "i1"}, false},
+		{"thinking", providers.Event{Type: providers.EventReasoningDelta, Text: "hm", MessageID: "m"},
+			api.Event{T: 1234, Type: "thinking", Text: "hm", MessageID: "m"}, false},
+		{"tool start", providers.Event{Type: providers.EventToolStarted, ItemID: "t", ToolName: "Bash", Input: json.RawMessage(`{"c":1}`)},
+			api.Event{T: 1234, Type: "tool_use_start", ID: "t", Name: "Bash", Input: json.RawMessage(`{"c":1}`)}, false},
+		{"tool start without input", providers.Event{Type: providers.EventToolStarted, ItemID: "t", ToolName: "X"},
+			api.Event{T: 1234, Type: "tool_use_start", ID: "t", Name: "X", Input: json.RawMessage(`{}`)}, false},
+		{"tool start scalar input", providers.Event{Type: providers.EventToolStarted, ItemID: "t", Input: json.RawMessage(`"ls"`)},
+			api.Event{T: 1234, Type: "tool_use_start", ID: "t", Input: json.RawMessage(`{"value":"ls"}`)}, false},
+		{"tool end", providers.Event{Type: providers.EventToolCompleted, ItemID: "t", Output: "out", IsError: true},
+			api.Event{T: 1234, Type: "tool_use_end", ID: "t", Output: "out", IsError: true}, false},
+		{"interaction request", providers.Event{Type: providers.EventInteractionRequest, InteractionID: "7", ToolName: "approve", Input: json.RawMessage(`{}`)},
+			api.Event{T: 1234, Type: "interaction_request", ID: "7", InteractionID: "7", Name: "approve", Input: json.RawMessage(`{}`)}, false},
+		{"interaction resolved", providers.Event{Type: providers.EventInteractionResolved, InteractionID: "7", Status: "approved"},
+			api.Event{T: 1234, Type: "interaction_resolved", ID: "7", InteractionID: "7", Status: "approved"}, false},
+		{"run interrupted", providers.Event{Type: providers.EventRunInterrupted},
+			api.Event{T: 1234, Type: "turn_status", Provider: "claude", Status: "interrupted"}, false},
+		{"turn status", providers.Event{Type: providers.EventTurnStatus, Status: "busy", Provider: "codex"},
+			api.Event{T: 1234, Type: "turn_status", Provider: "codex", Status: "busy"}, false},
+		{"collaboration", providers.Event{Type: providers.EventCollaboration, ItemID: "c", ToolName: "spawn", Data: json.RawMessage(`1`)},
+			api.Event{T: 1234, Type: "collaboration", ID: "c", Name: "spawn", Data: json.RawMessage(`1`)}, false},
+		{"native", providers.Event{Type: providers.EventProviderNative, Native: native, Data: json.RawMessage(`2`)},
+			api.Event{T: 1234, Type: "provider_event", Name: "item/x", TurnID: "t1", Data: json.RawMessage(`2`),
+				Native: json.RawMessage(`{"schemaVersion":1,"method":"item/x","turnId":"t1"}`)}, false},
+		{"usage", providers.Event{Type: providers.EventUsageUpdated, Usage: json.RawMessage(`{"in":1}`)},
+			api.Event{T: 1234, Type: "usage_update", Usage: json.RawMessage(`{"in":1}`)}, false},
+		{"complete", providers.Event{Type: providers.EventRunCompleted, Usage: json.RawMessage(`{"in":1}`)},
+			api.Event{T: 1234, Type: "complete", Provider: "claude", Usage: json.RawMessage(`{"in":1}`)}, false},
+		{"run failed", providers.Event{Type: providers.EventRunFailed, Message: "boom"},
+			api.Event{T: 1234, Type: "error", Message: "boom"}, false},
+		{"error from text", providers.Event{Type: providers.EventError, Text: "bad"},
+			api.Event{T: 1234, Type: "error", Message: "bad"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := projectEvent(tt.in, providers.Claude, now)
+			if ok == tt.drop {
+				t.Fatalf("projected = %v, want %v", ok, !tt.drop)
+			}
+			if tt.drop {
+				return
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(tt.want)
+			if string(g) != string(w) {
+				t.Errorf("got  %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+func TestPromptWithHistory(t *testing.T) {
+	history := []api.Event{
+		{Type: "user", Text: "first question"},
+		{Type: "thinking", Text: "SECRET REASONING"},
+		{Type: "assistant_text", Text: "first "},
+		{Type: "tool_use_end", Output: "TOOL OUTPUT"},
+		{Type: "assistant_text", Text: "answer"},
+	}
+	got := promptWithHistory(history, "now", 24000)
+	if !strings.Contains(got, "User:\nfirst question") || !strings.Contains(got, "Assistant:\nfirst answer") || !strings.HasSuffix(got, "Current user request:\nnow") {
+		t.Errorf("prompt lacks the transcript: %q", got)
+	}
+	if strings.Contains(got, "SECRET") || strings.Contains(got, "TOOL OUTPUT") {
+		t.Errorf("prompt includes reasoning or tool output: %q", got)
+	}
+	if got := promptWithHistory(nil, "now", 24000); got != "now" {
+		t.Errorf("empty history changed the prompt: %q", got)
+	}
+
+	t.Run("bounded on a rune boundary", func(t *testing.T) {
+		long := strings.Repeat("é", 20000) // 40000 bytes
+		got := promptWithHistory([]api.Event{{Type: "user", Text: long}}, "q", 24000)
+		if !utf8.ValidString(got) {
+			t.Fatal("transcript cut inside a rune")
+		}
+		body := strings.TrimSuffix(got, "\n\nCurrent user request:\nq")
+		i := strings.Index(body, "[Earlier visible transcript omitted]\n")
+		if i < 0 {
+			t.Fatalf("no omission marker")
+		}
+		tail := body[i+len("[Earlier visible transcript omitted]\n"):]
+		if len(tail) > 24000 || len(tail) < 23990 {
+			t.Errorf("transcript tail is %d bytes, want <= 24000 and close to it", len(tail))
+		}
+	})
+}
+
+func TestRootsCheck(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "sub"), 0o755)
+	os.Symlink(outside, filepath.Join(root, "escape"))
+	os.WriteFile(filepath.Join(root, "file"), nil, 0o644)
+	r := NewRoots([]string{root}, "")
+	for _, tt := range []struct {
+		cwd string
+		ok  bool
+	}{
+		{root, true},
+		{filepath.Join(root, "sub"), true},
+		{filepath.Join(root, "sub", ".."), true},
+		{filepath.Join(root, "escape"), false},
+		{filepath.Join(root, "sub", "..", ".."), false},
+		{filepath.Join(root, "missing"), false},
+		{filepath.Join(root, "file"), false},
+		{"relative", false},
+		{outside, false},
+	} {
+		_, err := r.Check(tt.cwd)
+		if (err == nil) != tt.ok {
+			t.Errorf("Check(%q) = %v, want ok=%v", tt.cwd, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), tt.cwd) {
+			t.Errorf("error %q does not name the cwd", err)
+		}
+	}
+}
+
+func TestSessions(t *testing.T) {
+	c := api.Chat{ClaudeSessionID: " legacy ", Sessions: map[string]string{"codex": "cx", "kimi": " "}}
+	NormalizeSessions(&c)
+	if c.Sessions["claude"] != "legacy" || c.Sessions["codex"] != "cx" || c.CodexSessionID != "cx" || c.ClaudeSessionID != "legacy" {
+		t.Errorf("normalize: %+v", c)
+	}
+	if _, ok := c.Sessions["kimi"]; ok {
+		t.Errorf("empty session kept: %+v", c.Sessions)
+	}
+	SetSession(&c, "claude", "")
+	if c.ClaudeSessionID != "" || c.Sessions["claude"] != "" || c.Sessions["codex"] != "cx" {
+		t.Errorf("clear claude: %+v", c)
+	}
+	SetSession(&c, "minimax", "mm")
+	if SessionID(c, "minimax") != "mm" {
+		t.Errorf("new provider session not kept: %+v", c)
+	}
+}
+
+func TestSkills(t *testing.T) {
+	dir := t.TempDir()
+	for _, s := range []string{"review", "deploy"} {
+		os.MkdirAll(filepath.Join(dir, s), 0o755)
+		os.WriteFile(filepath.Join(dir, s, "SKILL.md"), []byte("# "+s), 0o644)
+	}
+	t.Run("validation", func(t *testing.T) {
+		for _, tt := range []struct {
+			names []string
+			dir   string
+			ok    bool
+		}{
+			{nil, "", true},
+			{[]string{"review"}, dir, true},
+			{[]string{"review", "deploy"}, dir, true},
+			{[]string{"missing"}, dir, false},
+			{[]string{"review"}, "", false},
+			{[]string{"../etc"}, dir, false},
+			{[]string{"a/b"}, dir, false},
+			{[]string{".hidden"}, dir, false},
+			{[]string{"review", "review"}, dir, false},
+			{[]string{""}, dir, false},
+		} {
+			err := validateSkills(tt.names, tt.dir)
+			if (err == nil) != tt.ok {
+				t.Errorf("validateSkills(%q, %q) = %v, want ok=%v", tt.names, tt.dir, err, tt.ok)
+			}
+			if err != nil && !errdefs.IsInvalidArgument(err) { // ToHTTP: 400 bad_request
+				t.Errorf("error %v is not bad_request", err)
+			}
+		}
+	})
+	t.Run("strategies", func(t *testing.T) {
+		skills := []string{"review", "deploy"}
+		for _, tt := range []struct {
+			strategy providers.SkillsStrategy
+			want     string
+		}{
+			{providers.SkillsSlashCommand, "/review /deploy\n\ngo"},
+			{providers.SkillsDollarMention, "Use these skills: $review, $deploy.\n\ngo"},
+			{providers.SkillsInstructions, "Before you start, read and follow these skill instructions:\n- " + filepath.Join(dir, "review", "SKILL.md") + "\n- " + filepath.Join(dir, "deploy", "SKILL.md") + "\n\ngo"},
+			{providers.SkillsNone, "go"},
+		} {
+			if got := promptWithSkills(tt.strategy, skills, dir, "go"); got != tt.want {
+				t.Errorf("%s: got %q, want %q", tt.strategy, got, tt.want)
+			}
+		}
+	})
+}
+
+func TestTailUTF8(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		max  int
+		want string
+	}{{"abc", 5, "abc"}, {"abc", 2, "bc"}, {"aé", 1, ""}, {"aéb", 2, "b"}, {"aéb", 3, "éb"}, {"x", 0, ""}} {
+		if got := tailUTF8(tt.s, tt.max); got != tt.want {
+			t.Errorf("tailUTF8(%q, %d) = %q, want %q", tt.s, tt.max, got, tt.want)
+		}
+	}
+}
+
+// runWatch alone: silence cancels with errIdleTimeout; a finished turn,
+// a stopped watch or no timeout never cancel.
+func TestRunWatch(t *testing.T) {
+	watch := func(idle time.Duration) (*runWatch, chan error) {
+		got := make(chan error, 1)
+		return newRunWatch(idle, func(err error) { got <- err }), got
+	}
+	w, got := watch(time.Nanosecond) // fires at once: no race with its own set-up
+	if err := <-got; err != errIdleTimeout {
+		t.Fatalf("cause %v, want errIdleTimeout", err)
+	}
+	w.stop()
+	for _, tt := range []struct {
+		name string
+		idle time.Duration
+		do   func(*runWatch)
+	}{
+		{"finished turn", 50 * time.Millisecond, func(w *runWatch) { w.saw(providers.Event{Type: providers.EventRunCompleted}) }},
+		{"stopped", 50 * time.Millisecond, func(w *runWatch) { w.stop() }},
+		{"no timeout", 0, func(*runWatch) {}},
+	} {
+		w, got := watch(tt.idle)
+		tt.do(w)
+		select {
+		case err := <-got:
+			t.Errorf("%s: cancelled with %v", tt.name, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		w.stop()
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 64 << 10: "64 KiB", 1536 << 10: "1.5 MiB", 256 << 20: "256 MiB", 1 << 30: "1 GiB", 5 << 40: "5 TiB"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

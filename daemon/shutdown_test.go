@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"remote/api"
+	"remote/providers"
+)
+
+// TestFaultPromptDuringShutdown: once the prompt service is shutting down a
+// prompt answers 503 unavailable naming the shutdown (it answered 500
+// internal before), and nothing runs.
+func TestFaultPromptDuringShutdown(t *testing.T) {
+	p := &fakeProvider{id: providers.Claude}
+	ts := newTestServer(t, []providers.Provider{p})
+	chat := ts.createChat("alice", "claude")
+	if err := ts.srv.Service().Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	status, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"})
+	var env api.ErrorResponse
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("answer %d %s: %v", status, body, err)
+	}
+	e := env.Error
+	want := "start prompt in chat " + chat.ID + ": the daemon is shutting down"
+	if status != http.StatusServiceUnavailable || e.Code != "unavailable" || e.Message != want {
+		t.Fatalf("prompt during shutdown = %d %s %q, want 503 unavailable %q", status, e.Code, e.Message, want)
+	}
+	if evs := ts.events(chat.ID); len(evs) != 0 {
+		t.Fatalf("events after a refused prompt: %v", types(evs))
+	}
+}
+
+// TestFaultPromptRacesShutdown: prompts sent while Shutdown runs either
+// start (and their runs end with the shutdown's error event before
+// Shutdown returns) or answer 503 unavailable; none is left running and
+// none answers 500. Run with -race: a run admitted after Shutdown began
+// waiting would be a WaitGroup misuse.
+func TestFaultPromptRacesShutdown(t *testing.T) {
+	for round := range 10 {
+		p := &fakeProvider{id: providers.Claude, run: func(ctx context.Context, _ providers.RunRequest, emit func(providers.Event)) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}}
+		ts := newTestServer(t, []providers.Provider{p})
+		chats := make([]api.Chat, 8)
+		for i := range chats {
+			chats[i] = ts.createChat("alice", "claude")
+		}
+		var wg sync.WaitGroup
+		statuses := make([]int, len(chats))
+		for i, c := range chats {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], _ = ts.do("POST", "/v1/chats/"+c.ID+"/prompt", "alice", api.PromptRequest{Text: fmt.Sprint("hi ", round)})
+			}()
+		}
+		if err := ts.srv.Service().Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for i, c := range chats {
+			if s := statuses[i]; s != http.StatusAccepted && s != http.StatusServiceUnavailable {
+				t.Fatalf("round %d: prompt answered %d, want 202 or 503", round, s)
+			}
+			if ts.srv.Hub().Running(c.ID) {
+				t.Fatalf("round %d: chat %s still running after Shutdown returned", round, c.ID)
+			}
+		}
+		ts.stop()
+	}
+}
