@@ -40,7 +40,6 @@ func TestErrorFor(t *testing.T) {
 		{"lxd conflict marker", fmt.Errorf("create container: %w", lxdexec.ErrConflict), http.StatusConflict, api.CodeConflict, "create container: lxd: already exists"},
 		{"provisioning conflict", fmt.Errorf("adopt: %w", provisioning.ErrForeignContainer), http.StatusConflict, api.CodeConflict, "adopt: container belongs to another project"},
 		{"provisioning invalid", fmt.Errorf("skill: %w", provisioning.ErrBadSkill), http.StatusBadRequest, api.CodeBadRequest, "skill: invalid skill"},
-		{"lxd unreachable in project routes", projectError(fmt.Errorf("x: %w", lxdexec.ErrUnreachable)), http.StatusServiceUnavailable, api.CodeUnavailable, "lxd is unreachable: x: lxd: unreachable"},
 		{"permission denied", errdefs.PermissionDenied("no"), http.StatusForbidden, api.CodeForbidden, "no"},
 	}
 	for _, tt := range tests {

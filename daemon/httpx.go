@@ -214,3 +214,12 @@ func parseSince(name, v string) (int64, error) {
 }
 
 func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
+
+// WriteJSON writes v as JSON with status: for handlers outside this
+// package (the project routes).
+func WriteJSON(w http.ResponseWriter, status int, v any) error { return writeJSON(w, status, v) }
+
+// DecodeBody decodes r's JSON body strictly into v (Content-Type, size,
+// unknown fields, trailing data), answering 400/415 errors: for handlers
+// outside this package.
+func DecodeBody(w http.ResponseWriter, r *http.Request, v any) error { return decodeBody(w, r, v) }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon/webhook"
 	"remote/providers"
 )
 
@@ -85,7 +86,7 @@ func TestNotifyWebhook(t *testing.T) {
 		return nil
 	}}
 	ts := newTestServer(t, []providers.Provider{p}, func(o *Options) {
-		o.Notify = NotifierOptions{URL: hook.URL + "/hook", Headers: map[string]string{"Authorization": "Bearer hook-token"}, Backoff: 10 * time.Millisecond}
+		o.Notify = webhook.NotifierOptions{URL: hook.URL + "/hook", Headers: map[string]string{"Authorization": "Bearer hook-token"}, Backoff: 10 * time.Millisecond}
 	})
 	chat := ts.createChat("alice", "codex")
 	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "deploy it"}); st != http.StatusAccepted {
@@ -133,7 +134,7 @@ func TestNotifyDeadReceiverNeverSlowsRuns(t *testing.T) {
 	defer close(release)
 	var logBuf syncBuffer
 	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: "claude"}}, func(o *Options) {
-		o.Notify = NotifierOptions{URL: hook.URL + "/?token=url-secret", Headers: map[string]string{"X-Key": "header-secret"},
+		o.Notify = webhook.NotifierOptions{URL: hook.URL + "/?token=url-secret", Headers: map[string]string{"X-Key": "header-secret"},
 			QueueLen: 2, Attempts: 1, Client: &http.Client{Timeout: 200 * time.Millisecond},
 			Logger: hclog.New(&hclog.LoggerOptions{Output: &logBuf, Level: hclog.Debug})}
 	})

@@ -17,6 +17,7 @@ import (
 	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/daemon/store"
+	"remote/daemon/webhook"
 )
 
 // LXDStatus reports LXD reachability for GET /v1/info.
@@ -61,7 +62,7 @@ type Options struct {
 	// 0: 25 s and 60 s (api.md).
 	PingEvery, PongWait time.Duration
 	// Notify, when its URL is set, POSTs run notifications to a webhook.
-	Notify NotifierOptions
+	Notify webhook.NotifierOptions
 }
 
 // Server is remoted's API: the route table behind the peer-credential
@@ -78,13 +79,13 @@ type Server struct {
 	lxd            LXDStatus
 	projects       ProjectChats
 	hub            *runhub.Hub
-	containerForks atomic.Pointer[Projects] // set by Projects.Attach: fork with a container
+	containerForks atomic.Pointer[ContainerForker] // SetContainerForker: fork with a container
 	svc            *Service
 	handler        http.Handler
 	started        time.Time
 	pingEvery      time.Duration
 	pongWait       time.Duration
-	notifier       *Notifier // nil without a webhook
+	notifier       *webhook.Notifier // nil without a webhook
 	workspace      *Workspace
 	// projectStore lists projects for the workspace snapshot; nil when the
 	// store keeps none.
@@ -133,7 +134,7 @@ func New(o Options) (*Server, error) {
 		if o.Notify.Logger == nil {
 			o.Notify.Logger = o.Logger.Named("notify")
 		}
-		s.notifier = NewNotifier(o.Notify, o.Store.Chat)
+		s.notifier = webhook.NewNotifier(o.Notify, o.Store.Chat)
 		s.hub.Observe(s.notifier.Observe)
 	}
 	s.svc = prompt.NewService(prompt.ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
@@ -159,6 +160,10 @@ func (s *Server) SetAccess(a Access) { s.access.Store(&a) }
 
 // Hub is the server's run hub.
 func (s *Server) Hub() *runhub.Hub { return s.hub }
+
+// Store returns the store the server was built on (the project routes
+// mark a restored project's chats in it).
+func (s *Server) Store() Store { return s.store }
 
 // Service is the server's prompt service.
 func (s *Server) Service() *Service { return s.svc }

@@ -22,8 +22,11 @@ import (
 
 	"remote/config"
 	"remote/daemon"
+	"remote/daemon/doctor"
+	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/store"
+	"remote/daemon/webhook"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/systemd"
@@ -262,18 +265,18 @@ func run(args []string) error {
 		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
 		LXD:             lxd,
 		Projects:        projects.Chats,
-		RouteProviders: append(projects.Routes, &daemon.Doctor{
+		RouteProviders: append(projects.Routes, &doctor.Doctor{
 			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
 			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
 		}),
-		Notify: daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
+		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
 	if err != nil {
 		return err
 	}
 	for _, rp := range projects.Routes {
-		if pr, ok := rp.(*daemon.Projects); ok {
+		if pr, ok := rp.(*projectapi.Projects); ok {
 			pr.Attach(srv) // restore and fork with a container reach the chats
 		}
 	}

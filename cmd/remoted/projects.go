@@ -10,6 +10,7 @@ import (
 	"remote/api"
 	"remote/config"
 	"remote/daemon"
+	"remote/daemon/projectapi"
 	"remote/daemon/store"
 	"remote/internal/hostfs"
 	"remote/providers"
@@ -52,7 +53,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		Logger:          log.Named("provision"),
 	})
 	prep, err := provisioning.New(provisioning.Options{
-		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(daemon.StoreSecrets(st)),
+		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
@@ -68,14 +69,14 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	if err != nil {
 		return projectWiring{}, err
 	}
-	routes, err := daemon.NewProjects(daemon.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
+	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
 		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits)})
 	if err != nil {
 		return projectWiring{}, err
 	}
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
-		Chats:      daemon.ProjectChatCheck{Store: st},
+		Chats:      projectapi.ProjectChatCheck{Store: st},
 		Routes:     []daemon.RouteProvider{routes},
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},

@@ -1,4 +1,4 @@
-package daemon
+package projectapi
 
 import (
 	"context"
@@ -10,15 +10,13 @@ import (
 	"time"
 
 	"remote/api"
-	"remote/daemon/runhub"
+	"remote/daemon"
+	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/provisioning"
 )
-
-// errStopWalk ends a walk over a chat's events early.
-var errStopWalk = errors.New("stop walk")
 
 // checkpoints serves GET /v1/projects/{name}/checkpoints, oldest first.
 func (p *Projects) checkpoints(w http.ResponseWriter, r *http.Request) error {
@@ -30,18 +28,18 @@ func (p *Projects) checkpoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, list)
+	return daemon.WriteJSON(w, http.StatusOK, list)
 }
 
 // Attach gives the project routes the server's chats (restore marks them,
 // fork with a container makes one) and the server the project side of a
 // fork. Call it once, after New.
-func (p *Projects) Attach(s *Server) {
+func (p *Projects) Attach(s *daemon.Server) {
 	p.srv.Store(s)
-	s.containerForks.Store(p)
+	s.SetContainerForker(p)
 }
 
-func (p *Projects) server() (*Server, error) {
+func (p *Projects) server() (*daemon.Server, error) {
 	s := p.srv.Load()
 	if s == nil {
 		return nil, errors.New("project routes are not attached to the chat server")
@@ -50,7 +48,7 @@ func (p *Projects) server() (*Server, error) {
 }
 
 // projectChats lists the chats bound to proj.
-func projectChats(st Store, proj api.Project) ([]api.Chat, error) {
+func projectChats(st prompt.Store, proj api.Project) ([]api.Chat, error) {
 	all, err := st.Chats()
 	if err != nil {
 		return nil, fmt.Errorf("list chats of project %q: %w", proj.Name, err)
@@ -82,12 +80,12 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	chats, err := projectChats(srv.store, proj)
+	chats, err := projectChats(srv.Store(), proj)
 	if err != nil {
 		return err
 	}
 	for _, c := range chats {
-		if srv.hub.Running(c.ID) {
+		if srv.Hub().Running(c.ID) {
 			return errdefs.Conflict("chat %s of project %q is running; cancel it before restoring %s", c.ID, proj.Name, name)
 		}
 	}
@@ -97,17 +95,17 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	p.log.Info("project restored", "project", proj.Name, "checkpoint", name, "user", UserFrom(r.Context()))
+	p.log.Info("project restored", "project", proj.Name, "checkpoint", name, "user", daemon.UserFrom(r.Context()))
 	data, _ := json.Marshal(map[string]string{"project": proj.Name, "checkpoint": name})
 	for _, c := range chats {
-		if _, err := srv.store.UpdateChat(c.ID, func(c *api.Chat) error {
+		if _, err := srv.Store().UpdateChat(c.ID, func(c *api.Chat) error {
 			c.Sessions, c.ClaudeSessionID, c.CodexSessionID, c.KimiSessionID, c.AntigravitySessionID = nil, "", "", "", ""
 			c.ForkPending = false
 			return nil
 		}); err != nil {
 			return fmt.Errorf("clear sessions of chat %s after restore: %w", c.ID, err)
 		}
-		if _, err := srv.hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeCheckpointRestored, Data: data, T: time.Now().UnixMilli()}); err != nil {
+		if _, err := srv.Hub().Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeCheckpointRestored, Data: data, T: time.Now().UnixMilli()}); err != nil {
 			return fmt.Errorf("mark chat %s restored: %w", c.ID, err)
 		}
 	}
@@ -115,116 +113,14 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, proj)
+	return daemon.WriteJSON(w, http.StatusOK, proj)
 }
 
-// forkAt serves POST /v1/chats/{id}/fork with atSeq (and withContainer):
-// the new chat holds the visible history before the turn holding atSeq
-// and starts a fresh provider session from it; withContainer gives it a
-// new project of the caller's whose container is a copy of the checkpoint
-// taken before that turn. The original chat and container are untouched.
-func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, req forkRequest) error {
-	if req.AtSeq <= 0 {
-		return errdefs.InvalidArgument("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
-	}
-	turn, err := s.turnStart(src.ID, req.AtSeq)
-	if err != nil {
-		return err
-	}
-	fork := src
-	fork.ID = runhub.NewID(6)
-	fork.Running = false
-	fork.CreatedAt = time.Now().UTC()
-	fork.LastMessageAt = time.Time{}
-	fork.Title = req.Title
-	if fork.Title == "" && src.Title != "" {
-		fork.Title = src.Title + " (fork)"
-	}
-	fork.Sessions, fork.ClaudeSessionID, fork.CodexSessionID, fork.KimiSessionID, fork.AntigravitySessionID = nil, "", "", "", ""
-	fork.ForkPending = false
-	var undo func()
-	if req.WithContainer {
-		if src.Project == "" {
-			return errdefs.InvalidArgument("withContainer: chat %s has no project", src.ID)
-		}
-		pr := s.containerForks.Load()
-		if pr == nil {
-			return errors.New("fork with container: project routes are not attached")
-		}
-		proj, err := pr.forkProject(r.Context(), UserFrom(r.Context()), src, turn)
-		if err != nil {
-			return projectError(err)
-		}
-		fork.Project, fork.ProjectID = proj.Name, proj.ID
-		undo = func() { pr.dropProject(proj) }
-	}
-	fail := func(err error) error {
-		if undo != nil {
-			undo()
-		}
-		return err
-	}
-	if err := s.store.CreateChat(fork); err != nil {
-		return fail(fmt.Errorf("create fork of chat %s: %w", src.ID, err))
-	}
-	if err := s.copyEventsBefore(src.ID, fork.ID, turn); err != nil {
-		if derr := s.store.DeleteChat(fork.ID); derr != nil {
-			s.log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
-		}
-		return fail(fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err))
-	}
-	s.log.Info("chat forked at a turn", "chat", src.ID, "fork", fork.ID, "turn", turn, "project", fork.Project, "withContainer", req.WithContainer)
-	return writeJSON(w, http.StatusCreated, fork)
-}
-
-// turnStart is the seq of the user event that starts the turn holding seq.
-func (s *Server) turnStart(chatID string, seq int64) (int64, error) {
-	var turn, last int64
-	err := s.store.Events(chatID, 0, 0, func(ev api.Event) error {
-		if ev.Seq > seq {
-			return errStopWalk
-		}
-		last = ev.Seq
-		if ev.Type == api.EventUser {
-			turn = ev.Seq
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStopWalk) {
-		return 0, fmt.Errorf("read events of chat %s: %w", chatID, err)
-	}
-	if turn == 0 || last != seq {
-		return 0, errdefs.InvalidArgument("atSeq %d is not an event of a turn of chat %s", seq, chatID)
-	}
-	return turn, nil
-}
-
-// copyEventsBefore appends src's events with seq < before to the new chat
-// dst, in order.
-func (s *Server) copyEventsBefore(src, dst string, before int64) error {
-	var evs []api.Event
-	err := s.store.Events(src, 0, 0, func(ev api.Event) error {
-		if ev.Seq >= before {
-			return errStopWalk
-		}
-		ev.Seq = 0
-		evs = append(evs, ev)
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStopWalk) {
-		return err
-	}
-	errs := make(chan error, len(evs))
-	for _, ev := range evs {
-		s.store.AppendAsync(dst, ev, func(_ api.Event, err error) { errs <- err })
-	}
-	var first error
-	for range evs {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+// ForkProject is forkProject with LXD's unavailability named
+// (daemon.ContainerForker).
+func (p *Projects) ForkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, error) {
+	proj, err := p.forkProject(ctx, user, src, turn)
+	return proj, projectError(err)
 }
 
 // forkProject creates a project of user's whose container is a copy of
@@ -257,7 +153,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	}
 	cp := provisioning.CheckpointName(src.ID, turn)
 	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
-		p.dropProject(proj)
+		p.DropProject(proj)
 		if errors.Is(err, lxdexec.ErrNotFound) {
 			return api.Project{}, fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, errdefs.ErrNotFound)
 		}
@@ -267,10 +163,12 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	return proj, nil
 }
 
-// dropProject removes a fork's project record again (its container is
+// DropProject removes a fork's project record again (its container is
 // left to the copy's own failure handling: LXD removes a failed copy).
-func (p *Projects) dropProject(proj api.Project) {
+func (p *Projects) DropProject(proj api.Project) {
 	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
 		p.log.Error("remove half-made forked project", "project", proj.Name, "error", err)
 	}
 }
+
+var _ daemon.ContainerForker = (*Projects)(nil)

@@ -1,4 +1,4 @@
-package daemon
+package projectapi
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon"
+	"remote/daemon/prompt"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -77,11 +79,11 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})
 	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
 	var ts *testServer
-	ts = newTestServer(t, nil, func(opts *Options) {
+	ts = newTestServer(t, nil, func(opts *daemon.Options) {
 		opts.Logger = log
 		st := opts.Store.(interface {
 			ProjectStore
-			Store
+			prompt.Store
 		})
 		var deps provisioning.Dependencies
 		if o.steps != nil {

@@ -1,4 +1,8 @@
-package daemon
+// Package doctor owns GET /v1/doctor (remotectl doctor): host checks of
+// LXD, the socket, the host user and allowed roots, free space, provider
+// readiness and the secrets key. It joins the route table as a
+// daemon.RouteProvider; package daemon must never import it.
+package doctor
 
 import (
 	"context"
@@ -10,6 +14,7 @@ import (
 	"syscall"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/daemon/prompt"
 	"remote/providers/runner"
 )
@@ -23,21 +28,21 @@ const DefaultMinFreeBytes = 1 << 30
 // directory's free space, every provider's readiness and the secrets key.
 // It is a RouteProvider; remoted wires it with its config.
 type Doctor struct {
-	LXD            LXDStatus // nil: LXD not configured (a problem)
-	Registry       *Registry
+	LXD            daemon.LXDStatus // nil: LXD not configured (a problem)
+	Registry       *prompt.Registry
 	SocketPath     string
 	SocketGroup    string // "" : no group required
 	StateDir       string
 	HostUser       runner.HostUser
-	Roots          Roots
+	Roots          prompt.Roots
 	SecretsKeyPath string
 	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
 }
 
 // Routes serves GET /v1/doctor to any allowed peer.
-func (d *Doctor) Routes() []Route {
-	return []Route{{http.MethodGet, "/v1/doctor", AccessPeer, func(w http.ResponseWriter, r *http.Request) error {
-		return writeJSON(w, http.StatusOK, d.Check(r.Context()))
+func (d *Doctor) Routes() []daemon.Route {
+	return []daemon.Route{{http.MethodGet, "/v1/doctor", daemon.AccessPeer, func(w http.ResponseWriter, r *http.Request) error {
+		return daemon.WriteJSON(w, http.StatusOK, d.Check(r.Context()))
 	}}}
 }
 

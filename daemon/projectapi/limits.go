@@ -1,4 +1,4 @@
-package daemon
+package projectapi
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/internal/errdefs"
 )
 
@@ -72,7 +73,7 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req api.PatchProjectRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
 	if req.Limits == nil {
@@ -102,5 +103,5 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
-	return writeJSON(w, http.StatusOK, updated)
+	return daemon.WriteJSON(w, http.StatusOK, updated)
 }

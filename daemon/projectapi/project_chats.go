@@ -1,10 +1,11 @@
-package daemon
+package projectapi
 
 import (
 	"context"
 	"fmt"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/internal/errdefs"
 	"remote/providers"
 )
@@ -17,14 +18,14 @@ type ProjectChatCheck struct {
 	}
 }
 
-var _ ProjectChats = ProjectChatCheck{}
+var _ prompt.ProjectChats = ProjectChatCheck{}
 
 // CheckChatProject returns the project's id when owner may chat in
 // project, and an error wrapping errdefs.ErrNotFound when the project is missing
 // or another user's.
 func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project string) (string, error) {
 	if !projectNameRE.MatchString(project) {
-		return "", BadRequest("project: invalid project name %q", project)
+		return "", errdefs.InvalidArgument("project: invalid project name %q", project)
 	}
 	p, err := c.Store.Project(project)
 	if err != nil {

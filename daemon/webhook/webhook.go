@@ -1,4 +1,9 @@
-package daemon
+// Package webhook POSTs run notifications (approval waiting, run completed,
+// run failed) to the configured webhook, from the run hub's stored events,
+// with retries and without ever sending a secret or an agent's text. It
+// imports only api and hclog: never the HTTP layer, the prompt service or
+// the hub (the server hands it events through Hub.Observe).
+package webhook
 
 import (
 	"bytes"

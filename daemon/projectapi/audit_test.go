@@ -1,4 +1,4 @@
-package daemon
+package projectapi
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning"
@@ -68,7 +69,7 @@ func auditLines(t *testing.T, log string) []map[string]any {
 func TestAuditStateChangingRequests(t *testing.T) {
 	var logs lockedBuffer
 	var st ProjectStore
-	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: providers.Claude}}, func(o *Options) {
+	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: providers.Claude}}, func(o *daemon.Options) {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "api", Level: hclog.Trace, Output: &logs, JSONFormat: true})
 		st = o.Store.(ProjectStore)
 		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: &provisioning.Preparer{}, Exec: noExec{}, Logger: o.Logger.Named("projects")})

@@ -1,7 +1,6 @@
-package daemon
+package projectapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
@@ -35,7 +35,7 @@ func (p *Projects) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req api.ExecRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
 	if len(req.Command) == 0 || req.Command[0] == "" {
@@ -224,7 +224,8 @@ func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 	if _, err := p.o.Preparer.Start(r.Context(), proj); err != nil {
 		return err
 	}
-	conn, err := terminalUpgrader.Upgrade(hijackable(w), r, nil)
+	// The route table's writer implements http.Hijacker itself.
+	conn, err := terminalUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return nil // the upgrader already answered
 	}
@@ -244,45 +245,13 @@ func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 		_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
 		return nil
 	}
-	var wmu sync.Mutex
-	go func() {
-		defer cancel()
-		for {
-			typ, data, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			switch typ {
-			case websocket.BinaryMessage:
-				if _, err := ex.Stdin().Write(data); err != nil {
-					return
-				}
-			case websocket.TextMessage:
-				var ctl api.TerminalControl
-				if json.Unmarshal(data, &ctl) != nil || ctl.Type != "resize" || ctl.Cols < 1 || ctl.Rows < 1 || ctl.Cols > 1000 || ctl.Rows > 1000 {
-					continue
-				}
-				_ = ex.Resize(ctl.Cols, ctl.Rows)
-			}
-		}
-	}()
-	out := bufio.NewReaderSize(ex.Stdout(), 32<<10)
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := out.Read(buf)
-		if n > 0 {
-			wmu.Lock()
-			werr := conn.WriteMessage(websocket.BinaryMessage, buf[:n])
-			wmu.Unlock()
-			if werr != nil {
-				cancel()
-				_, _ = io.Copy(io.Discard, out)
-				break
-			}
-		}
-		if rerr != nil {
-			break
-		}
+	go terminalInput(conn, ex, cancel)
+	// Only this goroutine writes to conn: the shell's output, then the
+	// close frame with its exit status.
+	out := &wsWriter{conn: conn}
+	if _, _ = io.CopyBuffer(out, ex.Stdout(), make([]byte, 32<<10)); out.err != nil {
+		cancel() // the client is gone: end the shell, drain what is left
+		_, _ = io.Copy(io.Discard, ex.Stdout())
 	}
 	code, werr := ex.Wait()
 	reason := "exit " + strconv.Itoa(code)
@@ -292,23 +261,44 @@ func (p *Projects) terminal(w http.ResponseWriter, r *http.Request) error {
 			reason = reason[:120]
 		}
 	}
-	wmu.Lock()
 	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason), time.Now().Add(time.Second))
-	wmu.Unlock()
 	return nil
 }
 
-// hijackable unwraps response writer wrappers (the route table's tracking
-// writer) down to one that can be hijacked for the WebSocket upgrade.
-func hijackable(w http.ResponseWriter) http.ResponseWriter {
+// terminalInput feeds the client's binary frames to the shell and applies
+// its resize frames until the socket ends, then cancels the shell.
+func terminalInput(conn *websocket.Conn, ex *lxdexec.Exec, cancel context.CancelFunc) {
+	defer cancel()
 	for {
-		if _, ok := w.(http.Hijacker); ok {
-			return w
+		typ, data, err := conn.ReadMessage()
+		if err != nil {
+			return
 		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
+		switch typ {
+		case websocket.BinaryMessage:
+			if _, err := ex.Stdin().Write(data); err != nil {
+				return
+			}
+		case websocket.TextMessage:
+			var ctl api.TerminalControl
+			if json.Unmarshal(data, &ctl) != nil || ctl.Type != "resize" || ctl.Cols < 1 || ctl.Rows < 1 || ctl.Cols > 1000 || ctl.Rows > 1000 {
+				continue
+			}
+			_ = ex.Resize(ctl.Cols, ctl.Rows)
 		}
-		w = u.Unwrap()
 	}
+}
+
+// wsWriter writes each chunk as one binary WebSocket message and keeps
+// the first write error.
+type wsWriter struct {
+	conn *websocket.Conn
+	err  error
+}
+
+func (w *wsWriter) Write(p []byte) (int, error) {
+	if w.err = w.conn.WriteMessage(websocket.BinaryMessage, p); w.err != nil {
+		return 0, w.err
+	}
+	return len(p), nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package projectapi
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
@@ -56,7 +57,7 @@ type ProjectsOptions struct {
 type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
-	srv atomic.Pointer[Server] // set by Attach: chats for restore and fork
+	srv atomic.Pointer[daemon.Server] // set by Attach: chats for restore and fork
 }
 
 // NewProjects returns the project routes; Store, Preparer and Exec are
@@ -74,13 +75,13 @@ func NewProjects(o ProjectsOptions) (*Projects, error) {
 // Routes lists the project routes for the daemon's route table; every one
 // needs a named user (X-Remote-User) and maps provisioning errors onto the
 // API's error classes.
-func (p *Projects) Routes() []Route {
-	route := func(method, pattern string, h HandlerFunc) Route {
-		return Route{Method: method, Pattern: pattern, Access: AccessUser, Handler: func(w http.ResponseWriter, r *http.Request) error {
+func (p *Projects) Routes() []daemon.Route {
+	route := func(method, pattern string, h daemon.HandlerFunc) daemon.Route {
+		return daemon.Route{Method: method, Pattern: pattern, Access: daemon.AccessUser, Handler: func(w http.ResponseWriter, r *http.Request) error {
 			return projectError(h(w, r))
 		}}
 	}
-	return []Route{
+	return []daemon.Route{
 		route(http.MethodPost, "/v1/projects", p.create),
 		route(http.MethodGet, "/v1/projects", p.list),
 		route(http.MethodGet, "/v1/projects/{name}", p.show),
@@ -98,7 +99,7 @@ func (p *Projects) Routes() []Route {
 	}
 }
 
-var _ RouteProvider = (*Projects)(nil)
+var _ daemon.RouteProvider = (*Projects)(nil)
 
 // projectError names LXD in an unavailable error of provisioning. The
 // other classes (conflicts like a foreign container, invalid skills or
@@ -153,12 +154,12 @@ func (p *Projects) lookup(r *http.Request) (api.Project, error) {
 }
 
 func (p *Projects) visible(r *http.Request, proj api.Project) bool {
-	return proj.Owner == "" || proj.Owner == UserFrom(r.Context())
+	return proj.Owner == "" || proj.Owner == daemon.UserFrom(r.Context())
 }
 
 func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateProjectRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
 	if !projectNameRE.MatchString(req.Name) {
@@ -194,7 +195,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now().UTC()
 	id := store.NewProjectID()
 	proj := api.Project{
-		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
+		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
 	}
@@ -202,7 +203,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		return err // the store's errors already name the project
 	}
 	p.log.Info("project created", "project", proj.Name, "id", proj.ID, "owner", proj.Owner, "container", proj.Container)
-	_ = writeJSON(w, http.StatusCreated, proj)
+	_ = daemon.WriteJSON(w, http.StatusCreated, proj)
 	return nil
 }
 
@@ -225,7 +226,7 @@ func (p *Projects) list(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, proj)
 		}
 	}
-	_ = writeJSON(w, http.StatusOK, out)
+	_ = daemon.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -234,7 +235,7 @@ func (p *Projects) show(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_ = writeJSON(w, http.StatusOK, proj)
+	_ = daemon.WriteJSON(w, http.StatusOK, proj)
 	return nil
 }
 
@@ -285,7 +286,7 @@ func (p *Projects) act(w http.ResponseWriter, r *http.Request, do func(context.C
 	if err != nil {
 		return err // the store's errors already name the project
 	}
-	_ = writeJSON(w, http.StatusOK, proj)
+	_ = daemon.WriteJSON(w, http.StatusOK, proj)
 	return nil
 }
 
@@ -307,7 +308,7 @@ func (p *Projects) putSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req api.PutSecretRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return errdefs.InvalidArgument("invalid secret body: expected {\"value\": string}")
 	}
 	if len(req.Value) > maxSecretValue {
@@ -333,7 +334,7 @@ func (p *Projects) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	if keys == nil {
 		keys = []api.SecretInfo{}
 	}
-	_ = writeJSON(w, http.StatusOK, keys)
+	_ = daemon.WriteJSON(w, http.StatusOK, keys)
 	return nil
 }
 
