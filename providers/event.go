@@ -74,3 +74,22 @@ type Event struct {
 	InteractionID string          `json:"interactionId,omitempty"`
 	Status        string          `json:"status,omitempty"`
 }
+
+// StampEvents returns an emit that fills, on each event that leaves them
+// empty, the provider, and req's conversation and run ids, then passes the
+// event to emit. Fields an event already carries are kept.
+func StampEvents(emit func(Event), provider ProviderID, req RunRequest) func(Event) {
+	conversationID, runID := req.ConversationID, req.RunID
+	return func(ev Event) {
+		if ev.Provider == "" {
+			ev.Provider = provider
+		}
+		if ev.ConversationID == "" {
+			ev.ConversationID = conversationID
+		}
+		if ev.RunID == "" {
+			ev.RunID = runID
+		}
+		emit(ev)
+	}
+}

@@ -102,7 +102,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 	if req.Fork {
 		req.Fork, req.ResumeID = false, "" // no native fork: start fresh
 	}
-	out := runner.StampEvents(emit, providers.Antigravity, req)
+	out := providers.StampEvents(emit, providers.Antigravity, req)
 
 	// The prompt goes to stdin on both sides. No credential sync: the
 	// adapter declares none.

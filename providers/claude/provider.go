@@ -75,7 +75,7 @@ func slicesClone(s []string) []string { return append([]string(nil), s...) }
 // providers.ErrSessionNotFound when req.ResumeID names no session, or the
 // process error with the CLI's stderr.
 func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
-	out := runner.StampEvents(emit, providers.Claude, req)
+	out := providers.StampEvents(emit, providers.Claude, req)
 	if req.Fork && req.ResumeID == "" {
 		req.Fork = false // nothing to fork: a fresh session
 	}

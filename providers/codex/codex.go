@@ -32,6 +32,7 @@ import (
 
 	"remote/providers"
 	"remote/providers/codexharness"
+	"remote/providers/codexlaunch"
 	"remote/providers/runner"
 )
 
@@ -234,59 +235,31 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		ServiceTier: req.Preferences.ServiceTier, Effort: req.Preferences.ReasoningEffort,
 		Plan: req.Mode == providers.ModePlan,
 	}
-	args := append([]string{"app-server"}, p.cfg.Args...)
-	hcfg := codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
-		ExitGrace: p.cfg.ExitGrace, RetryLimit: p.opts.RetryLimit}
-
-	if !inContainer {
-		if p.cfg.Host == nil {
-			return fmt.Errorf("codex: host run: %w", ErrNotWired)
-		}
-		env, _, err := p.hostEnv(req.RuntimeEnv)
-		if err != nil {
-			return err
-		}
-		settings.Cwd = req.Cwd
-		hcfg.Settings = settings
-		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
-		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
-	}
-
-	// Preparation events go to emit as they are; codexharness stamps only
-	// the run's own events.
-	target, launcher, err := runner.PrepareProject(ctx, p.cfg, providers.Codex, ErrNotWired, req, emit)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // cancelled while preparing: a normal stop (S29)
-		}
-		return fmt.Errorf("codex: %w", err)
-	}
 	runtimeEnv := map[string]string{}
 	for k, v := range req.RuntimeEnv {
 		if k != "OPENAI_API_KEY" {
 			runtimeEnv[k] = v
 		}
 	}
-	cmd := runner.ContainerCommand(runner.ContainerSpec{
-		Binary:          p.cfg.Binary,
-		Args:            args,
-		Fixed:           p.cfg.Env,
-		Secrets:         target.Secrets,
-		Forced:          map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
-		Runtime:         runtimeEnv,
-		ExcludedSecrets: []string{"OPENAI_API_KEY", "CODEX_HOME", "HOME"},
-	})
-	cmd.Env = runner.WithoutEnv(cmd.Env, "OPENAI_API_KEY")
-	settings.Cwd = cmd.Dir
-	hcfg.Settings = settings
-	err = codexharness.Run(ctx, launcher, cmd, req, hcfg, emit)
-	if err == nil && ctx.Err() == nil {
-		// Not cut short by a cancel arriving during the sync: only the
-		// timeout bounds it.
-		runner.SyncCredentials(context.WithoutCancel(ctx), p.cfg.Preparer, target, providers.Codex, p.opts.SyncTimeout,
-			p.log.With("project", req.ProjectID), emit)
-	}
-	return err
+	return codexlaunch.Run(ctx, codexlaunch.Spec{
+		Name: "codex", Cfg: p.cfg, NotWired: ErrNotWired,
+		Args:     append([]string{"app-server"}, p.cfg.Args...),
+		Settings: settings,
+		Harness: codexharness.Config{Provider: providers.Codex, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
+			ExitGrace: p.cfg.ExitGrace, RetryLimit: p.opts.RetryLimit},
+		HostEnv: func() ([]string, error) {
+			env, _, err := p.hostEnv(req.RuntimeEnv)
+			return env, err
+		},
+		Container: runner.ContainerSpec{
+			Fixed:           p.cfg.Env,
+			Forced:          map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
+			Runtime:         runtimeEnv,
+			ExcludedSecrets: []string{"OPENAI_API_KEY", "CODEX_HOME", "HOME"},
+		},
+		SyncTimeout: p.opts.SyncTimeout,
+		Log:         p.log,
+	}, req, emit)
 }
 
 // CheckAuthRecord refuses a Codex auth record (auth.json) that is API-key

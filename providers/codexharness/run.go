@@ -196,16 +196,7 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 		}
 		retryMu.Unlock()
 	}()
-	stamp := func(ev providers.Event) {
-		if ev.Provider == "" {
-			ev.Provider = cfg.Provider
-		}
-		if ev.ConversationID == "" {
-			ev.ConversationID = req.ConversationID
-		}
-		if ev.RunID == "" {
-			ev.RunID = req.RunID
-		}
+	stamp := providers.StampEvents(func(ev providers.Event) {
 		watchRetries(ev)
 		retryMu.Lock()
 		drop := gaveUp && ev.Type == providers.EventRunInterrupted
@@ -214,7 +205,7 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 			return // the give-up is reported as run.failed instead
 		}
 		emit(ev)
-	}
+	}, cfg.Provider, req)
 
 	// The child outlives ctx: a cancel is answered by turn/interrupt, and
 	// kill() is reserved for protocol failure and timeouts.

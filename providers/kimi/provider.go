@@ -79,7 +79,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// No native fork: start a fresh session from visible history.
 		req.Fork, req.ResumeID = false, ""
 	}
-	stamp := runner.StampEvents(emit, providers.Kimi, req)
+	stamp := providers.StampEvents(emit, providers.Kimi, req)
 	out := func(ev providers.Event) {
 		if ev.Type == providers.EventRunCompleted && ev.Model == "" {
 			ev.Model = req.Model

@@ -19,6 +19,7 @@ import (
 
 	"remote/providers"
 	"remote/providers/codexharness"
+	"remote/providers/codexlaunch"
 	"remote/providers/runner"
 )
 
@@ -184,64 +185,45 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 		// MiniMax has no service tiers.
 		Effort: req.Preferences.ReasoningEffort, Plan: req.Mode == providers.ModePlan,
 	}
-	hcfg := codexharness.Config{Provider: providers.MiniMax, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
-		ExitGrace: p.cfg.ExitGrace}
-	args := p.Args(model)
 	userEnv := withoutProtected(p.cfg.Env)
 	runtimeEnv := withoutProtected(req.RuntimeEnv)
-
-	if !inContainer {
-		if p.cfg.Host == nil {
-			return fmt.Errorf("minimax: host run: %w", ErrNotWired)
-		}
-		home, err := p.HostHome()
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(home, 0o700); err != nil {
-			return fmt.Errorf("minimax: create CODEX_HOME %s: %w", home, err)
-		}
-		extra := map[string]string{}
-		for k, v := range userEnv {
-			extra[k] = v
-		}
-		for k, v := range runtimeEnv {
-			extra[k] = v
-		}
-		extra["CODEX_HOME"] = home
-		extra[KeyVar] = p.opts.APIKey
-		if h := p.cfg.Env["HOME"]; h != "" {
-			extra["HOME"] = h
-		}
-		env := runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY")
-		settings.Cwd = req.Cwd
-		hcfg.Settings = settings
-		cmd := providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: req.Cwd}
-		return codexharness.Run(ctx, p.cfg.Host, cmd, req, hcfg, emit)
-	}
-
-	// No credential sync after the run: the key is managed (S19).
-	target, launcher, err := runner.PrepareProject(ctx, p.cfg, providers.MiniMax, ErrNotWired, req, emit)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // cancelled while preparing: a normal stop (S29)
-		}
-		return fmt.Errorf("minimax: %w", err)
-	}
-	cmd := runner.ContainerCommand(runner.ContainerSpec{
-		Binary:  p.cfg.Binary,
-		Args:    args,
-		Fixed:   userEnv,
-		Secrets: target.Secrets,
-		Forced: map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome,
-			KeyVar: p.opts.APIKey, "OPENAI_API_KEY": ""},
-		Runtime:         runtimeEnv,
-		ExcludedSecrets: protected,
-	})
-	cmd.Env = runner.WithoutEnv(cmd.Env, "OPENAI_API_KEY")
-	settings.Cwd = cmd.Dir
-	hcfg.Settings = settings
-	return codexharness.Run(ctx, launcher, cmd, req, hcfg, emit)
+	// No credential sync after a project run: the key is managed (S19).
+	return codexlaunch.Run(ctx, codexlaunch.Spec{
+		Name: "minimax", Cfg: p.cfg, NotWired: ErrNotWired,
+		Args:     p.Args(model),
+		Settings: settings,
+		Harness: codexharness.Config{Provider: providers.MiniMax, Logger: p.log, InterruptTimeout: p.opts.InterruptTimeout,
+			ExitGrace: p.cfg.ExitGrace},
+		HostEnv: func() ([]string, error) {
+			home, err := p.HostHome()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				return nil, fmt.Errorf("minimax: create CODEX_HOME %s: %w", home, err)
+			}
+			extra := map[string]string{}
+			for k, v := range userEnv {
+				extra[k] = v
+			}
+			for k, v := range runtimeEnv {
+				extra[k] = v
+			}
+			extra["CODEX_HOME"] = home
+			extra[KeyVar] = p.opts.APIKey
+			if h := p.cfg.Env["HOME"]; h != "" {
+				extra["HOME"] = h
+			}
+			return runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY"), nil
+		},
+		Container: runner.ContainerSpec{
+			Fixed: userEnv,
+			Forced: map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome,
+				KeyVar: p.opts.APIKey, "OPENAI_API_KEY": ""},
+			Runtime:         runtimeEnv,
+			ExcludedSecrets: protected,
+		},
+	}, req, emit)
 }
 
 // withoutProtected copies m without the variables the adapter owns.

@@ -5,7 +5,7 @@
 // RunProcess, the S15 loop for line-oriented CLIs; ContainerCommand, the
 // pure S11 assembly of a container command and its environment; and the
 // steps every adapter shares around them: PrepareProject and ResolveLaunch
-// (where and how a turn runs), SyncCredentials (S12), StampEvents,
+// (where and how a turn runs), SyncCredentials (S12),
 // TruncateOutput, HostDefaults and AdapterLogger; and who host runs run as:
 // LookupHostUser and HostUserLauncher ([agent] host_user).
 //

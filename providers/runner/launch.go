@@ -28,25 +28,6 @@ func AdapterLogger(l hclog.Logger, name string) hclog.Logger {
 	return l.Named(name)
 }
 
-// StampEvents returns an emit that fills, on each event that leaves them
-// empty, the provider, and req's conversation and run ids, then passes the
-// event to emit. Fields an event already carries are kept.
-func StampEvents(emit func(providers.Event), provider providers.ProviderID, req providers.RunRequest) func(providers.Event) {
-	conversationID, runID := req.ConversationID, req.RunID
-	return func(ev providers.Event) {
-		if ev.Provider == "" {
-			ev.Provider = provider
-		}
-		if ev.ConversationID == "" {
-			ev.ConversationID = conversationID
-		}
-		if ev.RunID == "" {
-			ev.RunID = runID
-		}
-		emit(ev)
-	}
-}
-
 // PrepareProject makes req's project ready for provider through
 // cfg.Preparer (S9, S10; its system events go to emit) and returns the
 // prepared target and the launcher of its container.

@@ -134,21 +134,6 @@ func TestResolveLaunchProjectErrors(t *testing.T) {
 	}
 }
 
-func TestStampEvents(t *testing.T) {
-	var got []providers.Event
-	out := StampEvents(func(ev providers.Event) { got = append(got, ev) }, providers.Codex, providers.RunRequest{ConversationID: "c", RunID: "r"})
-	out(providers.Event{Type: providers.EventRunStarted})
-	out(providers.Event{Type: providers.EventRunStarted, Provider: providers.Claude, ConversationID: "c2", RunID: "r2"})
-	want := []providers.Event{
-		{Type: providers.EventRunStarted, Provider: providers.Codex, ConversationID: "c", RunID: "r"},
-		{Type: providers.EventRunStarted, Provider: providers.Claude, ConversationID: "c2", RunID: "r2"},
-	}
-	if len(got) != 2 || got[0].Provider != want[0].Provider || got[0].ConversationID != "c" || got[0].RunID != "r" ||
-		got[1].Provider != want[1].Provider || got[1].ConversationID != "c2" || got[1].RunID != "r2" {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-}
-
 func TestSyncCredentials(t *testing.T) {
 	tests := []struct {
 		name string
