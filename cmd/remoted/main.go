@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	_ "embed"
 	"errors"
 	"flag"
@@ -16,19 +15,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"remote/config"
 	"remote/daemon"
-	"remote/daemon/doctor"
-	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/store"
-	"remote/daemon/webhook"
 	"remote/providers"
-	"remote/providers/runner"
 	"remote/systemd"
 )
 
@@ -186,192 +180,23 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.Daemon)
-	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
-
-	ctx, stop := context.WithCancel(context.Background())
 	// Signals are caught from here on, so a SIGTERM during start-up still
-	// ends in mainLoop's graceful shutdown instead of killing the process.
+	// ends in a graceful shutdown instead of killing the process.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	defer stop()
-	notify := systemd.NewNotifier(log.Named("systemd"))
-
-	// Store.
-	notify.Status("opening the store")
-	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o700); err != nil {
-		return fmt.Errorf("create state directory %s: %w", cfg.Daemon.StateDir, err)
-	}
-	key, err := loadSecretsKey(cfg.Daemon, os.Getenv("CREDENTIALS_DIRECTORY"))
-	if err != nil {
-		return fmt.Errorf("secrets key: %w", err)
-	}
-	st, err := store.Open(filepath.Join(cfg.Daemon.StateDir, "remoted.db"), store.Options{Key: key, Logger: log.Named("store")})
-	clear(key)
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
-	}
-	defer st.Close()
-
-	// LXD: reachable, or degraded mode (loose chats only) with retries.
-	notify.Status("connecting to LXD")
-	metrics := daemon.NewMetrics()
-	lxd := dialLXD(ctx, lxdOptions(cfg.LXD), 10*time.Second, metrics)
-	lxdUp := lxd.conn.Client() != nil
-	if !lxdUp {
-		log.Named("lxd").Warn("LXD unreachable; serving loose chats only (degraded) and retrying", "error", lxd.Status(ctx).Error)
-	}
-
-	// Providers.
-	hostUser, err := runner.LookupHostUser(cfg.Agent.HostUser)
-	if err != nil {
+	d := newRemoted(f, cfg, newLogger(cfg.Daemon))
+	defer d.close()
+	d.log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
+	if err := d.start(); err != nil {
 		return err
 	}
-	if int(hostUser.UID) != os.Getuid() && os.Getuid() != 0 {
-		return fmt.Errorf("[agent] host_user %q: running agents as another user needs remoted to run as root", hostUser.Name)
-	}
-	if hostUser.UID == 0 {
-		log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
-	}
-	projects, err := wireProjects(cfg, st, lxd.conn, log.Named("projects"))
-	if err != nil {
-		return fmt.Errorf("wire projects: %w", err)
-	}
-	if projects.Run != nil {
-		go projects.Run(ctx)
-	}
-	ports := providers.AdapterConfig{
-		Host:       runner.HostUserLauncher(&runner.HostLauncher{}, hostUser),
-		Containers: projects.Containers,
-		Preparer:   projects.Preparer,
-		Logger:     log.Named("providers"),
-		ExitGrace:  cfg.Agent.ExitGrace.Duration,
-	}
-	reg := prompt.NewRegistry()
-	reg.Configure(adapters(), providerSettings(cfg), ports)
-
-	srv, err := daemon.New(daemon.Options{
-		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version,
-		Access:          access(cfg),
-		TranscriptBytes: cfg.Agent.TranscriptBytes,
-		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           prompt.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
-		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
-		DefaultCwd:      hostUser.Home,
-		StateDir:        cfg.Daemon.StateDir,
-		MinFree:         int64(cfg.Daemon.MinFree),
-		MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
-		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
-		LXD:             lxd,
-		Projects:        projects.Chats,
-		RouteProviders: append(projects.Routes, &doctor.Doctor{
-			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
-			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
-			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
-		}),
-		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
-	})
-	if err != nil {
-		return err
-	}
-	for _, rp := range projects.Routes {
-		if pr, ok := rp.(*projectapi.Projects); ok {
-			pr.Attach(srv) // restore and fork with a container reach the chats
-		}
-	}
-	// Recovery never fails start-up for want of space: chats it cannot
-	// repair yet are logged, counted and retried while the daemon serves.
-	if err := srv.Service().RecoverInterrupted(); err != nil {
-		return err
-	}
-	if n := len(srv.Service().Unrepaired()); n > 0 {
-		log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
-	}
-
-	// Socket: systemd's, or our own.
-	ln, err := systemd.ActivatedListener()
-	if err != nil {
-		return fmt.Errorf("socket activation: %w", err)
-	}
-	if ln == nil {
-		if ln, err = daemon.Listen(cfg.Daemon.Socket, cfg.Daemon.SocketGroup); err != nil {
-			return err
-		}
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ctx, ln) }()
-	log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdUp)
-	status := "serving on " + addrString(ln.Addr())
-	if !lxdUp {
-		status += " (LXD unreachable: loose chats only)"
-	}
-	notify.Ready(status)
-
-	return mainLoop(ctx, f, log, notify, srv, reg, ports, serveErr, status, stop, sigs)
+	return d.loop(sigs)
 }
 
 func addrString(a net.Addr) string { return a.String() }
 
-// mainLoop handles signals and the watchdog until the daemon stops.
-func mainLoop(ctx context.Context, f flags, log hclog.InterceptLogger, notify *systemd.Notifier, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig, serveErr <-chan error, status string, stop context.CancelFunc, sigs <-chan os.Signal) error {
-	var watchdog <-chan time.Time
-	if iv := notify.WatchdogInterval(); iv > 0 {
-		t := time.NewTicker(iv)
-		defer t.Stop()
-		watchdog = t.C
-	}
-	for {
-		select {
-		case <-watchdog:
-			notify.Watchdog()
-		case err := <-serveErr:
-			return err
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				notify.Reloading()
-				reload(f, log, srv, reg, ports)
-				notify.Ready(status)
-				continue
-			}
-			log.Info("stopping", "signal", sig.String())
-			notify.Stopping()
-			shutdownCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := srv.Shutdown(shutdownCtx)
-			cancel()
-			stop()
-			if err != nil {
-				log.Error("shutdown incomplete", "error", err)
-			}
-			log.Info("stopped")
-			return nil
-		}
-	}
-}
-
 // access is who may use the socket and who may act for other users.
 func access(cfg config.Config) daemon.Access {
 	return daemon.Access{UIDs: cfg.Daemon.AllowUIDs, GIDs: cfg.Daemon.AllowGIDs, Frontends: cfg.Daemon.FrontendUIDs}
-}
-
-// reload re-reads the config: log level, provider settings, the allowed
-// peers, the frontends, the allowed roots (access for connections made
-// after the reload) and the run timeouts (exit grace, idle timeout) change
-// in place; everything else (socket, state, LXD, host user) needs a
-// restart.
-func reload(f flags, log hclog.InterceptLogger, srv *daemon.Server, reg *daemon.Registry, ports providers.AdapterConfig) {
-	cfg, source, err := loadConfig(f)
-	if err != nil {
-		log.Error("reload failed; keeping the running config", "config", source, "error", err)
-		return
-	}
-	log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
-	ports.ExitGrace = cfg.Agent.ExitGrace.Duration
-	reg.Configure(adapters(), providerSettings(cfg), ports)
-	srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
-	srv.SetAccess(access(cfg))
-	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
-	}
-	log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
 }

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/config"
+	"remote/daemon"
+	"remote/daemon/doctor"
+	"remote/daemon/projectapi"
+	"remote/daemon/prompt"
+	"remote/daemon/store"
+	"remote/daemon/webhook"
+	"remote/providers"
+	"remote/providers/runner"
+	"remote/systemd"
+)
+
+// shutdownTimeout bounds the graceful stop: runs persist their terminal
+// events, streams end, the listener closes.
+const shutdownTimeout = 30 * time.Second
+
+// remoted owns the daemon's lifetime: start builds its parts in order
+// (store, LXD link, projects, providers, server, socket) and starts its
+// goroutines; loop serves signals and the watchdog; close stops the
+// goroutines, waits for every one of them, and only then closes the store
+// they write to.
+type remoted struct {
+	flags  flags
+	cfg    config.Config
+	log    hclog.InterceptLogger
+	notify *systemd.Notifier
+
+	// ctx ends when the daemon stops; every goroutine of wg watches it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	store    *store.Store
+	metrics  *daemon.Metrics
+	lxd      *lxdLink
+	hostUser runner.HostUser
+	projects projectWiring
+	ports    providers.AdapterConfig
+	reg      *prompt.Registry
+	srv      *daemon.Server
+	serveErr chan error
+	status   string // the systemd status while serving
+}
+
+func newRemoted(f flags, cfg config.Config, log hclog.InterceptLogger) *remoted {
+	d := &remoted{flags: f, cfg: cfg, log: log, notify: systemd.NewNotifier(log.Named("systemd")),
+		metrics: daemon.NewMetrics(), serveErr: make(chan error, 1)}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	return d
+}
+
+// goJoined runs fn in a goroutine that close waits for before it closes
+// what fn uses; fn must return once ctx ends.
+func (d *remoted) goJoined(fn func(ctx context.Context)) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		fn(d.ctx)
+	}()
+}
+
+// close stops every goroutine started, waits for them, then closes the
+// store. It is safe after a failed or partial start.
+func (d *remoted) close() {
+	d.cancel()
+	d.wg.Wait()
+	if d.store != nil {
+		if err := d.store.Close(); err != nil {
+			d.log.Error("close store", "error", err)
+		}
+		d.store = nil
+	}
+}
+
+// start builds the daemon and serves its socket.
+func (d *remoted) start() error {
+	if err := d.openStore(); err != nil {
+		return err
+	}
+	d.connectLXD()
+	if err := d.wireProviders(); err != nil {
+		return err
+	}
+	if err := d.newServer(); err != nil {
+		return err
+	}
+	return d.serve()
+}
+
+func (d *remoted) openStore() error {
+	d.notify.Status("opening the store")
+	dir := d.cfg.Daemon.StateDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create state directory %s: %w", dir, err)
+	}
+	key, err := loadSecretsKey(d.cfg.Daemon, os.Getenv("CREDENTIALS_DIRECTORY"))
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	st, err := store.Open(filepath.Join(dir, "remoted.db"), store.Options{Key: key, Logger: d.log.Named("store")})
+	clear(key)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	d.store = st
+	return nil
+}
+
+// connectLXD tries LXD once: reachable, or degraded mode (loose chats
+// only) while the projects' goroutine keeps dialing.
+func (d *remoted) connectLXD() {
+	d.notify.Status("connecting to LXD")
+	d.lxd = dialLXD(d.ctx, lxdOptions(d.cfg.LXD), 10*time.Second, d.metrics)
+	if d.lxd.conn.Client() == nil {
+		d.log.Named("lxd").Warn("LXD unreachable; serving loose chats only (degraded) and retrying", "error", d.lxd.Status(d.ctx).Error)
+	}
+}
+
+// wireProviders resolves the host user, wires the projects (their
+// reconciler runs until close) and configures the provider registry.
+func (d *remoted) wireProviders() error {
+	hostUser, err := runner.LookupHostUser(d.cfg.Agent.HostUser)
+	if err != nil {
+		return err
+	}
+	if int(hostUser.UID) != os.Getuid() && os.Getuid() != 0 {
+		return fmt.Errorf("[agent] host_user %q: running agents as another user needs remoted to run as root", hostUser.Name)
+	}
+	if hostUser.UID == 0 {
+		d.log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
+	}
+	d.hostUser = hostUser
+	if d.projects, err = wireProjects(d.cfg, d.store, d.lxd.conn, d.log.Named("projects")); err != nil {
+		return fmt.Errorf("wire projects: %w", err)
+	}
+	if d.projects.Run != nil {
+		d.goJoined(d.projects.Run) // writes project status to the store
+	}
+	d.ports = providers.AdapterConfig{
+		Host:       runner.HostUserLauncher(&runner.HostLauncher{}, hostUser),
+		Containers: d.projects.Containers,
+		Preparer:   d.projects.Preparer,
+		Logger:     d.log.Named("providers"),
+		ExitGrace:  d.cfg.Agent.ExitGrace.Duration,
+	}
+	d.reg = prompt.NewRegistry()
+	d.reg.Configure(adapters(), providerSettings(d.cfg), d.ports)
+	return nil
+}
+
+// newServer builds the API server and repairs chats a crash left running.
+func (d *remoted) newServer() error {
+	cfg, hostUser := d.cfg, d.hostUser
+	srv, err := daemon.New(daemon.Options{
+		Store: d.store, Registry: d.reg, Logger: d.log.Named("api"), Metrics: d.metrics, Version: version,
+		Access:          access(cfg),
+		TranscriptBytes: cfg.Agent.TranscriptBytes,
+		SkillsDir:       cfg.Projects.SkillsDir,
+		Roots:           prompt.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
+		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
+		DefaultCwd:      hostUser.Home,
+		StateDir:        cfg.Daemon.StateDir,
+		MinFree:         int64(cfg.Daemon.MinFree),
+		MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
+		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
+		LXD:             d.lxd,
+		Projects:        d.projects.Chats,
+		RouteProviders: append(d.projects.Routes, &doctor.Doctor{
+			LXD: d.lxd, Registry: d.reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
+			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
+			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
+		}),
+		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
+	})
+	if err != nil {
+		return err
+	}
+	d.srv = srv
+	for _, rp := range d.projects.Routes {
+		if pr, ok := rp.(*projectapi.Projects); ok {
+			pr.Attach(srv) // restore and fork with a container reach the chats
+		}
+	}
+	// Recovery never fails start-up for want of space: chats it cannot
+	// repair yet are logged, counted and retried while the daemon serves.
+	if err := srv.Service().RecoverInterrupted(); err != nil {
+		return err
+	}
+	if n := len(srv.Service().Unrepaired()); n > 0 {
+		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
+	}
+	return nil
+}
+
+// serve listens (systemd's socket, or our own) and serves until close.
+func (d *remoted) serve() error {
+	ln, err := systemd.ActivatedListener()
+	if err != nil {
+		return fmt.Errorf("socket activation: %w", err)
+	}
+	if ln == nil {
+		if ln, err = daemon.Listen(d.cfg.Daemon.Socket, d.cfg.Daemon.SocketGroup); err != nil {
+			return err
+		}
+	}
+	d.goJoined(func(ctx context.Context) { d.serveErr <- d.srv.Serve(ctx, ln) })
+	lxdUp := d.lxd.conn.Client() != nil
+	d.log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdUp)
+	d.status = "serving on " + addrString(ln.Addr())
+	if !lxdUp {
+		d.status += " (LXD unreachable: loose chats only)"
+	}
+	d.notify.Ready(d.status)
+	return nil
+}
+
+// loop handles signals and the watchdog until the daemon stops: SIGHUP
+// reloads, SIGTERM and SIGINT shut down gracefully.
+func (d *remoted) loop(sigs <-chan os.Signal) error {
+	var watchdog <-chan time.Time
+	if iv := d.notify.WatchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	for {
+		select {
+		case <-watchdog:
+			d.notify.Watchdog()
+		case err := <-d.serveErr:
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				d.notify.Reloading()
+				d.reload()
+				d.notify.Ready(d.status)
+				continue
+			}
+			d.log.Info("stopping", "signal", sig.String())
+			d.notify.Stopping()
+			d.shutdown()
+			d.log.Info("stopped")
+			return nil
+		}
+	}
+}
+
+// shutdown stops the server gracefully (runs persist their terminal
+// events) within shutdownTimeout; close then joins the goroutines.
+func (d *remoted) shutdown() {
+	ctx, cancel := context.WithTimeout(d.ctx, shutdownTimeout)
+	defer cancel()
+	if err := d.srv.Shutdown(ctx); err != nil {
+		d.log.Error("shutdown incomplete", "error", err)
+	}
+	d.cancel()
+}
+
+// reload re-reads the config: log level, provider settings, the allowed
+// peers, the frontends, the allowed roots (access for connections made
+// after the reload) and the run timeouts (exit grace, idle timeout) change
+// in place; everything else (socket, state, LXD, host user) needs a
+// restart.
+func (d *remoted) reload() {
+	cfg, source, err := loadConfig(d.flags)
+	if err != nil {
+		d.log.Error("reload failed; keeping the running config", "config", source, "error", err)
+		return
+	}
+	d.log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
+	d.ports.ExitGrace = cfg.Agent.ExitGrace.Duration
+	d.reg.Configure(adapters(), providerSettings(cfg), d.ports)
+	d.srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
+	d.srv.SetAccess(access(cfg))
+	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
+		d.srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
+	}
+	d.log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
+}
