@@ -5,8 +5,8 @@
 //
 // It owns no transport: it must never import net/http, the daemon's HTTP
 // layer (package daemon), the prompt service or any provider adapter. It
-// builds on api, providers (interaction responses), the store's event
-// reads through its Store interface, metrics and errdefs.
+// builds on api, providers (interaction responses), the store (through its
+// Store interface, and store.ErrSkipped), metrics and errdefs.
 package runhub
 
 import (
