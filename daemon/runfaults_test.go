@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -294,7 +295,7 @@ func TestRunWatch(t *testing.T) {
 		return newRunWatch(idle, func(err error) { got <- err }), got
 	}
 	w, got := watch(time.Nanosecond) // fires at once: no race with its own set-up
-	if err := <-got; err != errIdleTimeout {
+	if err := <-got; !errors.Is(err, errIdleTimeout) {
 		t.Fatalf("cause %v, want errIdleTimeout", err)
 	}
 	w.stop()
