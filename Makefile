@@ -6,9 +6,14 @@ export PATH := $(PATH):/usr/local/go/bin
 
 all: build
 
+# The version build stamps into the binaries (remoted -version, GET /v1/info);
+# unstamped builds fall back to what Go records (see internal/version).
+VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null)
+LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
+
 build:
 	mkdir -p build/bin
-	$(GO) build -o build/bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
 test:

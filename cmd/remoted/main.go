@@ -23,13 +23,11 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/store"
+	"remote/internal/version"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/systemd"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // defaultConfigPath is read when -config is not given.
 const defaultConfigPath = "/etc/remote/remoted.toml"
@@ -46,7 +44,7 @@ func main() {
 
 type flags struct {
 	config, socket, stateDir, logLevel, logFormat string
-	checkConfig                                   bool
+	checkConfig, version                          bool
 	initSecretsKey                                string
 }
 
@@ -55,6 +53,7 @@ func parseFlags(args []string) (flags, error) {
 	fset := flag.NewFlagSet("remoted", flag.ContinueOnError)
 	fset.StringVar(&f.config, "config", "", "TOML config `path` (default "+defaultConfigPath+"; built-in defaults when that is absent)")
 	fset.BoolVar(&f.checkConfig, "check-config", false, "load and validate the config, print the result and exit")
+	fset.BoolVar(&f.version, "version", false, "print the version (make build stamps `git describe`) and exit")
 	fset.StringVar(&f.socket, "socket", "", "API socket `path`, overriding [daemon] socket")
 	fset.StringVar(&f.stateDir, "state-dir", "", "state `directory`, overriding [daemon] state_dir")
 	fset.StringVar(&f.logLevel, "log-level", "", "log `level` (trace, debug, info, warn, error), overriding [daemon] log_level")
@@ -168,6 +167,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.version {
+		fmt.Println("remoted", version.String())
+		return nil
+	}
 	if f.initSecretsKey != "" {
 		return initSecretsKey(f.initSecretsKey)
 	}
@@ -183,7 +186,7 @@ func run(args []string) error {
 		return err
 	}
 	log := newLogger(cfg.Daemon)
-	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
+	log.Info("starting", "version", version.String(), "config", source, "pid", os.Getpid())
 
 	ctx, stop := context.WithCancel(context.Background())
 	// Signals are caught from here on, so a SIGTERM during start-up still
@@ -248,7 +251,7 @@ func run(args []string) error {
 	reg.Configure(adapters(), providerSettings(cfg), ports)
 
 	srv, err := daemon.New(daemon.Options{
-		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version,
+		Store: st, Registry: reg, Logger: log.Named("api"), Metrics: metrics, Version: version.String(),
 		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,
