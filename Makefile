@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test vet fmt clean vendor-web run
+.PHONY: all build test vet fmt clean vendor-web run lint
 
 all: build
 
@@ -22,6 +22,11 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+# go mod tidy check and golangci-lint (.golangci.yml), installed pinned into
+# build/tools on first use. make test runs it too.
+lint:
+	scripts/lint
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
