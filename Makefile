@@ -8,12 +8,12 @@ all: build
 
 # The version build stamps into the binaries (remoted -version, GET /v1/info);
 # unstamped builds fall back to what Go records (see internal/version).
-VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null)
-LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
+VERSION := $(shell git describe --always --dirty --tags 2>/dev/null)
+GO_LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
 
 build:
 	mkdir -p build/bin
-	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
+	$(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/ ./cmd/...
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
 test:
