@@ -2,13 +2,18 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test vet fmt clean vendor-web run
+.PHONY: all build test vet fmt clean vendor-web run lint
 
 all: build
 
+# The version build stamps into the binaries (remoted -version, GET /v1/info);
+# unstamped builds fall back to what Go records (see internal/version).
+VERSION := $(shell git describe --always --dirty --tags 2>/dev/null)
+GO_LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
+
 build:
 	mkdir -p build/bin
-	$(GO) build -o build/bin/ ./cmd/...
+	$(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/ ./cmd/...
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
 test:
@@ -17,6 +22,11 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+# go mod tidy check and golangci-lint (.golangci.yml), installed pinned into
+# build/tools on first use. make test runs it too.
+lint:
+	scripts/lint
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

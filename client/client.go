@@ -392,7 +392,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			if len(line) > maxLine {
 				return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, maxLine)
 			}
-			if err == bufio.ErrBufferFull {
+			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
 			}
 			if err != nil {
@@ -518,7 +518,7 @@ func (c *Client) Exec(ctx context.Context, project string, req api.ExecRequest, 
 	lines := newLineReader(resp.Body)
 	for {
 		line, err := readLine(lines)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return -1, fmt.Errorf("exec in project %q: %w", project, ErrExecNoExit)
 		}
 		if err != nil {

@@ -83,7 +83,7 @@ func TestChatsRoundTrip(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	if err := c.EachEvent(ctx, chat.ID, 0, func(api.Event) error { n++; return stop }); err != stop || n != 1 {
+	if err := c.EachEvent(ctx, chat.ID, 0, func(api.Event) error { n++; return stop }); err != stop || n != 1 { //nolint:errorlint // the callback's own error comes back, unwrapped
 		t.Fatalf("EachEvent stop: %v after %d", err, n)
 	}
 	fork, err := c.ForkChat(ctx, chat.ID)

@@ -174,7 +174,7 @@ func (d *Duration) UnmarshalText(text []byte) error {
 }
 
 // MarshalText writes the duration in time.Duration.String form.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 // providerIDs are the provider ids [providers.<id>] accepts, in display order.
 var providerIDs = []string{"claude", "codex", "minimax", "kimi", "antigravity"}

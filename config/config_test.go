@@ -243,7 +243,7 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("Parse(%q) = %T, want *Error", tt.in, err)
 			}
 			first := strings.SplitN(err.Error(), "\n", 2)[0]
-			if tt.kind == ErrSyntax {
+			if errors.Is(tt.kind, ErrSyntax) {
 				if !strings.HasPrefix(first, tt.want) {
 					t.Errorf("Parse(%q) = %q, want prefix %q", tt.in, first, tt.want)
 				}

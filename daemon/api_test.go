@@ -338,7 +338,7 @@ func TestInteractionRouted(t *testing.T) {
 	defer ws.Close()
 	readEvent(t, ws) // sync
 	ws.WriteJSON(api.ClientMessage{Type: "prompt", Text: "do it"})
-	for ev := readEvent(t, ws); ev.Type != api.EventInteractionRequest; ev = readEvent(t, ws) {
+	for ev := readEvent(t, ws); ev.Type != api.EventInteractionRequest; ev = readEvent(t, ws) { //nolint:revive // empty-block: the work is in the post statement
 	}
 	ws.WriteJSON(api.ClientMessage{Type: "interaction_response", InteractionID: `"req-1"`, Result: json.RawMessage(`{"decision":"accept"}`)})
 	r := <-got

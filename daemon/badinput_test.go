@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -175,7 +176,7 @@ func TestMain(m *testing.M) {
 }
 
 func peerClient(sock string) int {
-	c := http.Client{Transport: &http.Transport{Dial: func(_, _ string) (netConn, error) { return dialUnix(sock) }}}
+	c := http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (netConn, error) { return dialUnix(sock) }}}
 	resp, err := c.Get("http://remoted/v1/info")
 	if err != nil {
 		fmt.Println("error:", err)

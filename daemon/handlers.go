@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -373,5 +372,3 @@ func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request) error
 	}
 	return writeJSON(w, http.StatusAccepted, struct{}{})
 }
-
-var errStreamStopped = errors.New("stream stopped")

@@ -44,7 +44,7 @@ func peerScript(sock string) int {
 		fmt.Println("error: read script:", err)
 		return 2
 	}
-	c := http.Client{Transport: &http.Transport{Dial: func(_, _ string) (netConn, error) { return dialUnix(sock) }}}
+	c := http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (netConn, error) { return dialUnix(sock) }}}
 	enc := json.NewEncoder(os.Stdout)
 	for _, pr := range reqs {
 		var body io.Reader

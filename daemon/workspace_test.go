@@ -104,7 +104,7 @@ func TestWorkspaceSocket(t *testing.T) {
 	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/interactions", "alice", api.InteractionRequest{InteractionID: "1", Result: json.RawMessage(`{}`)}); st != http.StatusAccepted {
 		t.Fatalf("answer: %d %s", st, body)
 	}
-	for c = wsChat(t, readWorkspace(t, a)); c.Running || c.Attention != ""; c = wsChat(t, readWorkspace(t, a)) {
+	for c = wsChat(t, readWorkspace(t, a)); c.Running || c.Attention != ""; c = wsChat(t, readWorkspace(t, a)) { //nolint:revive // empty-block: the work is in the post statement
 	}
 	if st, body := ts.do("PATCH", "/v1/chats/"+chat.ID, "alice", map[string]string{"title": "Renamed"}); st != 200 {
 		t.Fatalf("rename: %d %s", st, body)

@@ -897,11 +897,11 @@ func TestEventsReconnect(t *testing.T) {
 		n := conns.Add(1)
 		go func() { // the client must never send a message
 			for {
-				if _, data, err := c.ReadMessage(); err != nil {
+				_, data, err := c.ReadMessage()
+				if err != nil {
 					return
-				} else {
-					t.Errorf("client wrote %q on the event stream", data)
 				}
+				t.Errorf("client wrote %q on the event stream", data)
 			}
 		}()
 		_ = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/n`+string(rune('0'+n))+`"}}`))

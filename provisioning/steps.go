@@ -121,7 +121,7 @@ func (s *Steps) EnsureCLI(ctx context.Context, c Container, p providers.Provider
 		if s.cached(c, "cli/"+string(p), "ok") {
 			return nil
 		}
-		code, tail, err := s.run(ctx, c.Name, st.Check)
+		code, _, err := s.run(ctx, c.Name, st.Check)
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func (s *Steps) EnsureCLI(ctx context.Context, c Container, p providers.Provider
 		if err := s.installCLI(ctx, c, st); err != nil {
 			return fmt.Errorf("install %s cli in %q: %w", p, c.Name, err)
 		}
-		code, tail, err = s.run(ctx, c.Name, st.Check)
+		code, tail, err := s.run(ctx, c.Name, st.Check)
 		if err != nil {
 			return err
 		}

@@ -14,8 +14,8 @@ import (
 // listenFDsStart is SD_LISTEN_FDS_START, the first passed descriptor.
 const listenFDsStart = 3
 
-// ErrActivation: the socket-activation environment names descriptors that
-// are not what remoted.socket passes (one listening Unix stream socket).
+// ErrActivation means the socket-activation environment names descriptors
+// that are not what remoted.socket passes (one listening Unix stream socket).
 var ErrActivation = errors.New("unusable socket activation")
 
 // ActivatedListener returns the listening Unix socket systemd passed in

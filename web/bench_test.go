@@ -155,7 +155,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		sc := bufio.NewScanner(stderr)
-		for sc.Scan() && !strings.Contains(sc.Text(), "listening") {
+		for sc.Scan() && !strings.Contains(sc.Text(), "listening") { //nolint:revive // empty-block: the work is in the condition
 		}
 		go func() {
 			for sc.Scan() {

@@ -7,6 +7,7 @@ package clienttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -161,8 +162,8 @@ func (s *Server) routes() http.Handler {
 }
 
 func writeErr(w http.ResponseWriter, err error) {
-	e, ok := err.(*apiError)
-	if !ok {
+	var e *apiError
+	if !errors.As(err, &e) {
 		e = &apiError{http.StatusInternalServerError, api.CodeInternal, err.Error()}
 	}
 	writeJSON(w, e.status, api.ErrorResponse{Error: api.ErrorBody{Code: e.code, Message: e.msg}})

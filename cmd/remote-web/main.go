@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"remote/config"
+	"remote/internal/version"
 	"remote/web"
 )
 
@@ -48,8 +49,13 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	hash := fs.Bool("hash-password", false, "read a password from stdin and print a bcrypt hash for [[web.users]] password_hash")
 	listen := fs.String("listen", "", "override [web] listen (host:port)")
 	socket := fs.String("socket", "", "override [daemon] socket (e.g. ./var/remoted.sock under make run)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "remote-web", version.String())
+		return 0
 	}
 	if *hash {
 		if err := hashPassword(stdin, stdout, stderr); err != nil {

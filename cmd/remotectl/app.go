@@ -13,6 +13,7 @@ import (
 
 	"remote/client"
 	"remote/config"
+	"remote/internal/version"
 )
 
 // defaultConfig is where remoted's TOML lives; remotectl reads the socket
@@ -105,6 +106,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cfgPath := fs.String("config", defaultConfig, "remoted's config `file`, read for the socket path")
 	fs.BoolVar(&e.JSON, "json", false, "print JSON instead of tables")
 	rawFlag(fs, e)
+	showVersion := fs.Bool("version", false, "print remotectl's version and exit (remotectl info shows the daemon's)")
 	fs.Usage = func() { printUsage(stderr, fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -114,6 +116,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "remotectl: %v\n", err)
 		printUsage(stderr, fs)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "remotectl", version.String())
+		return exitOK
 	}
 	if fs.NArg() == 0 {
 		printUsage(stderr, fs)
@@ -198,7 +204,7 @@ func socketPath(flagSocket, cfgPath string, explicit bool) (string, error) {
 }
 
 func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: remotectl [-socket PATH] [-config FILE] [--json] [--raw] COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: remotectl [-socket PATH] [-config FILE] [--json] [--raw] COMMAND [ARGS]\n       remotectl -version")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

@@ -35,7 +35,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func runInfo(ctx context.Context, e *env, args []string) error {
-	args, err := parseExact(e.newFlags("info"), args)
+	_, err := parseExact(e.newFlags("info"), args)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runInfo(ctx context.Context, e *env, args []string) error {
 }
 
 func runProviders(ctx context.Context, e *env, args []string) error {
-	args, err := parseExact(e.newFlags("providers"), args)
+	_, err := parseExact(e.newFlags("providers"), args)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,8 @@ func runChat(ctx context.Context, e *env, args []string) error {
 	if errors.As(err, &he) {
 		return &usageError{msg: "help requested", usage: usage, help: he}
 	}
-	if ue, ok := err.(*usageError); ok {
+	var ue *usageError
+	if errors.As(err, &ue) {
 		return &usageError{msg: sub.Name + ": " + ue.msg, usage: usage}
 	}
 	return err
@@ -237,7 +238,7 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.ApprovalPolicy, "approval", "", "approval `policy`: "+strings.Join(api.ApprovalPolicies(), " | ")+
 		" (codex and minimax; none: never ask)")
 	fs.StringVar(&req.ReasoningEffort, "effort", "", "reasoning `effort`, one the provider declares (see remotectl providers)")
-	args, err := parseExact(fs, args)
+	_, err := parseExact(fs, args)
 	if err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 }
 
 func runChatList(ctx context.Context, e *env, args []string) error {
-	args, err := parseExact(e.newFlags("chat list"), args)
+	_, err := parseExact(e.newFlags("chat list"), args)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,7 +123,7 @@ func (e *e2e) run(stdin string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		e.t.Fatal(err)
@@ -225,8 +226,8 @@ func TestEndToEndInterrupt(t *testing.T) {
 	cmd.Process.Signal(os.Interrupt)
 	io.Copy(io.Discard, br)
 	err := cmd.Wait()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != exitInterrupted || !strings.Contains(errb.String(), "interrupted: run cancelled") {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted || !strings.Contains(errb.String(), "interrupted: run cancelled") {
 		t.Fatalf("after Ctrl-C: %v, stderr %q", err, errb.String())
 	}
 	// The run was cancelled: the chat goes idle with a terminal event.

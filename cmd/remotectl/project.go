@@ -99,7 +99,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 }
 
 func runProjectList(ctx context.Context, e *env, args []string) error {
-	args, err := parseExact(e.newFlags("project list"), args)
+	_, err := parseExact(e.newFlags("project list"), args)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/daemon/webhook"
+	"remote/internal/version"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/systemd"
@@ -165,7 +166,7 @@ func (d *remoted) wireProviders() error {
 func (d *remoted) newServer() error {
 	cfg, hostUser := d.cfg, d.hostUser
 	srv, err := daemon.New(daemon.Options{
-		Store: d.store, Registry: d.reg, Logger: d.log.Named("api"), Metrics: d.metrics, Version: version,
+		Store: d.store, Registry: d.reg, Logger: d.log.Named("api"), Metrics: d.metrics, Version: version.String(),
 		Access:          access(cfg),
 		TranscriptBytes: cfg.Agent.TranscriptBytes,
 		SkillsDir:       cfg.Projects.SkillsDir,

@@ -22,12 +22,10 @@ import (
 	"remote/daemon"
 	"remote/daemon/prompt"
 	"remote/daemon/store"
+	"remote/internal/version"
 	"remote/providers"
 	"remote/systemd"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // defaultConfigPath is read when -config is not given.
 const defaultConfigPath = "/etc/remote/remoted.toml"
@@ -44,7 +42,7 @@ func main() {
 
 type flags struct {
 	config, socket, stateDir, logLevel, logFormat string
-	checkConfig                                   bool
+	checkConfig, version                          bool
 	initSecretsKey                                string
 }
 
@@ -53,6 +51,7 @@ func parseFlags(args []string) (flags, error) {
 	fset := flag.NewFlagSet("remoted", flag.ContinueOnError)
 	fset.StringVar(&f.config, "config", "", "TOML config `path` (default "+defaultConfigPath+"; built-in defaults when that is absent)")
 	fset.BoolVar(&f.checkConfig, "check-config", false, "load and validate the config, print the result and exit")
+	fset.BoolVar(&f.version, "version", false, "print the version (make build stamps `git describe`) and exit")
 	fset.StringVar(&f.socket, "socket", "", "API socket `path`, overriding [daemon] socket")
 	fset.StringVar(&f.stateDir, "state-dir", "", "state `directory`, overriding [daemon] state_dir")
 	fset.StringVar(&f.logLevel, "log-level", "", "log `level` (trace, debug, info, warn, error), overriding [daemon] log_level")
@@ -166,6 +165,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.version {
+		fmt.Println("remoted", version.String())
+		return nil
+	}
 	if f.initSecretsKey != "" {
 		return initSecretsKey(f.initSecretsKey)
 	}
@@ -187,7 +190,7 @@ func run(args []string) error {
 	defer signal.Stop(sigs)
 	d := newRemoted(f, cfg, newLogger(cfg.Daemon))
 	defer d.close()
-	d.log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
+	d.log.Info("starting", "version", version.String(), "config", source, "pid", os.Getpid())
 	if err := d.start(); err != nil {
 		return err
 	}

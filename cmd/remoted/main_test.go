@@ -266,14 +266,14 @@ func TestCheckConfig(t *testing.T) {
 	good := filepath.Join(dir, "good.toml")
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(good, []byte("[daemon]\nlog_level = \"debug\"\n"), 0o600)
-	os.WriteFile(bad, []byte("[daemon]\nlog_levle = \"debug\"\n"), 0o600)
+	os.WriteFile(bad, []byte("[daemon]\nlog_levle = \"debug\"\n"), 0o600) //nolint:misspell // the unknown key under test
 	for _, tt := range []struct {
 		args []string
 		ok   bool
 		want string
 	}{
 		{[]string{"-check-config", "-config", good}, true, "config OK"},
-		{[]string{"-check-config", "-config", bad}, false, "log_levle"},
+		{[]string{"-check-config", "-config", bad}, false, "log_levle"}, //nolint:misspell // the unknown key under test
 		{[]string{"-check-config", "-config", filepath.Join(dir, "missing.toml")}, false, "missing.toml"},
 	} {
 		out, err := exec.Command(bin, tt.args...).CombinedOutput()

@@ -41,7 +41,7 @@ type Doctor struct {
 
 // Routes serves GET /v1/doctor to any allowed peer.
 func (d *Doctor) Routes() []daemon.Route {
-	return []daemon.Route{{http.MethodGet, "/v1/doctor", daemon.AccessPeer, func(w http.ResponseWriter, r *http.Request) error {
+	return []daemon.Route{{Method: http.MethodGet, Pattern: "/v1/doctor", Access: daemon.AccessPeer, Handler: func(w http.ResponseWriter, r *http.Request) error {
 		return daemon.WriteJSON(w, http.StatusOK, d.Check(r.Context()))
 	}}}
 }

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,7 +239,7 @@ func TestRunWatch(t *testing.T) {
 		return newRunWatch(idle, func(err error) { got <- err }), got
 	}
 	w, got := watch(time.Nanosecond) // fires at once: no race with its own set-up
-	if err := <-got; err != errIdleTimeout {
+	if err := <-got; !errors.Is(err, errIdleTimeout) {
 		t.Fatalf("cause %v, want errIdleTimeout", err)
 	}
 	w.stop()

@@ -65,7 +65,7 @@ func follow(b *testing.B, h *Hub, chat string, n int, want int64) (wait func(), 
 				}
 				resumes.Add(1)
 			}
-			if err != errDone {
+			if !errors.Is(err, errDone) {
 				if !synced {
 					ready.Done()
 				}
@@ -203,7 +203,7 @@ func BenchmarkFollowReplay100k(b *testing.B) {
 			n++
 			return nil
 		})
-		if err != errDone || n != total {
+		if !errors.Is(err, errDone) || n != total {
 			b.Fatalf("replayed %d events (%v)", n, err)
 		}
 	}

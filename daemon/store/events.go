@@ -499,7 +499,7 @@ func (s *Store) EventsBefore(chatID string, before int64, limit int) (events [][
 		var k, v []byte
 		if before <= 0 {
 			k, v = c.Last()
-		} else if k, v = c.Seek(seqKey(before)); k == nil {
+		} else if k, _ = c.Seek(seqKey(before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()

@@ -482,7 +482,7 @@ func TestAppendAndReplay(t *testing.T) {
 			return stop
 		}
 		return nil
-	}); err != stop || n != 3 {
+	}); err != stop || n != 3 { //nolint:errorlint // fn's own error comes back, unwrapped
 		t.Fatalf("fn error: got %v after %d events, want stop after 3", err, n)
 	}
 	if last, err := s.LastSeq("0a0a"); err != nil || last != 1200 {

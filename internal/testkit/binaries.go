@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -74,11 +73,12 @@ func buildCmd(name string) (string, error) {
 		return "", fmt.Errorf("temporary directory for test binaries: %w", dirErr)
 	}
 	b.once.Do(func() {
-		// go test puts its own toolchain first in PATH; the fallback
-		// serves a test binary run directly.
+		// go test puts its own toolchain first in PATH; a test binary run
+		// directly needs go in PATH too.
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			b.err = fmt.Errorf("go build remote/cmd/%s: the go command is not in PATH (go test puts it there): %w", name, err)
+			return
 		}
 		out := filepath.Join(dir, name)
 		cmd := exec.Command(goBin, "build", "-o", out, "remote/cmd/"+name)

@@ -39,7 +39,7 @@ func TestBuildCmd(t *testing.T) {
 	if !errors.As(err, &exitErr) {
 		t.Fatalf("building a missing command: err = %v, want an *exec.ExitError", err)
 	}
-	if _, again := buildCmd("no-such-command"); again != err {
+	if _, again := buildCmd("no-such-command"); again != err { //nolint:errorlint // the cached error itself, not a new one
 		t.Fatalf("failed build retried: %v, then %v", err, again)
 	}
 }

@@ -310,7 +310,7 @@ func TestRunErrors(t *testing.T) {
 				}
 			}
 			for _, l := range rec.lines() {
-				if strings.HasPrefix(l, "session.updated") && tt.req.ResumeID != "" && tt.is == providers.ErrSessionNotFound {
+				if strings.HasPrefix(l, "session.updated") && tt.req.ResumeID != "" && errors.Is(tt.is, providers.ErrSessionNotFound) {
 					t.Fatalf("session.updated for a missing session: %q", l)
 				}
 			}

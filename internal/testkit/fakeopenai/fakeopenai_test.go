@@ -16,7 +16,7 @@ import (
 
 // sse posts one Responses request and returns the SSE event types and
 // their data, in order.
-func sse(t *testing.T, s *Server, ctx context.Context, body string) (int, []string, []map[string]any) {
+func sse(t *testing.T, ctx context.Context, s *Server, body string) (int, []string, []map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/responses", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer k")
@@ -73,7 +73,7 @@ func TestScriptedReplies(t *testing.T) {
 	body := `{"model":"m","stream":true,"tools":[{"type":"function","name":"shell_command"}]}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, types, data := sse(t, s, context.Background(), body)
+			status, types, data := sse(t, context.Background(), s, body)
 			if status != tt.status || strings.Join(types, ",") != strings.Join(tt.types, ",") {
 				t.Fatalf("status %d events %v", status, types)
 			}
@@ -101,11 +101,11 @@ func TestRequireAPIKey(t *testing.T) {
 	s := New(t)
 	s.RequireAPIKey("other")
 	s.SetFallback(&Reply{Items: []Item{Text("x")}})
-	if status, _, _ := sse(t, s, context.Background(), `{}`); status != 401 {
+	if status, _, _ := sse(t, context.Background(), s, `{}`); status != 401 {
 		t.Fatalf("status %d, want 401", status)
 	}
 	s.RequireAPIKey("k")
-	if status, _, _ := sse(t, s, context.Background(), `{}`); status != 200 {
+	if status, _, _ := sse(t, context.Background(), s, `{}`); status != 200 {
 		t.Fatalf("status %d, want 200", status)
 	}
 }

@@ -1,0 +1,254 @@
+package deps
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"remote/internal/testkit"
+)
+
+// The module's import path; every rule below names packages under it.
+const module = "remote"
+
+// rule says that no package matching From may depend, directly or through
+// other packages, on a package matching one of Never. A pattern matches the
+// package with that path and every package under it ("remote/daemon"
+// matches remote/daemon and remote/daemon/store). Never = {module} means
+// "nothing of ours". Only What ships is checked: the rules are about the
+// packages' own (non-test) imports; tests may reach further (a web test may
+// open a store to set up a chat).
+type rule struct {
+	From  string
+	Never []string
+	// ThirdParty, when not nil, is the complete list of modules outside
+	// the standard library and this module that From may import directly.
+	ThirdParty []string
+	Why        string
+}
+
+// rules are design.md's "Never" edges and "may import" column, plus the
+// two that keep the layering honest: clients never import server code,
+// and nothing that ships depends on a test helper (see testHelper).
+var rules = []rule{
+	{From: "remote/lxdexec", Never: []string{module}, ThirdParty: []string{"github.com/gorilla/websocket"},
+		Why: "lxdexec is our LXD REST client and imports nothing of ours (design: lxdexec → anything of ours)"},
+	{From: "remote/config", Never: []string{module}, ThirdParty: []string{"github.com/BurntSushi/toml"},
+		Why: "config is the TOML schema, stdlib and toml only (design: config → anything of ours)"},
+	{From: "remote/api", Never: []string{module}, ThirdParty: []string{},
+		Why: "api holds the wire types daemon, remotectl and web share; it depends on nothing so no client imports server code"},
+	{From: "remote/internal/errdefs", Never: []string{module}, ThirdParty: []string{},
+		Why: "the error taxonomy is imported by every layer, so it imports nothing of ours"},
+	{From: "remote/internal/version", Never: []string{module}, ThirdParty: []string{},
+		Why: "the version stamp is imported by every binary, so it imports nothing of ours"},
+	{From: "remote/systemd", Never: []string{module},
+		Why: "systemd is readiness/watchdog notification and socket activation: stdlib (design table)"},
+	{From: "remote/providers", Never: []string{"remote/daemon", "remote/provisioning", "remote/api", "remote/client", "remote/web", "remote/config"},
+		Why: "a provider sees only RunRequest and the ports it is handed (design: providers → daemon never; providers import lxdexec's exec only)"},
+	{From: "remote/provisioning", Never: []string{"remote/daemon", "remote/web", "remote/client"},
+		Why: "provisioning prepares containers for the daemon and never reaches back into it (design: provisioning → daemon)"},
+	{From: "remote/web", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/client"},
+		Why: "remote-web is a thin proxy to the daemon's socket: config and the API's wire types only (design: web → daemon internals)"},
+	{From: "remote/client", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web", "remote/config"},
+		Why: "the client speaks the API over the socket and never imports server code (design: wire types in their own package)"},
+	{From: "remote/cmd/remotectl", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web"},
+		Why: "remotectl is a client of the socket, never linked with server code"},
+	{From: "remote/cmd/remote-web", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/client"},
+		Why: "remote-web is the browser proxy: flags and wiring of package web"},
+}
+
+// testHelper reports whether p is a package for tests only: internal/testkit
+// and its fakes, and the …test helper packages (client/clienttest,
+// providers/runner/runnertest, a future API test harness).
+func testHelper(p string) bool {
+	return matches(p, "remote/internal/testkit") || (matches(p, module) && strings.HasSuffix(path.Base(p), "test"))
+}
+
+// matches reports whether import path p is pattern or under it.
+func matches(p, pattern string) bool {
+	return p == pattern || strings.HasPrefix(p, pattern+"/")
+}
+
+// pkg is what `go list -deps -json` says about one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+	Module     *struct{ Path string }
+}
+
+// graph is the module's non-test import graph with every dependency.
+type graph map[string]*pkg
+
+func loadGraph(t *testing.T) graph {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not in PATH (go test puts it there): %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "-json=ImportPath,Imports,Standard,Module", "./...")
+	cmd.Dir = testkit.Root()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./...: %v\n%s", err, stderr.String())
+	}
+	g := graph{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		g[p.ImportPath] = &p
+	}
+	return g
+}
+
+// path returns the shortest import chain from "from" to a package for which
+// bad is true, or nil when there is none.
+func (g graph) path(from string, bad func(string) bool) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		p := g[cur]
+		if p == nil {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if _, seen := prev[imp]; seen {
+				continue
+			}
+			prev[imp] = cur
+			if bad(imp) {
+				chain := []string{imp}
+				for c := cur; c != ""; c = prev[c] {
+					chain = append(chain, c)
+				}
+				slices.Reverse(chain)
+				return chain
+			}
+			queue = append(queue, imp)
+		}
+	}
+	return nil
+}
+
+// violations checks every rule against g and returns one line per broken
+// rule and package.
+func violations(g graph, rules []rule) []string {
+	var out []string
+	var ours []string
+	for p := range g {
+		if matches(p, module) {
+			ours = append(ours, p)
+		}
+	}
+	slices.Sort(ours)
+	for _, p := range ours {
+		for _, r := range rules {
+			if !matches(p, r.From) {
+				continue
+			}
+			forbidden := func(q string) bool {
+				if matches(q, r.From) {
+					return false // a package's own sub-packages are its business
+				}
+				return slices.ContainsFunc(r.Never, func(n string) bool { return matches(q, n) })
+			}
+			if chain := g.path(p, forbidden); chain != nil {
+				out = append(out, fmt.Sprintf("%s must not depend on %s: %s\n\twhy: %s", p, chain[len(chain)-1], strings.Join(chain, " → "), r.Why))
+			}
+			if r.ThirdParty == nil {
+				continue
+			}
+			for _, imp := range g[p].Imports {
+				q := g[imp]
+				if q == nil || q.Standard || matches(imp, module) {
+					continue
+				}
+				mod := imp
+				if q.Module != nil {
+					mod = q.Module.Path
+				}
+				if !slices.Contains(r.ThirdParty, mod) {
+					out = append(out, fmt.Sprintf("%s imports %s (module %s), which is not in its allowed list %q\n\twhy: %s", p, imp, mod, r.ThirdParty, r.Why))
+				}
+			}
+		}
+		if !testHelper(p) {
+			if chain := g.path(p, testHelper); chain != nil {
+				out = append(out, fmt.Sprintf("%s must not depend on the test helper %s: %s\n\twhy: test helpers never ship in the binaries", p, chain[len(chain)-1], strings.Join(chain, " → ")))
+			}
+		}
+	}
+	return out
+}
+
+// TestImportRules fails when a package of this module depends on what the
+// design forbids; each failure names the import chain and the rule's reason.
+func TestImportRules(t *testing.T) {
+	g := loadGraph(t)
+	// The rules must name packages that exist (or are planned: errdefs),
+	// so a rename cannot silently turn a rule off.
+	for _, r := range rules {
+		found := false
+		for p := range g {
+			found = found || matches(p, r.From)
+		}
+		if !found && r.From != "remote/internal/errdefs" {
+			t.Errorf("rule for %s matches no package of the module: renamed? update deps_test.go", r.From)
+		}
+	}
+	for _, v := range violations(g, rules) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatch checks the checker on a hand-made graph: a forbidden
+// edge two hops away, a sub-package of daemon, an unlisted third-party
+// module and a test helper in shipped code are each reported.
+func TestImportRulesCatch(t *testing.T) {
+	mod := func(p string) *struct{ Path string } { return &struct{ Path string }{p} }
+	g := graph{
+		"remote/web":               {ImportPath: "remote/web", Imports: []string{"remote/api", "remote/web/helper"}},
+		"remote/web/helper":        {ImportPath: "remote/web/helper", Imports: []string{"remote/daemon/hub"}},
+		"remote/daemon/hub":        {ImportPath: "remote/daemon/hub", Imports: []string{"fmt"}},
+		"remote/api":               {ImportPath: "remote/api", Imports: []string{"fmt"}},
+		"remote/lxdexec":           {ImportPath: "remote/lxdexec", Imports: []string{"github.com/x/y"}},
+		"github.com/x/y":           {ImportPath: "github.com/x/y", Module: mod("github.com/x/y")},
+		"remote/provisioning":      {ImportPath: "remote/provisioning", Imports: []string{"remote/internal/testkit"}},
+		"remote/internal/testkit":  {ImportPath: "remote/internal/testkit", Imports: []string{"remote/lxdexec"}},
+		"remote/client":            {ImportPath: "remote/client", Imports: []string{"remote/api"}},
+		"remote/client/clienttest": {ImportPath: "remote/client/clienttest", Imports: []string{"remote/client"}},
+		"remote/cmd/remotectl":     {ImportPath: "remote/cmd/remotectl", Imports: []string{"remote/client"}},
+		"fmt":                      {ImportPath: "fmt", Standard: true},
+	}
+	got := strings.Join(violations(g, rules), "\n")
+	for _, want := range []string{
+		"remote/web must not depend on remote/daemon/hub: remote/web → remote/web/helper → remote/daemon/hub",
+		"remote/lxdexec imports github.com/x/y (module github.com/x/y), which is not in its allowed list",
+		"remote/provisioning must not depend on the test helper remote/internal/testkit",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("violations miss %q; got:\n%s", want, got)
+		}
+	}
+	for _, clean := range []string{"remote/client must", "remote/cmd/remotectl must", "remote/client/clienttest must", "remote/api must"} {
+		if strings.Contains(got, clean) {
+			t.Errorf("violations wrongly name %q; got:\n%s", clean, got)
+		}
+	}
+}
