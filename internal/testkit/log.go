@@ -14,11 +14,13 @@ import (
 // loggers Logger returns (trace, debug, info, warn, error, off).
 const LogLevelEnv = "REMOTE_TEST_LOG_LEVEL"
 
-// DefaultLogLevel is the level when LogLevelEnv is unset or empty: info
-// shows a daemon's lifecycle, its audit lines and every warning, which is
-// what a failing test needs, while `go test` keeps a passing test's t.Log
-// output to itself (it prints it only for failures and with -v).
-const DefaultLogLevel = "info"
+// DefaultLogLevel is the level when LogLevelEnv is unset or empty. A
+// failing test shows every warning and error the code under test logged
+// (`go test` prints a test's t.Log output only when it fails or with -v);
+// info would add a line per request, which benchmarks, whose b.Log output
+// is always printed, would pay for in time and noise. Set
+// REMOTE_TEST_LOG_LEVEL=debug to see everything while chasing a failure.
+const DefaultLogLevel = "warn"
 
 // LogLevel returns the level LogLevelEnv asks for, DefaultLogLevel when it
 // is unset. An unknown name fails the test, naming the variable.
