@@ -94,6 +94,7 @@ type Server struct {
 	pongWait       time.Duration
 	notifier       *Notifier // nil without a webhook
 	workspace      *Workspace
+	table          []Route // the validated route table (RouteTable)
 	// projectStore lists projects for the workspace snapshot; nil when the
 	// store keeps none.
 	projectStore interface {
@@ -158,7 +159,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = s.gate(mux)
+	s.handler, s.table = s.gate(mux), routes
 	return s, nil
 }
 

@@ -7,7 +7,8 @@
 // what a user of the socket sees; there is no second implementation of the
 // API to drift from the first.
 //
-// The project routes are always wired, as cmd/remoted wires them: without
+// The project routes and the doctor are always wired, as cmd/remoted wires
+// them: without
 // Options.LXD the daemon runs degraded (project operations that need LXD
 // answer 503, as remoted does while LXD is unreachable); with it they run
 // on the machine's real LXD (testkit.LXD: skipped locally, failing in CI
@@ -162,14 +163,16 @@ func New(t testing.TB, o Options) *Daemon {
 	if version == "" {
 		version = "test"
 	}
+	roots := daemon.NewRoots([]string{os.TempDir()}, "")
+	doctor := &daemon.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
 	opts := daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
-		Roots:          daemon.NewRoots([]string{os.TempDir()}, ""),
+		Roots:          roots,
 		DefaultCwd:     d.StateDir,
 		StateDir:       d.StateDir,
 		LXD:            lxdStatus,
 		Projects:       daemon.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects},
+		RouteProviders: []daemon.RouteProvider{projects, doctor},
 	}
 	if o.Configure != nil {
 		o.Configure(&opts)
@@ -194,6 +197,14 @@ func New(t testing.TB, o Options) *Daemon {
 	d.cancel = cancel
 	go func() { d.done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(d.stop)
+	// Serving: one answered request means Serve has registered its HTTP
+	// server, so a Shutdown from here on stops it. (A Shutdown that runs
+	// before Serve has started leaves Serve running.)
+	readyCtx, readyCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer readyCancel()
+	if _, err := d.Client("").Info(readyCtx); err != nil {
+		t.Fatalf("daemontest: the daemon does not answer: %v", err)
+	}
 	return d
 }
 
