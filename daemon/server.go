@@ -66,7 +66,7 @@ type Options struct {
 	SubscriberQueue int // 0: DefaultSubscriberQueue
 	// PingEvery and PongWait time the chat socket's keepalive: a ping every
 	// PingEvery, and a peer that answers none for PongWait is dropped.
-	// 0: 25 s and 60 s (api.md).
+	// 0: 25 s and 60 s (docs/api.md).
 	PingEvery, PongWait time.Duration
 	// Notify, when its URL is set, POSTs run notifications to a webhook.
 	Notify NotifierOptions

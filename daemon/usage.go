@@ -17,7 +17,7 @@ import (
 var usageGroupings = []string{"chat", "project", "user", "provider", "day"}
 
 // cumulativeCost says which providers report a session's running total as
-// a run's cost (Claude Code's total_cost_usd, providers.md): their runs are
+// a run's cost (Claude Code's total_cost_usd): their runs are
 // charged the difference.
 func cumulativeCost(p providers.ProviderID) bool { return p == providers.Claude }
 

@@ -1,9 +1,12 @@
 package daemontest_test
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"remote/daemon/daemontest"
@@ -42,5 +45,53 @@ func TestAPIDocMatchesRouteTable(t *testing.T) {
 	}
 	if len(table) < 30 {
 		t.Errorf("the route table has only %d routes: %v", len(table), table)
+	}
+}
+
+// citation is a guarantee number cited in a Go comment, e.g. "(S12)".
+var citation = regexp.MustCompile(`\bS([0-9]{1,2})\b`)
+
+// TestCommentsCiteShippedBehaviour: every guarantee a comment cites as Sn
+// is an item of docs/behaviour.md.
+func TestCommentsCiteShippedBehaviour(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/behaviour.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	checked := 0
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "build" || d.Name() == "var" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			_, comment, ok := strings.Cut(line, "//")
+			if !ok {
+				continue
+			}
+			for _, m := range citation.FindAllStringSubmatch(comment, -1) {
+				checked++
+				if !strings.Contains(doc, "**S"+m[1]+" ") {
+					t.Errorf("%s:%d cites S%s, which docs/behaviour.md does not define", path, i+1, m[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Errorf("found only %d citations; is the walk rooted at the module?", checked)
 	}
 }
