@@ -14,21 +14,23 @@ import (
 
 	"remote/api"
 	"remote/client"
-	"remote/client/clienttest"
+	"remote/daemon/daemontest"
 	"remote/internal/errdefs"
+	"remote/internal/testkit"
 )
 
-func newPair(t *testing.T) (*clienttest.Server, *client.Client) {
+// newPair starts the real daemon (daemontest) and a client acting as alice.
+func newPair(t *testing.T, o daemontest.Options) (*daemontest.Daemon, *client.Client) {
 	t.Helper()
-	fake := clienttest.New(t)
-	return fake, client.New(fake.Socket).WithUser("alice")
+	d := daemontest.New(t, o)
+	return d, d.Client("alice")
 }
 
 func TestChatsRoundTrip(t *testing.T) {
-	fake, c := newPair(t)
+	d, c := newPair(t, daemontest.Options{})
 	ctx := context.Background()
 	info, err := c.Info(ctx)
-	if err != nil || info.Version != "fake" || !info.LXD.Reachable {
+	if err != nil || info.Version != "test" || info.LXD.Reachable {
 		t.Fatalf("Info = %+v, %v", info, err)
 	}
 	ps, err := c.Providers(ctx)
@@ -77,9 +79,10 @@ func TestChatsRoundTrip(t *testing.T) {
 	if text.String() != "echo: hi" {
 		t.Fatalf("assistant text %q (events %v)", text.String(), types)
 	}
-	evs, err := c.Events(ctx, chat.ID, 2)
-	if err != nil || len(evs) != 2 || evs[0].Seq != 3 {
-		t.Fatalf("Events(since 2) = %+v, %v", evs, err)
+	// user, session, two assistant_text pieces, complete.
+	evs, err := c.Events(ctx, chat.ID, 3)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 4 {
+		t.Fatalf("Events(since 3) = %+v, %v", evs, err)
 	}
 	stop := errors.New("stop")
 	n := 0
@@ -93,16 +96,20 @@ func TestChatsRoundTrip(t *testing.T) {
 	if err := c.DeleteChat(ctx, chat.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range fake.Requests() {
+	audit := d.Audit()
+	if len(audit) < 4 {
+		t.Fatalf("audit log has %d requests, want create, prompt, fork and delete: %+v", len(audit), audit)
+	}
+	for _, r := range audit {
 		if r.User != "alice" && r.User != "bob" {
-			t.Errorf("request %s %s sent user %q", r.Method, r.Path, r.User)
+			t.Errorf("request %s sent user %q", r.Route, r.User)
 		}
 	}
 }
 
 func TestErrorsAreTyped(t *testing.T) {
-	fake, c := newPair(t)
-	fake.HoldRuns = true
+	d, c := newPair(t, daemontest.Options{})
+	d.Claude.SetHold(true)
 	ctx := context.Background()
 	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude"})
 	if err != nil {
@@ -119,10 +126,10 @@ func TestErrorsAreTyped(t *testing.T) {
 		text   string
 		class  error // errdefs class the client maps the code to (ToNative)
 	}{
-		{"unknown chat", func() error { _, err := c.Chat(ctx, "abcdef"); return err }, 404, api.CodeNotFound, `not_found: chat "abcdef" not found`, errdefs.ErrNotFound},
+		{"unknown chat", func() error { _, err := c.Chat(ctx, "abcdef"); return err }, 404, api.CodeNotFound, `not_found: chat abcdef: not found`, errdefs.ErrNotFound},
 		{"bad chat id", func() error { _, err := c.Chat(ctx, "XYZ"); return err }, 400, api.CodeBadRequest, `invalid chat id "XYZ"`, errdefs.ErrInvalidArgument},
 		{"another user's chat", func() error { _, err := c.WithUser("bob").Chat(ctx, chat.ID); return err }, 404, api.CodeNotFound, "not found", errdefs.ErrNotFound},
-		{"second prompt", func() error { _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two"}); return err }, 409, api.CodePromptAlreadyRunning, "already running", errdefs.ErrConflict},
+		{"second prompt", func() error { _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two"}); return err }, 409, api.CodePromptAlreadyRunning, "a previous prompt is still running", errdefs.ErrConflict},
 		{"bad provider", func() error { _, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "nope"}); return err }, 400, api.CodeBadRequest, `"nope"`, errdefs.ErrInvalidArgument},
 		{"no user", func() error { _, err := c.WithUser("").Chats(ctx); return err }, 401, api.CodeUnauthorized, "X-Remote-User", errdefs.ErrUnauthenticated},
 		{"missing secret", func() error { return c.DeleteSecret(ctx, "nope", "K") }, 404, api.CodeNotFound, "nope", errdefs.ErrNotFound},
@@ -174,65 +181,87 @@ func TestNoDaemon(t *testing.T) {
 	}
 }
 
+// TestProjectsSecretsExec runs on the real LXD: the project's container is
+// created from the busybox test image.
 func TestProjectsSecretsExec(t *testing.T) {
-	fake, c := newPair(t)
+	d, c := newPair(t, daemontest.Options{LXD: true})
 	ctx := context.Background()
-	p, err := c.CreateProject(ctx, api.CreateProjectRequest{Name: "web", Ports: []int{8080}})
-	if err != nil || p.Container != "remote-web" || !p.Autostart {
+	info, err := c.Info(ctx)
+	if err != nil || !info.LXD.Reachable || info.LXD.ServerVersion == "" {
+		t.Fatalf("Info = %+v, %v", info, err)
+	}
+	name := testkit.ContainerName("web")
+	testkit.CleanupProjectContainers(t, d.LXD, name)
+	p, err := c.CreateProject(ctx, api.CreateProjectRequest{Name: name, Ports: []int{8080}})
+	if err != nil || !strings.HasPrefix(p.Container, "remote-"+name+"-") || !p.Autostart {
 		t.Fatalf("CreateProject = %+v, %v", p, err)
 	}
-	if p, err = c.StartProject(ctx, "web"); err != nil || p.Status != "running" {
+	if p, err = c.StartProject(ctx, name); err != nil || p.Status != "running" {
 		t.Fatalf("StartProject = %+v, %v", p, err)
 	}
-	if p, err = c.StopProject(ctx, "web"); err != nil || p.Status != "stopped" {
+	three := 3
+	var out, errb bytes.Buffer
+	code, err := c.Exec(ctx, name, api.ExecRequest{Command: []string{"sh", "-c", "printf 'out1 '; printf err >&2; printf out2; exit 3"}}, &out, &errb)
+	if err != nil || code != three || out.String() != "out1 out2" || errb.String() != "err" {
+		t.Fatalf("Exec = %d, %v, %q, %q", code, err, out.String(), errb.String())
+	}
+	if p, err = c.StopProject(ctx, name); err != nil || p.Status != "stopped" {
 		t.Fatalf("StopProject = %+v, %v", p, err)
 	}
 	if ps, err := c.Projects(ctx); err != nil || len(ps) != 1 {
 		t.Fatalf("Projects = %+v, %v", ps, err)
 	}
-	if err := c.PutSecret(ctx, "web", "API_TOKEN", "v"); err != nil {
+	if err := c.PutSecret(ctx, name, "API_TOKEN", "v"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PutSecret(ctx, "web", "BAD-KEY", "v"); client.Code(err) != api.CodeBadRequest {
+	if err := c.PutSecret(ctx, name, "BAD-KEY", "v"); client.Code(err) != api.CodeBadRequest {
 		t.Fatalf("bad key: %v", err)
 	}
-	keys, err := c.Secrets(ctx, "web")
+	keys, err := c.Secrets(ctx, name)
 	if err != nil || len(keys) != 1 || keys[0].Key != "API_TOKEN" {
 		t.Fatalf("Secrets = %+v, %v", keys, err)
 	}
-	if err := c.DeleteSecret(ctx, "web", "API_TOKEN"); err != nil {
+	if err := c.DeleteSecret(ctx, name, "API_TOKEN"); err != nil {
 		t.Fatal(err)
 	}
-
-	three := 3
-	fake.Exec = func(req api.ExecRequest) []api.ExecFrame {
-		return []api.ExecFrame{{Stream: "stdout", Data: []byte("out1 ")}, {Stream: "stderr", Data: []byte("err")}, {Stream: "stdout", Data: []byte("out2")}, {ExitCode: &three}}
-	}
-	var out, errb bytes.Buffer
-	code, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"sh", "-c", "x"}}, &out, &errb)
-	if err != nil || code != 3 || out.String() != "out1 out2" || errb.String() != "err" {
-		t.Fatalf("Exec = %d, %v, %q, %q", code, err, out.String(), errb.String())
-	}
-	fake.Exec = func(api.ExecRequest) []api.ExecFrame { return []api.ExecFrame{{Error: "exec failed: boom"}} }
-	var ee *client.ExecError
-	if _, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"x"}}, io.Discard, io.Discard); !errors.As(err, &ee) {
-		t.Fatalf("exec failure: %v", err)
-	}
-	fake.Exec = func(api.ExecRequest) []api.ExecFrame { return nil }
-	if _, err := c.Exec(ctx, "web", api.ExecRequest{Command: []string{"x"}}, io.Discard, io.Discard); !errors.Is(err, client.ErrExecNoExit) {
-		t.Fatalf("truncated exec: %v", err)
-	}
-	if err := c.DeleteProject(ctx, "web", true); err != nil {
+	if err := c.DeleteProject(ctx, name, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Project(ctx, "web"); !client.IsNotFound(err) {
+	if _, err := c.Project(ctx, name); !client.IsNotFound(err) {
 		t.Fatalf("Project after delete: %v", err)
 	}
 }
 
+// TestExecFrames: an error frame becomes *ExecError and a stream that ends
+// without an exit frame ErrExecNoExit (a daemon that died mid-exec), never
+// a made-up exit code. The real daemon sends neither on demand, so a raw
+// server plays them.
+func TestExecFrames(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		check      func(error) bool
+	}{
+		{"error frame", `{"error":"exec failed: boom"}` + "\n", func(err error) bool {
+			var ee *client.ExecError
+			return errors.As(err, &ee) && ee.Message == "exec failed: boom"
+		}},
+		{"no exit", `{"stream":"stdout","data":"b3V0"}` + "\n", func(err error) bool { return errors.Is(err, client.ErrExecNoExit) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			startRaw(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tt.body) }))
+			_, err := client.New(sock).Exec(context.Background(), "web", api.ExecRequest{Command: []string{"x"}}, io.Discard, io.Discard)
+			if !tt.check(err) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
 func TestFollowStopsWithContext(t *testing.T) {
-	fake, c := newPair(t)
-	fake.AddChat(api.Chat{ID: "abcd", Provider: "claude"}, api.Event{Type: api.EventUser, Text: "x"})
+	_, c := newPair(t, daemontest.Options{Chats: []daemontest.Chat{
+		{Chat: api.Chat{ID: "abcd", Owner: "alice", Provider: "claude"}, Events: []api.Event{{Type: api.EventUser, Text: "x"}}},
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := c.Follow(ctx, "abcd", 0)
 	if err != nil {

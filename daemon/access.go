@@ -123,7 +123,7 @@ func userGroups(uid uint32) []int {
 }
 
 // connContext reads SO_PEERCRED once per connection and keeps the peer
-// under a typed key (style practice 2).
+// under a typed key.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	p := &Peer{}
 	uc, ok := c.(*net.UnixConn)

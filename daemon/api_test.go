@@ -584,7 +584,7 @@ func TestMetricsAndInfo(t *testing.T) {
 }
 
 // TestChatSocketKeepalive: the server pings every PingEvery; a peer that
-// answers no ping for PongWait is dropped, one that answers stays (api.md's
+// answers no ping for PongWait is dropped, one that answers stays (docs/api.md's
 // 25 s / 60 s, shortened here).
 func TestChatSocketKeepalive(t *testing.T) {
 	p := &fakeProvider{id: providers.Claude, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {

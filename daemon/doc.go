@@ -12,6 +12,10 @@
 // imports it, and it never imports provisioning, lxdexec, a provider
 // adapter or a route provider (cmd/remoted wires those).
 //
+// docs/architecture.md shows how these layers meet; the guarantees its
+// comments cite as (S1)…(S31) are the items of docs/behaviour.md, and the
+// API it serves is docs/api.md.
+//
 // Extending it: the project routes (daemon/projectapi) join the table
 // through Options.RouteProviders (a RouteProvider returns []Route); project
 // chats are admitted through Options.Projects (ProjectChats). Handlers

@@ -16,7 +16,7 @@ import (
 	"remote/providers"
 )
 
-// routes is the daemon's own route table (api.md, all non-project routes).
+// routes is the daemon's own route table (docs/api.md, all non-project routes).
 func (s *Server) routes() []Route {
 	return []Route{
 		{http.MethodGet, "/v1/info", AccessPeer, s.handleInfo},

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/daemon/prompt"
 	"remote/daemon/store"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -107,7 +107,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	reg.Set(m, nil, nil)
 	o := Options{
 		Store: st, Registry: reg, Version: "test",
-		Logger:     hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: io.Discard}),
+		Logger:     testkit.Logger(t, "remoted"),
 		Roots:      prompt.NewRoots([]string{dir}, ""),
 		DefaultCwd: dir,
 	}

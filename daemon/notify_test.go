@@ -67,7 +67,7 @@ func (rc *receiver) wait(t *testing.T, n int) []map[string]any {
 }
 
 // TestNotifyWebhook: approval waiting, run completed and run failed reach a
-// local receiver as api.md's JSON, with the configured headers, retried
+// local receiver as docs/api.md's JSON, with the configured headers, retried
 // after failures; no agent text beyond the chat's title is sent.
 func TestNotifyWebhook(t *testing.T) {
 	rc, hook := newReceiver(t, 2) // the first two POSTs fail: retried

@@ -36,7 +36,7 @@ func (ts *testServer) usageRows(user, by string) []api.UsageRow {
 // against the fake Responses API. A completed turn stores its usage under
 // the original frontend's names and as a usage row; a turn cancelled on
 // the chat socket mid-stream (Codex ends it with turn_status interrupted)
-// ends with complete, status interrupted, live and stored (api.md).
+// ends with complete, status interrupted, live and stored (docs/api.md).
 func TestRealCodexCancelAndUsage(t *testing.T) {
 	bin := testkit.CodexBinary(t)
 	model, err := fakeopenai.Start()

@@ -59,7 +59,7 @@ type Options struct {
 	SubscriberQueue int // 0: runhub.DefaultSubscriberQueue
 	// PingEvery and PongWait time the chat socket's keepalive: a ping every
 	// PingEvery, and a peer that answers none for PongWait is dropped.
-	// 0: 25 s and 60 s (api.md).
+	// 0: 25 s and 60 s (docs/api.md).
 	PingEvery, PongWait time.Duration
 	// Notify, when its URL is set, POSTs run notifications to a webhook.
 	Notify webhook.NotifierOptions
@@ -87,6 +87,7 @@ type Server struct {
 	pongWait       time.Duration
 	notifier       *webhook.Notifier // nil without a webhook
 	workspace      *Workspace
+	table          []Route // the validated route table (RouteTable)
 	// projectStore lists projects for the workspace snapshot; nil when the
 	// store keeps none.
 	projectStore interface {
@@ -150,7 +151,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.handler = s.gate(mux)
+	s.handler, s.table = s.gate(mux), routes
 	return s, nil
 }
 

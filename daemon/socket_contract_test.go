@@ -13,7 +13,7 @@ import (
 )
 
 // The four points of the chat socket that the original Remote frontend
-// depends on (api.md, "Chat WebSocket" and "Chat event").
+// depends on (docs/api.md, "Chat WebSocket" and "Chat event").
 
 // TestChatSocketSyntheticPrompt: the Test menu's prompt carries
 // "synthetic":"autotest"; it is accepted and stored on the user event.
@@ -108,7 +108,7 @@ func TestChatSocketRefusedPromptCloses(t *testing.T) {
 }
 
 // TestUsageWireNames: complete.usage and usage_update.usage carry the
-// original frontend's token names (api.md).
+// original frontend's token names (docs/api.md).
 func TestUsageWireNames(t *testing.T) {
 	usage := json.RawMessage(`{"inputTokens":3,"cachedInputTokens":100,"cacheWriteInputTokens":7,"outputTokens":24,"totalTokens":134,"costUsd":0.25}`)
 	p := &fakeProvider{id: "claude", run: func(_ context.Context, _ providers.RunRequest, emit func(providers.Event)) error {

@@ -17,7 +17,7 @@ import (
 	"remote/providers"
 )
 
-// Chat socket timings (api.md); Options.PingEvery and PongWait override
+// Chat socket timings (docs/api.md); Options.PingEvery and PongWait override
 // the first two.
 const (
 	wsPingEvery    = 25 * time.Second
@@ -188,7 +188,7 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 		}
 		if err != nil {
 			// A client marks the chat streaming when it sends a prompt and
-			// idle only on a closing sync (api.md): a refused prompt must
+			// idle only on a closing sync (docs/api.md): a refused prompt must
 			// close what it opened, on this connection only.
 			_ = ws.send(closingSync())
 		}

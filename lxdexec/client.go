@@ -293,7 +293,7 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // Connect.
 func (c *Client) HasExtension(name string) bool { return c.server.HasExtension(name) }
 
-// Response is one decoded LXD answer (the envelope of §1 of the REST notes).
+// Response is one decoded LXD answer (LXD's sync, async or error envelope).
 type Response struct {
 	Type       string          // "sync", "async" or "error"
 	HTTPStatus int             // the HTTP status line's code

@@ -3,7 +3,7 @@
 // lifecycle events and proxy devices, over the local Unix socket or HTTPS
 // with a client certificate and a pinned server certificate (a remote host
 // or a cluster member). It works against LXD 5.0 and later and Incus; the
-// version differences it absorbs are listed in docs lxd-rest-api.md §8–§9.
+// version differences it absorbs are commented where it absorbs them.
 //
 // Every I/O method takes a context first; no context is kept in a struct.
 // Errors are classes tested with errors.Is (ErrNotFound, ErrConflict, ...);

@@ -137,7 +137,7 @@ func (c *Client) CreateInstance(ctx context.Context, req InstancesPost) error {
 	_, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), req)
 	var lerr *Error
 	// LXD 5.0 reports a duplicate name only through the failed operation;
-	// its message is the only signal (§9.4 of the REST notes).
+	// its message is the only signal.
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) && strings.Contains(lerr.Message, "already exists") {
 		lerr.class = ErrConflict
 	}
@@ -178,7 +178,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 	_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req)
 	var lerr *Error
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) {
-		// Matched by text: LXD has no code for these (REST notes §9.5).
+		// Matched by text: LXD has no code for these.
 		if strings.Contains(lerr.Message, "already running") || strings.Contains(lerr.Message, "already stopped") {
 			lerr.class = ErrAlreadyInState
 		} else {

@@ -65,7 +65,7 @@ func TestDecodeResponse(t *testing.T) {
 }
 
 // TestWaitOperationDialects covers /wait across LXD 5.0.2, 5.0.3+/5.21/6.x
-// and Incus (REST notes §3 and §8).
+// and Incus.
 func TestWaitOperationDialects(t *testing.T) {
 	type step func(w http.ResponseWriter)
 	opBody := func(status int, errText string, meta any) step {

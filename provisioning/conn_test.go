@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 
 	"remote/internal/errdefs"
 	"remote/internal/testkit"
@@ -22,13 +21,13 @@ func TestConnUnavailableUntilDialed(t *testing.T) {
 	// A socket that never answers: Dial keeps retrying until ctx ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	c.Dial(ctx, lxdexec.Options{Socket: filepath.Join(t.TempDir(), "none.socket")}, hclog.NewNullLogger())
+	c.Dial(ctx, lxdexec.Options{Socket: filepath.Join(t.TempDir(), "none.socket")}, testkit.Logger(t, "lxd"))
 	if c.Client() != nil {
 		t.Fatal("connected to a missing socket")
 	}
 	// The real LXD: Dial connects and calls go through.
 	testkit.LXD(t)
-	c.Dial(context.Background(), lxdexec.Options{}, hclog.NewNullLogger())
+	c.Dial(context.Background(), lxdexec.Options{}, testkit.Logger(t, "lxd"))
 	if _, err := c.Instances(context.Background()); err != nil {
 		t.Fatalf("after dial: %v", err)
 	}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"remote/api"
 	"remote/internal/hostfs"
 	"remote/internal/testkit"
@@ -257,7 +255,7 @@ func TestAttackCredentialSyncBackPoison(t *testing.T) {
 		}
 	}
 	tgt := providers.Target{ProjectID: f.project, Container: f.name}
-	log := hclog.NewNullLogger()
+	log := testkit.Logger(t, "provision")
 
 	for _, tc := range []struct {
 		name, path, container, content, reason string

@@ -214,7 +214,7 @@ func lifecycleStatus(action string) (string, bool) {
 	switch action {
 	case "instance-started", "instance-restarted", "instance-resumed":
 		return StatusRunning, true
-	// "Stopped" is either event (lxd-rest-api.md §6).
+	// "Stopped" is any of these lifecycle events.
 	case "instance-stopped", "instance-shutdown", "instance-paused":
 		return StatusStopped, true
 	case "instance-deleted":

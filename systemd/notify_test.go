@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"remote/internal/testkit"
 )
 
 // notifySocket is a NOTIFY_SOCKET made by a test: a real datagram socket.
@@ -60,7 +60,7 @@ func TestNotifierSendsStates(t *testing.T) {
 		t.Run("abstract="+strconv.FormatBool(abstract), func(t *testing.T) {
 			sock := listenNotify(t, abstract)
 			t.Setenv("NOTIFY_SOCKET", sock.name)
-			n := NewNotifier(hclog.NewNullLogger())
+			n := NewNotifier(testkit.Logger(t, "systemd"))
 			if !n.Enabled() {
 				t.Fatal("Enabled() = false with NOTIFY_SOCKET set")
 			}
@@ -132,7 +132,7 @@ func TestNotifierOffWithoutSocket(t *testing.T) {
 func TestNotifierSurvivesVanishedSocket(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("NOTIFY_SOCKET", filepath.Join(dir, "gone.sock"))
-	n := NewNotifier(hclog.NewNullLogger())
+	n := NewNotifier(testkit.Logger(t, "systemd"))
 	n.Ready("x") // logged, not fatal
 	n.Watchdog()
 

@@ -18,7 +18,7 @@ import (
 )
 
 // routes adds the scripted daemon's history, rename, usage and workspace
-// socket (api.md shapes) to mux.
+// socket (docs/api.md shapes) to mux.
 func (d *scriptDaemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/chats/{id}/history", func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
@@ -161,7 +161,7 @@ func chatURL(base, id string) string { return base + "/#/chat/" + id }
 const visibleText = `document.querySelector('#chat-log').innerText`
 
 // codexApproval is the interaction_request remoted stores for Codex's
-// item/commandExecution/requestApproval (providers.md; params as input).
+// item/commandExecution/requestApproval (its params as input).
 func codexApproval(interactionID, command, cwd string, decisions string) api.Event {
 	in := `{"threadId":"thr-1","turnId":"turn-1","itemId":"call-1","reason":"needs to write outside the sandbox","command":` +
 		strconv.Quote(command) + `,"cwd":` + strconv.Quote(cwd) + `,"availableDecisions":` + decisions + `}`

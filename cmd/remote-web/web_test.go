@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/bcrypt"
 
 	"remote/config"
+	"remote/internal/testkit"
 	"remote/web"
 )
 
@@ -27,7 +27,7 @@ func startWeb(t *testing.T, toml string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := web.New(webOptions(cfg, hclog.NewNullLogger()))
+	h, err := web.New(webOptions(cfg, testkit.Logger(t, "remote-web")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAttackCookieNotSecureBehindProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !webOptions(cfg, hclog.NewNullLogger()).Secure {
+	if !webOptions(cfg, testkit.Logger(t, "remote-web")).Secure {
 		t.Error("with tls_cert set and cookie_secure unset, the cookie is not Secure")
 	}
 }
@@ -106,7 +106,7 @@ func TestTrustedProxiesWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := webOptions(cfg, hclog.NewNullLogger()).TrustedProxies
+	got := webOptions(cfg, testkit.Logger(t, "remote-web")).TrustedProxies
 	if len(got) != 2 || got[0].String() != "127.0.0.1/32" || got[1].String() != "10.0.0.0/8" {
 		t.Errorf("TrustedProxies = %v, want [127.0.0.1/32 10.0.0.0/8]", got)
 	}

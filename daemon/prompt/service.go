@@ -137,7 +137,7 @@ type PromptInput struct {
 	Text   string
 	Mode   string
 	Skills []string
-	// Synthetic, when set, is stored on the user event (api.md).
+	// Synthetic, when set, is stored on the user event (docs/api.md).
 	Synthetic string
 }
 
@@ -379,7 +379,7 @@ type emitter struct {
 }
 
 // finished reports whether the run's newest event is a terminal one
-// (complete or error), as api.md requires of every run's last event.
+// (complete or error), as docs/api.md requires of every run's last event.
 func (e *emitter) finished() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

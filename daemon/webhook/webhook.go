@@ -20,7 +20,7 @@ import (
 	"remote/api"
 )
 
-// Notification event names (api.md, "Notifications").
+// Notification event names (docs/api.md, "Notifications").
 const (
 	NotifyApprovalWaiting = "approval_waiting"
 	NotifyRunCompleted    = "run_completed"

@@ -18,7 +18,7 @@ const MaxToolOutput = 256 << 10
 const maxTracked = 4096
 
 // sessionNotFoundText is the CLI's message for --resume of an unknown
-// session (providers.md §5); the spec allows matching this upstream text.
+// session; matching this upstream text is how S23 recognises a lost session.
 const sessionNotFoundText = "No conversation found with session ID"
 
 // Usage is the normalized usage carried by run.completed: the run's token

@@ -5,7 +5,7 @@
 // providers.Launcher (initialize, thread start/resume/fork, turn start,
 // pending server requests, native interrupt on cancel).
 //
-// Decisions beyond the spec's text, checked against Codex 0.169:
+// Decisions beyond docs/behaviour.md (S19–S23), checked against Codex 0.169:
 //   - Every server→client request, known or not, is shown as
 //     interaction.request (InteractionID = the JSON text of its id) and stays
 //     pending until an explicit InteractionResponse names it; nothing is ever

@@ -47,7 +47,7 @@ func TestRealCLIAgainstFake(t *testing.T) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// Offline: no plugin or app fetches at start-up (providers.md §5).
+	// Offline: no plugin or app fetches at start-up.
 	if err := os.WriteFile(filepath.Join(home, "config.toml"),
 		[]byte("[features]\nplugins = false\napps = false\nremote_plugin = false\n"), 0o600); err != nil {
 		t.Fatal(err)

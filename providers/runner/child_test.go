@@ -16,7 +16,7 @@ import (
 )
 
 // childEnv selects the fake child behaviour when the test binary is
-// re-executed as a child process (style.md practice 10).
+// re-executed as a child process.
 const childEnv = "RUNNER_TEST_CHILD"
 
 func TestMain(m *testing.M) {

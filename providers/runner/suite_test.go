@@ -13,7 +13,7 @@ import (
 )
 
 // launcherSuite is the behaviour every providers.Launcher must show, run
-// against HostLauncher and LXDLauncher alike (style.md practice 10). Each
+// against HostLauncher and LXDLauncher alike. Each
 // command is a sh script, which both the host and the busybox test image
 // have.
 func launcherSuite(t *testing.T, l providers.Launcher, basePath string) {

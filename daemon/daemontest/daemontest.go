@@ -1,0 +1,294 @@
+// Package daemontest runs the real remoted server for black-box tests of
+// its clients (package client, remotectl, remote-web), the way Tailscale's
+// ipn/lapitest runs a real LocalAPI: the same constructor cmd/remoted uses
+// (daemon.New with a real store, the real route table, the project routes
+// and the peer-credential gate) on a Unix socket in a temporary directory,
+// with scripted providers in place of the agent CLIs. What the tests see is
+// what a user of the socket sees; there is no second implementation of the
+// API to drift from the first.
+//
+// The project routes and the doctor are always wired, as cmd/remoted wires
+// them: without
+// Options.LXD the daemon runs degraded (project operations that need LXD
+// answer 503, as remoted does while LXD is unreachable); with it they run
+// on the machine's real LXD (testkit.LXD: skipped locally, failing in CI
+// when LXD is missing).
+//
+// The daemon logs through testkit.Logger, so a failing test shows its log.
+// It is imported by tests only.
+package daemontest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/client"
+	"remote/daemon"
+	"remote/daemon/doctor"
+	"remote/daemon/projectapi"
+	"remote/daemon/prompt"
+	"remote/daemon/store"
+	"remote/internal/testkit"
+	"remote/lxdexec"
+	"remote/providers"
+	"remote/provisioning"
+)
+
+// Options configures a Daemon; the zero value is a daemon without LXD
+// serving the default Claude and Codex fakes.
+type Options struct {
+	// Providers replaces the default fakes (Daemon.Claude, Daemon.Codex).
+	Providers []providers.Provider
+	// LXD wires the project routes to the real LXD (testkit.LXD).
+	LXD bool
+	// Chats are written to the store before the server starts, as a
+	// previous run of the daemon would have left them.
+	Chats []Chat
+	// Version is what GET /v1/info reports; "" is "test".
+	Version string
+	// Configure, when set, adjusts the daemon's options before daemon.New.
+	Configure func(*daemon.Options)
+}
+
+// Chat is a stored chat and its events (Seq and T are assigned by the store).
+type Chat struct {
+	api.Chat
+	Events []api.Event
+}
+
+// Daemon is a running remoted server.
+type Daemon struct {
+	// Socket is the path of the API socket.
+	Socket string
+	// StateDir holds the store; it is also the default cwd of loose chats.
+	StateDir string
+	Store    *store.Store
+	Server   *daemon.Server
+	// LXD is the LXD client the project routes use; nil without Options.LXD.
+	LXD *lxdexec.Client
+	// Claude and Codex are the default scripted providers (nil when
+	// Options.Providers replaced them).
+	Claude, Codex *Provider
+
+	t      testing.TB
+	mu     sync.Mutex
+	audit  []AuditRecord
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// AuditRecord is one line of the daemon's audit log: a state-changing
+// request (any method but GET and HEAD, or a WebSocket upgrade).
+type AuditRecord struct {
+	Route  string // "POST /v1/chats/{id}/cancel"
+	User   string // the acting user; "" when the request named none
+	Status int
+}
+
+// testKey is the fixed secrets key of the daemon's store.
+var testKey = []byte("daemontest-secrets-key-32-bytes!")
+
+// New starts a daemon; it is shut down (runs cancelled, store closed) when
+// the test ends.
+func New(t testing.TB, o Options) *Daemon {
+	t.Helper()
+	// The socket path must fit sockaddr_un (108 bytes): t.TempDir() can be
+	// too deep, so the socket gets a short directory of its own.
+	sockDir, err := os.MkdirTemp("", "rdt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	d := &Daemon{t: t, Socket: filepath.Join(sockDir, "remoted.sock"), StateDir: t.TempDir(), done: make(chan error, 1)}
+
+	log := testkit.Logger(t, "remoted")
+	log.RegisterSink(&auditSink{d: d})
+
+	st, err := store.Open(filepath.Join(d.StateDir, "remoted.db"), store.Options{Key: testKey, Logger: log.Named("store")})
+	if err != nil {
+		t.Fatalf("daemontest: open store: %v", err)
+	}
+	d.Store = st
+	for _, c := range o.Chats {
+		if err := st.CreateChat(c.Chat); err != nil {
+			t.Fatalf("daemontest: seed chat %s: %v", c.ID, err)
+		}
+		if len(c.Events) > 0 {
+			if _, err := st.Append(c.ID, c.Events...); err != nil {
+				t.Fatalf("daemontest: seed events of chat %s: %v", c.ID, err)
+			}
+		}
+	}
+
+	var lxdClient *lxdexec.Client
+	var lxdStatus daemon.LXDStatus
+	if o.LXD {
+		lxdClient = testkit.LXD(t)
+		d.LXD = lxdClient
+		lxdStatus = lxdInfo{lxdClient}
+	}
+	conn := provisioning.NewConn(lxdClient)
+	prep, err := provisioning.New(provisioning.Options{
+		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
+		Image: testkit.TestImage, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("daemontest: preparer: %v", err)
+	}
+	projects, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")})
+	if err != nil {
+		t.Fatalf("daemontest: project routes: %v", err)
+	}
+
+	ps := o.Providers
+	if ps == nil {
+		d.Claude, d.Codex = Claude(), Codex()
+		ps = []providers.Provider{d.Claude, d.Codex}
+	}
+	reg := prompt.NewRegistry()
+	m := map[providers.ProviderID]providers.Provider{}
+	var order []providers.ProviderID
+	for _, p := range ps {
+		m[p.ID()] = p
+		order = append(order, p.ID())
+	}
+	reg.Set(m, nil, order)
+
+	version := o.Version
+	if version == "" {
+		version = "test"
+	}
+	roots := prompt.NewRoots([]string{os.TempDir()}, "")
+	doctor := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
+	opts := daemon.Options{
+		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
+		Roots:          roots,
+		DefaultCwd:     d.StateDir,
+		StateDir:       d.StateDir,
+		LXD:            lxdStatus,
+		Projects:       projectapi.ProjectChatCheck{Store: st},
+		RouteProviders: []daemon.RouteProvider{projects, doctor},
+	}
+	if o.Configure != nil {
+		o.Configure(&opts)
+	}
+	srv, err := daemon.New(opts)
+	if err != nil {
+		st.Close()
+		t.Fatalf("daemontest: daemon.New: %v", err)
+	}
+	d.Server = srv
+	projects.Attach(srv)
+	if err := srv.Service().RecoverInterrupted(); err != nil {
+		st.Close()
+		t.Fatalf("daemontest: RecoverInterrupted: %v", err)
+	}
+	ln, err := daemon.Listen(d.Socket, "")
+	if err != nil {
+		st.Close()
+		t.Fatalf("daemontest: listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() { d.done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(d.stop)
+	// Serving: one answered request means Serve has registered its HTTP
+	// server, so a Shutdown from here on stops it. (A Shutdown that runs
+	// before Serve has started leaves Serve running.)
+	readyCtx, readyCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer readyCancel()
+	if _, err := d.Client("").Info(readyCtx); err != nil {
+		t.Fatalf("daemontest: the daemon does not answer: %v", err)
+	}
+	return d
+}
+
+// stop shuts the daemon down the way remoted does on SIGTERM, then closes
+// the store.
+func (d *Daemon) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Server.Shutdown(ctx); err != nil {
+		d.t.Errorf("daemontest: Shutdown: %v", err)
+	}
+	d.cancel()
+	if err := <-d.done; err != nil {
+		d.t.Errorf("daemontest: Serve: %v", err)
+	}
+	if err := d.Store.Close(); err != nil {
+		d.t.Errorf("daemontest: close store: %v", err)
+	}
+}
+
+// Client returns a client of the daemon acting as user (X-Remote-User; the
+// test process runs as the daemon's uid, which may name any user).
+func (d *Daemon) Client(user string) *client.Client {
+	return client.New(d.Socket).WithUser(user)
+}
+
+// Audit returns the audit records logged so far, in order.
+func (d *Daemon) Audit() []AuditRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.audit)
+}
+
+// AuditCount returns how many audit records name route (e.g.
+// "POST /v1/chats/{id}/cancel").
+func (d *Daemon) AuditCount(route string) int {
+	n := 0
+	for _, r := range d.Audit() {
+		if r.Route == route {
+			n++
+		}
+	}
+	return n
+}
+
+// auditSink collects the daemon's audit lines ("request" on the logger
+// named remoted.api.audit) as AuditRecords.
+type auditSink struct{ d *Daemon }
+
+// Accept implements hclog.SinkAdapter.
+func (s *auditSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+	if name != "remoted.api.audit" || msg != "request" {
+		return
+	}
+	var rec AuditRecord
+	for i := 0; i+1 < len(args); i += 2 {
+		k, _ := args[i].(string)
+		switch k {
+		case "route":
+			rec.Route, _ = args[i+1].(string)
+		case "user":
+			rec.User, _ = args[i+1].(string)
+		case "status":
+			rec.Status, _ = args[i+1].(int)
+		}
+	}
+	s.d.mu.Lock()
+	s.d.audit = append(s.d.audit, rec)
+	s.d.mu.Unlock()
+}
+
+// lxdInfo reports LXD's reachability and version for GET /v1/info, as
+// remoted's LXD link does.
+type lxdInfo struct{ c *lxdexec.Client }
+
+func (l lxdInfo) Status(ctx context.Context) api.LXDInfo {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	srv, err := l.c.Server(ctx)
+	if err != nil {
+		return api.LXDInfo{Reachable: false, Error: err.Error()}
+	}
+	return api.LXDInfo{Reachable: true, ServerVersion: srv.ServerVersion, Server: srv.Server}
+}
