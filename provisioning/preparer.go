@@ -507,6 +507,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
 		Profiles: p.profiles,
 		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
+		Devices:  rootOnPool(proj.Pool),
 	})
 	if err != nil {
 		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, classify(err))
