@@ -294,6 +294,10 @@ type Project struct {
 	// "project" (the container keeps its own login; nothing is copied
 	// between it and the host).
 	Credentials string `json:"credentials,omitempty"`
+
+	// Pool is the LXD storage pool of the container's root disk ("": the
+	// profile's root disk).
+	Pool string `json:"pool,omitempty"`
 }
 
 // Project credential modes (Project.Credentials).
@@ -312,6 +316,9 @@ type CreateProjectRequest struct {
 	Checkpoints string `json:"checkpoints,omitempty"`
 	// Limits: absent fields take the daemon's defaults ([projects.limits]).
 	Limits *ProjectLimits `json:"limits,omitempty"`
+	// Pool names an LXD storage pool for the container's root disk; it
+	// must exist. Absent: [projects] pool, else the profile's root disk.
+	Pool string `json:"pool,omitempty"`
 
 	// Credentials is "shared" (default) or "project"; see Project.
 	Credentials string `json:"credentials,omitempty"`

@@ -85,6 +85,10 @@ type ProjectsProvisioning struct {
 	// CheckpointKeep is how many turn checkpoints each project keeps
 	// (default 20; at most 1000).
 	CheckpointKeep int `toml:"checkpoint_keep"`
+	// Pool is the LXD storage pool of new projects' root disks when the
+	// request names none ("": the profile's root disk). The daemon checks
+	// that LXD has it when a project is created.
+	Pool string `toml:"pool"`
 	// Limits are the default resource limits of project containers.
 	Limits ProjectLimits `toml:"limits"`
 }
@@ -142,6 +146,9 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	if p.CheckpointKeep < 0 || p.CheckpointKeep > 1000 {
 		ps.add(ErrInvalidValue, keyPath("projects", "checkpoint_keep"), "must be 0 (default 20) to 1000")
 	}
+	if p.Pool != "" && !validPoolName(p.Pool) {
+		ps.add(ErrInvalidValue, keyPath("projects", "pool"), "must be an LXD storage pool name (letters, digits, '.', '_', '-'; at most 63)")
+	}
 	if p.Limits.Processes < 0 {
 		ps.add(ErrInvalidValue, keyPath("projects", "limits", "processes"), "must not be negative")
 	}
@@ -150,4 +157,17 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 			ps.add(ErrInvalidValue, keyPath("projects", "limits", key), "must not contain spaces")
 		}
 	}
+}
+
+// validPoolName reports whether s can be an LXD storage pool name.
+func validPoolName(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '.' || s[0] == '-' || s[0] == '_' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -29,11 +29,12 @@ sync = true
 container_home = "/root"
 start_parallel = 8
 checkpoint_keep = 5
+pool = "btrfs"
 [projects.limits]
 memory = "2GiB"
 processes = 500
 `, check: func(t *testing.T, c Config) {
-			if c.Projects.CheckpointKeep != 5 || c.Projects.Limits.Memory != "2GiB" || c.Projects.Limits.Processes != 500 {
+			if c.Projects.CheckpointKeep != 5 || c.Projects.Pool != "btrfs" || c.Projects.Limits.Memory != "2GiB" || c.Projects.Limits.Processes != 500 {
 				t.Fatalf("checkpoint_keep/limits %+v", c.Projects)
 			}
 			p := c.Providers["claude"]
@@ -49,6 +50,7 @@ processes = 500
 		{name: "unknown key", toml: "[providers.claude]\ninstal = [\"npm\"]\n", wantErr: "instal"},
 		{name: "checkpoint_keep too big", toml: "[projects]\ncheckpoint_keep = 1001\n", wantErr: "checkpoint_keep"},
 		{name: "negative processes", toml: "[projects.limits]\nprocesses = -1\n", wantErr: "processes"},
+		{name: "bad pool", toml: "[projects]\npool = \"../x\"\n", wantErr: "[projects] pool"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
 	}
 	for _, tc := range tests {

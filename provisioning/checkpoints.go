@@ -160,9 +160,81 @@ func (p *Preparer) takeCheckpoint(ctx context.Context, proj api.Project, t Turn)
 	}
 	t.Done(proj.Name, name, err)
 	if err == nil {
-		if perr := p.prune(ctx, snap, proj); perr != nil {
-			p.log.Warn("prune checkpoints", "project", proj.Name, "error", perr)
+		// Retention is off the turn's path: the CLI starts while the old
+		// checkpoints are listed and deleted. Listing, restore and fork
+		// wait for it (awaitPrune), so they see the same as before.
+		pctx := context.WithoutCancel(ctx)
+		p.pruning.schedule(proj.Container, func() {
+			pctx, cancel := context.WithTimeout(pctx, 5*time.Minute)
+			defer cancel()
+			if perr := p.prune(pctx, snap, proj); perr != nil {
+				p.log.Warn("prune checkpoints", "project", proj.Name, "error", perr)
+			}
+		})
+	}
+}
+
+// pruneQueue runs each container's retention in the background, one run
+// at a time per container: a request while one runs makes it run once
+// more after.
+type pruneQueue struct {
+	mu   sync.Mutex
+	runs map[string]*pruneRun
+}
+
+type pruneRun struct {
+	again bool
+	done  chan struct{}
+}
+
+func (q *pruneQueue) schedule(container string, fn func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r := q.runs[container]; r != nil {
+		r.again = true
+		return
+	}
+	if q.runs == nil {
+		q.runs = map[string]*pruneRun{}
+	}
+	r := &pruneRun{done: make(chan struct{})}
+	q.runs[container] = r
+	go func() {
+		for {
+			fn()
+			q.mu.Lock()
+			if !r.again {
+				delete(q.runs, container)
+				close(r.done)
+				q.mu.Unlock()
+				return
+			}
+			r.again = false
+			q.mu.Unlock()
 		}
+	}()
+}
+
+// WaitRetention returns when no checkpoint retention run is pending for
+// proj's container (or ctx ends). Listing, restore and fork already wait;
+// benchmarks use it to keep the background work out of other timings.
+func (p *Preparer) WaitRetention(ctx context.Context, proj api.Project) error {
+	return p.pruning.wait(ctx, proj.Container)
+}
+
+// wait returns when no retention runs for container (or ctx ends).
+func (q *pruneQueue) wait(ctx context.Context, container string) error {
+	q.mu.Lock()
+	r := q.runs[container]
+	q.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -206,6 +278,9 @@ func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Che
 	if !ok {
 		return nil, ErrNoSnapshots
 	}
+	if err := p.pruning.wait(ctx, proj.Container); err != nil {
+		return nil, err
+	}
 	list, err := snap.Snapshots(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		return []api.Checkpoint{}, nil
@@ -241,6 +316,9 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 		return err
 	}
 	defer unlock()
+	if err := p.pruning.wait(ctx, proj.Container); err != nil {
+		return err
+	}
 	if err := hasSnapshot(ctx, snap, proj, name); err != nil {
 		return err
 	}
@@ -262,6 +340,10 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 		return ErrNoSnapshots
 	}
 	defer p.pinned.add(src.Container + "/" + name)()
+	// A retention run that started before the pin may still delete it.
+	if err := p.pruning.wait(ctx, src.Container); err != nil {
+		return err
+	}
 	if err := hasSnapshot(ctx, snap, src, name); err != nil {
 		return err
 	}

@@ -141,9 +141,10 @@ type Preparer struct {
 	wired       bool
 	syncTimeout time.Duration
 	log         hclog.Logger
-	lifecycle   keyLock // one container lifecycle change at a time
-	keep        int     // checkpoints kept per project
-	pinned      pins    // checkpoints a fork is copying
+	lifecycle   keyLock    // one container lifecycle change at a time
+	keep        int        // checkpoints kept per project
+	pinned      pins       // checkpoints a fork is copying
+	pruning     pruneQueue // checkpoint retention runs
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -406,6 +407,7 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 		return err
 	}
 	defer unlock()
+	_ = p.pruning.wait(ctx, proj.Container) // no retention run on a deleted container
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		return nil
@@ -508,6 +510,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
 		Profiles: p.profiles,
 		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
+		Devices:  rootOnPool(proj.Pool),
 	})
 	if err != nil {
 		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, classify(err))

@@ -19,7 +19,7 @@ func init() {
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [-pool NAME] [--json]", Summary: "create a project", Run: runProjectCreate},
 	"list":        {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
 	"show":        {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
 	"start":       {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
@@ -82,6 +82,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")
 	fs.StringVar(&req.Credentials, "credentials", "", "`mode`: shared (the host user's logins, default) or project (the container's own)")
 	fs.StringVar(&req.Checkpoints, "checkpoints", "", "`turn` (a snapshot before each turn, the default) or off")
+	fs.StringVar(&req.Pool, "pool", "", "LXD storage `pool` of the container's root disk (default: [projects] pool, else the profile's)")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -143,6 +144,9 @@ func printProject(e *env, p api.Project) error {
 	fmt.Fprintf(tw, "checkpoints:\t%s\n", dash(p.Checkpoints))
 	if p.Limits != nil {
 		fmt.Fprintf(tw, "limits:\t%s\n", limitsText(*p.Limits))
+	}
+	if p.Pool != "" {
+		fmt.Fprintf(tw, "pool:\t%s\n", p.Pool)
 	}
 	fmt.Fprintf(tw, "created:\t%s\n", p.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	return tw.Flush()

@@ -70,7 +70,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		return projectWiring{}, err
 	}
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
-		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits)})
+		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool})
 	if err != nil {
 		return projectWiring{}, err
 	}

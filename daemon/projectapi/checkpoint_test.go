@@ -81,10 +81,13 @@ func (e *projectEnv) checkpointList(t *testing.T, project string) []api.Checkpoi
 
 // TestCheckpointsPerTurn: every turn of a project chat is preceded by an
 // LXD snapshot, evented right after the user event and listed with its
-// chat and seq; retention keeps the newest checkpoint_keep.
-func TestCheckpointsPerTurn(t *testing.T) {
+// chat and seq; retention keeps the newest checkpoint_keep. On each
+// storage path (dir, btrfs).
+func TestCheckpointsPerTurn(t *testing.T) { forEachPool(t, testCheckpointsPerTurn) }
+
+func testCheckpointsPerTurn(t *testing.T, pool testkit.Pool) {
 	e := newProjectEnv(t, projectEnvOpts{checkpointKeep: 2, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
-	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckpt")})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckpt"), Pool: pool.Name})
 	var userSeqs []int64
 	for _, turn := range []string{"t1", "t2", "t3"} {
 		evs := e.prompt(t, chat.ID, "alice", turn)
@@ -121,6 +124,7 @@ func TestCheckpointsPerTurn(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("stored checkpoint events with snapshot and project: %d, want 3", n)
 	}
+	assertRootPool(t, e, proj.Container, pool)
 	list := e.checkpointList(t, proj.Name)
 	if len(list) != 2 {
 		t.Fatalf("checkpoints after 3 turns with keep 2: %+v", list)
@@ -193,10 +197,13 @@ func assistantText(evs []api.Event) string {
 // TestCheckpointRestore: restoring the checkpoint taken before turn 2
 // brings the container back to turn 1's files, marks every chat of the
 // project with system/checkpoint_restored, and the next prompt starts a
-// fresh provider session; a restore while a run is active is refused.
-func TestCheckpointRestore(t *testing.T) {
+// fresh provider session; a restore while a run is active is refused. On
+// each storage path (dir, btrfs).
+func TestCheckpointRestore(t *testing.T) { forEachPool(t, testCheckpointRestore) }
+
+func testCheckpointRestore(t *testing.T, pool testkit.Pool) {
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
-	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckrest")})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckrest"), Pool: pool.Name})
 	e.prompt(t, chat.ID, "alice", "t1")
 	evs := e.prompt(t, chat.ID, "alice", "t2")
 	if got := assistantText(evs); got != "resume=s-"+chat.ID+" files=t1 t2" {
@@ -210,6 +217,7 @@ func TestCheckpointRestore(t *testing.T) {
 	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
 		t.Fatalf("after restore /root = %q, want t1", got)
 	}
+	assertRootPool(t, e, proj.Container, pool)
 	all := e.events(chat.ID)
 	last := all[len(all)-1]
 	if last.Type != api.EventSystem || last.Subtype != api.SubtypeCheckpointRestored ||
@@ -266,9 +274,13 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 // TestForkWithContainer: forking at turn 2 with the container gives a new
 // chat with turn 1's history only and a new project of the caller's whose
 // container has turn 1's file and not turn 2's; the original keeps both.
-func TestForkWithContainer(t *testing.T) {
+// On each storage path (dir, btrfs): the fork's root disk stays on the
+// original's pool.
+func TestForkWithContainer(t *testing.T) { forEachPool(t, testForkWithContainer) }
+
+func testForkWithContainer(t *testing.T, pool testkit.Pool) {
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
-	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork"), Credentials: api.CredentialsProject})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork"), Credentials: api.CredentialsProject, Pool: pool.Name})
 	e.prompt(t, chat.ID, "alice", "t1")
 	turn2 := e.prompt(t, chat.ID, "alice", "t2")
 	at := turn2[len(turn2)-1].Seq // the turn's last event
@@ -309,6 +321,11 @@ func TestForkWithContainer(t *testing.T) {
 	if got := strings.TrimSpace(lxdShell(t, e.lxd, np.Container, "ls /root | tr '\\n' ' '")); got != "t1" {
 		t.Fatalf("forked container /root = %q, want t1", got)
 	}
+	if np.Pool != pool.Name {
+		t.Fatalf("forked project's pool %q, want the original's %q", np.Pool, pool.Name)
+	}
+	assertRootPool(t, e, proj.Container, pool)
+	assertRootPool(t, e, np.Container, pool)
 	if got := strings.TrimSpace(lxdShell(t, e.lxd, proj.Container, "ls /root | tr '\\n' ' '")); got != "t1 t2" {
 		t.Fatalf("original container /root = %q, want t1 t2", got)
 	}

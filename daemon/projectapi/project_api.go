@@ -51,6 +51,9 @@ type ProjectsOptions struct {
 	// DefaultLimits fill the limits a new project does not name
 	// ([projects.limits]).
 	DefaultLimits api.ProjectLimits
+	// DefaultPool is the storage pool of a new project naming none
+	// ([projects] pool; "": the profile's root disk).
+	DefaultPool string
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -188,6 +191,10 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	pool, err := p.newPool(r.Context(), req.Pool)
+	if err != nil {
+		return err
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart
@@ -197,7 +204,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	proj := api.Project{
 		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
-		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
+		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project

@@ -67,6 +67,7 @@ type projectEnvOpts struct {
 	// checkpointKeep is its checkpoints kept per project.
 	prepLXD        func(*provisioning.Conn) provisioning.LXD
 	checkpointKeep int
+	defaultPool    string // [projects] pool
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -110,7 +111,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log})
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool})
 		if err != nil {
 			t.Fatal(err)
 		}

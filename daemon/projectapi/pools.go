@@ -1,0 +1,35 @@
+package projectapi
+
+import (
+	"context"
+	"errors"
+	"regexp"
+
+	"remote/internal/errdefs"
+	"remote/provisioning"
+)
+
+// poolNameRE is what LXD accepts as a storage pool name (and what is safe
+// in its URL path).
+var poolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// newPool is a new project's storage pool: the request's, else the
+// daemon's default ([projects] pool), else "" (the profile's root disk). A
+// named pool must exist in LXD: otherwise a 400 naming it.
+func (p *Projects) newPool(ctx context.Context, req string) (string, error) {
+	pool := req
+	if pool == "" {
+		pool = p.o.DefaultPool
+	}
+	if pool == "" {
+		return "", nil
+	}
+	if !poolNameRE.MatchString(pool) {
+		return "", errdefs.InvalidArgument("invalid pool %q: an LXD storage pool name (letters, digits, '.', '_', '-')", pool)
+	}
+	err := p.o.Preparer.CheckPool(ctx, pool)
+	if errors.Is(err, provisioning.ErrNoSuchPool) {
+		return "", errdefs.InvalidArgument("unknown pool %q: LXD has no storage pool of that name", pool)
+	}
+	return pool, err // unavailable: a 503
+}

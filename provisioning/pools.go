@@ -1,0 +1,61 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"remote/lxdexec"
+)
+
+// PoolChecker is the LXD ability to look a storage pool up. *lxdexec.Client
+// and *Conn satisfy it.
+type PoolChecker interface {
+	StoragePool(ctx context.Context, name string) (*lxdexec.StoragePool, error)
+}
+
+var (
+	_ PoolChecker = (*lxdexec.Client)(nil)
+	_ PoolChecker = (*Conn)(nil)
+)
+
+// ErrNoSuchPool means a project names a storage pool LXD does not have.
+var ErrNoSuchPool = errors.New("no such storage pool in LXD")
+
+// StoragePool implements PoolChecker.
+func (c *Conn) StoragePool(ctx context.Context, name string) (*lxdexec.StoragePool, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.StoragePool(ctx, name)
+}
+
+// CheckPool returns nil when LXD has the storage pool name, an error
+// matching ErrNoSuchPool when it does not, and an unavailability error
+// (IsUnavailable) when LXD cannot be asked.
+func (p *Preparer) CheckPool(ctx context.Context, name string) error {
+	pc, ok := p.lxd.(PoolChecker)
+	if !ok {
+		return fmt.Errorf("storage pool %q: the LXD client cannot look pools up", name)
+	}
+	_, err := pc.StoragePool(ctx, name)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		return fmt.Errorf("storage pool %q: %w", name, ErrNoSuchPool)
+	}
+	if err != nil {
+		return fmt.Errorf("storage pool %q: %w", name, classify(err))
+	}
+	return nil
+}
+
+// rootOnPool is the instance devices of a new container whose root disk is
+// on pool: a local root disk device, which overrides the profile's (and
+// which an LXD copy of the container keeps, so forks stay on the pool).
+// No pool: none, the profile's root disk.
+func rootOnPool(pool string) map[string]map[string]string {
+	if pool == "" {
+		return nil
+	}
+	return map[string]map[string]string{"root": {"type": "disk", "path": "/", "pool": pool}}
+}
