@@ -167,7 +167,7 @@ func New(t testing.TB, o Options) *Daemon {
 		version = "test"
 	}
 	roots := prompt.NewRoots([]string{os.TempDir()}, "")
-	doctor := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
+	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
 	opts := daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
 		Roots:          roots,
@@ -175,7 +175,7 @@ func New(t testing.TB, o Options) *Daemon {
 		StateDir:       d.StateDir,
 		LXD:            lxdStatus,
 		Projects:       projectapi.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects, doctor},
+		RouteProviders: []daemon.RouteProvider{projects, doc},
 	}
 	if o.Configure != nil {
 		o.Configure(&opts)
