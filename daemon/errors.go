@@ -32,7 +32,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // BadRequest returns an errdefs.ErrInvalidArgument error (400 bad_request);
 // the message should name the offending field or value.
 func BadRequest(format string, args ...any) error {
-	return errdefs.Wrap(errdefs.ErrInvalidArgument, errors.New(fmt.Sprintf(format, args...)))
+	return errdefs.Wrap(errdefs.ErrInvalidArgument, fmt.Errorf(format, args...))
 }
 
 // msgStorageFull is the answer to a store write that hit ENOSPC/EDQUOT: the

@@ -339,7 +339,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	runID, err := s.svc.Start(r.Context(), c.ID, prompt.PromptInput{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
+	runID, err := s.svc.Start(r.Context(), c.ID, prompt.Input{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
 	if err != nil {
 		return err
 	}

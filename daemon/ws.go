@@ -171,7 +171,7 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 	}
 	switch msg.Type {
 	case msgPrompt:
-		_, err := s.svc.Start(ctx, chatID, prompt.PromptInput{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills, Synthetic: msg.Synthetic})
+		_, err := s.svc.Start(ctx, chatID, prompt.Input{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills, Synthetic: msg.Synthetic})
 		switch {
 		case msg.ClientID != "":
 			ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}

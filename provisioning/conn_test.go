@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-
 	"remote/internal/errdefs"
 	"remote/internal/testkit"
 	"remote/lxdexec"

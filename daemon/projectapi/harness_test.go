@@ -53,12 +53,6 @@ func (f *fakeProvider) Run(ctx context.Context, req providers.RunRequest, emit f
 	return f.run(ctx, req, emit)
 }
 
-func (f *fakeProvider) requests() []providers.RunRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]providers.RunRequest(nil), f.reqs...)
-}
-
 // testKey is a fixed secrets key for test stores.
 var testKey = bytes.Repeat([]byte{7}, 32)
 
@@ -262,16 +256,3 @@ func types(evs []api.Event) []string {
 	}
 	return out
 }
-
-func checkGapless(t testing.TB, evs []api.Event, from int64) {
-	t.Helper()
-	for i, ev := range evs {
-		if ev.Seq != from+int64(i) {
-			t.Fatalf("event %d has seq %d, want %d (%v)", i, ev.Seq, from+int64(i), types(evs))
-		}
-	}
-}
-
-type netConn = net.Conn
-
-func dialUnix(path string) (net.Conn, error) { return net.Dial("unix", path) }

@@ -79,8 +79,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})
 	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
-	var ts *testServer
-	ts = newTestServer(t, nil, func(opts *daemon.Options) {
+	ts := newTestServer(t, nil, func(opts *daemon.Options) {
 		opts.Logger = log
 		st := opts.Store.(interface {
 			ProjectStore

@@ -81,6 +81,3 @@ func (r Roots) Check(cwd string) (string, error) {
 	}
 	return "", errdefs.InvalidArgument("cwd: %q is not a directory %s may enter inside the allowed roots (%s)", cwd, who, strings.Join(r.dirs, ", "))
 }
-
-// uidString formats an id for messages.
-func uidString(id uint32) string { return strconv.FormatUint(uint64(id), 10) }

@@ -132,8 +132,8 @@ func (s *Service) SetRoots(r Roots) { s.roots.Store(&r) }
 // Roots returns the allowed roots in force.
 func (s *Service) Roots() Roots { return *s.roots.Load() }
 
-// PromptInput is one prompt as the API and the chat socket accept it.
-type PromptInput struct {
+// Input is one prompt as the API and the chat socket accept it.
+type Input struct {
 	Text   string
 	Mode   string
 	Skills []string
@@ -147,7 +147,7 @@ var syntheticPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // maxPromptBytes bounds one prompt's text.
 const maxPromptBytes = 512 << 10
 
-func (in PromptInput) validate() error {
+func (in Input) validate() error {
 	if strings.TrimSpace(in.Text) == "" {
 		return errdefs.InvalidArgument("text: must not be empty")
 	}
@@ -172,7 +172,7 @@ func (in PromptInput) validate() error {
 // event and starts the run in the background. It returns the run id, or
 // runhub.ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
 // depend on ctx's cancellation, only on Cancel and Shutdown.
-func (s *Service) Start(ctx context.Context, chatID string, in PromptInput) (string, error) {
+func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, error) {
 	if err := in.validate(); err != nil {
 		return "", err
 	}
@@ -479,7 +479,7 @@ type turn struct {
 	chat    api.Chat
 	p       providers.Provider
 	caps    providers.Capabilities
-	in      PromptInput
+	in      Input
 	userSeq int64
 
 	log hclog.Logger

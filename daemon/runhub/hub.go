@@ -437,7 +437,7 @@ func replayPages[T any](ctx context.Context, chatID string, since int64, read fu
 	}
 }
 
-// newID returns n random bytes as lowercase hex.
+// NewID returns n random bytes as lowercase hex.
 func NewID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

@@ -213,7 +213,7 @@ func walk(err error, f func(error) bool) bool {
 		if f(err) {
 			return true
 		}
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // this is the unwrap walk itself, one level at a time
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
 				if walk(e, f) {
