@@ -74,8 +74,13 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
+	if req.Ports != nil { // previews: the preview devices follow the ports
+		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil || req.Limits == nil {
+			return errOr(err, func() error { return writeJSON(w, http.StatusOK, proj) })
+		}
+	}
 	if req.Limits == nil {
-		return BadRequest("nothing to change: the body names no limits")
+		return BadRequest("nothing to change: the body names no limits or ports")
 	}
 	if err := checkLimits(*req.Limits); err != nil {
 		return err

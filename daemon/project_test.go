@@ -65,6 +65,8 @@ type projectEnvOpts struct {
 	// checkpointKeep is its checkpoints kept per project.
 	prepLXD        func(*provisioning.Conn) provisioning.LXD
 	checkpointKeep int
+	// previewDir holds the port previews' sockets ("" none).
+	previewDir string
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -99,7 +101,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		prep, err := provisioning.New(provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
-			CredentialSyncTimeout: 3 * time.Second,
+			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -246,6 +246,11 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 	if err := snap.RestoreSnapshot(ctx, proj.Container, name); err != nil {
 		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, classify(err))
 	}
+	if inst, _, err := p.lxd.Instance(ctx, proj.Container); err == nil { // the snapshot's devices are its ports then
+		if err := p.syncPreviews(ctx, proj, inst); err != nil {
+			p.log.Warn("project previews not set after restore", "project", proj.Name, "error", err)
+		}
+	}
 	return nil
 }
 
