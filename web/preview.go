@@ -178,7 +178,7 @@ func (s *Server) ownsPort(ctx context.Context, user, project string, port int) (
 // the page is served here and the page's cookie is never accepted.
 func (s *Server) PreviewHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := s.hostAllowed(r.Host); !ok {
+		if !s.previewHostAllowed(r.Host) {
 			writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("host %q is not served here", r.Host))
 			return
 		}
@@ -331,11 +331,7 @@ func (s *Server) setupPreviews() error {
 		return fmt.Errorf("web: preview URL %q: want an origin like http://127.0.0.1:8081", s.opts.PreviewURL)
 	}
 	s.previewOrigin = u.Scheme + "://" + u.Host
-	if h := u.Hostname(); h != "" {
-		if _, err := netip.ParseAddr(h); err != nil {
-			s.hosts[normalHost(h)] = true
-		}
-	}
+	s.previewHost = normalHost(u.Hostname())
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	s.daemon = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -344,4 +340,19 @@ func (s *Server) setupPreviews() error {
 	}}
 	s.previewProxy = newPreviewProxy(s.opts.Socket, s.log.Named("preview"))
 	return nil
+}
+
+// previewHostAllowed reports whether the preview origin answers to
+// hostport's host: localhost, an IP address, or preview_url's host (the
+// page's allowed_hosts are not the preview's, nor is this the page's).
+func (s *Server) previewHostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = normalHost(host)
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host != "" && (host == "localhost" || host == s.previewHost)
 }

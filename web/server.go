@@ -106,6 +106,7 @@ type Server struct {
 	pages    fs.FS
 
 	previewOrigin   string // scheme://host[:port] of PreviewURL
+	previewHost     string // its host name, answered on the preview origin
 	previewTokens   *grants
 	previewSessions *grants
 	previewProxy    http.Handler
