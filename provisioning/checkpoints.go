@@ -273,6 +273,13 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 	if err := snap.CopyFromSnapshot(ctx, src.Container, name, dst.Container, cfg); err != nil {
 		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, classify(err))
 	}
+	// The copy has the original's preview devices (its sockets): dst's own
+	// replace them before anything starts it, LXD's autostart included.
+	if inst, _, err := p.lxd.Instance(ctx, dst.Container); err == nil {
+		if err := p.syncPreviews(ctx, dst, inst); err != nil {
+			p.log.Warn("forked project's previews not set", "project", dst.Name, "error", err)
+		}
+	}
 	return nil
 }
 
