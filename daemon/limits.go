@@ -75,8 +75,11 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Ports != nil { // previews: the preview devices follow the ports
-		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil || req.Limits == nil {
-			return errOr(err, func() error { return writeJSON(w, http.StatusOK, proj) })
+		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
+			return err
+		}
+		if req.Limits == nil {
+			return writeJSON(w, http.StatusOK, proj)
 		}
 	}
 	if req.Limits == nil {

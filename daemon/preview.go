@@ -193,11 +193,3 @@ func (p *Projects) setPorts(ctx context.Context, proj api.Project, ports []int) 
 	p.log.Info("project ports set", "project", proj.Name, "ports", fmt.Sprint(ports))
 	return updated, nil
 }
-
-// errOr returns err, or then()'s result when err is nil.
-func errOr(err error, then func() error) error {
-	if err != nil {
-		return err
-	}
-	return then()
-}
