@@ -95,6 +95,17 @@ func (g *grants) get(token string, take bool) (previewGrant, bool) {
 	return v, ok && g.now().Before(v.expires)
 }
 
+// dropUser removes every grant of user.
+func (g *grants) dropUser(user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, v := range g.m {
+		if v.user == user {
+			delete(g.m, k)
+		}
+	}
+}
+
 var (
 	previewPathRE  = regexp.MustCompile(`^/preview/([a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?)/([1-9][0-9]{0,4})/?$`)
 	daemonPortsRE  = regexp.MustCompile(`^/v1/projects/[^/]+/ports(/|$)`)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // TestAttackPreviewRebinding: the preview origin answers only to
@@ -49,5 +50,27 @@ func TestStripCookies(t *testing.T) {
 	h = http.Header{"Cookie": {"remote_session=a"}}
 	if stripCookies(h); h.Get("Cookie") != "" {
 		t.Fatalf("only Remote's cookie: %q left", h.Get("Cookie"))
+	}
+}
+
+// TestPreviewLogout: logging out of the page ends the user's preview
+// sessions, not other users'.
+func TestPreviewLogout(t *testing.T) {
+	s, err := New(Options{Socket: "/nonexistent.sock", PreviewURL: "http://127.0.0.1:8081",
+		Users: []User{{Name: testUser, PasswordHash: testHash(t, testPassword)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := s.previewSessions.add(previewGrant{user: testUser, project: "p", port: 1, expires: time.Now().Add(time.Hour)})
+	theirs, _ := s.previewSessions.add(previewGrant{user: "bob", project: "q", port: 1, expires: time.Now().Add(time.Hour)})
+	token, _, _ := s.sessions.create(testUser)
+	req := httptest.NewRequest("POST", "http://127.0.0.1/logout", nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: token})
+	s.ServeHTTP(httptest.NewRecorder(), req)
+	if _, ok := s.previewSessions.get(mine, false); ok {
+		t.Error("the user's preview session outlived the logout")
+	}
+	if _, ok := s.previewSessions.get(theirs, false); !ok {
+		t.Error("another user's preview session ended with this logout")
 	}
 }

@@ -360,6 +360,9 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
+		if user, err := s.sessions.lookup(c.Value); err == nil {
+			s.previewSessions.dropUser(user) // logging out ends the user's previews too
+		}
 		s.sessions.remove(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
