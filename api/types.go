@@ -338,6 +338,8 @@ type ProjectLimits struct {
 // fields are unchanged, a limits field set to "" (or 0) removes it.
 type PatchProjectRequest struct {
 	Limits *ProjectLimits `json:"limits,omitempty"`
+	// Ports replace the project's ports (previews); [] removes them all.
+	Ports *[]int `json:"ports,omitempty"`
 }
 
 // Checkpoint is one LXD snapshot taken before a project-chat turn

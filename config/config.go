@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -151,6 +152,28 @@ type Web struct {
 	// TrustedProxies are reverse proxies (IP addresses or CIDR prefixes)
 	// whose X-Forwarded-For and X-Forwarded-Proto remote-web believes.
 	TrustedProxies []string `toml:"trusted_proxies"`
+	// PreviewListen is the host:port of the preview origin, where the
+	// apps of users' projects are served (never on the page's origin);
+	// "" turns previews off in remote-web.
+	PreviewListen string `toml:"preview_listen"`
+	// PreviewURL is the preview origin as browsers reach it; unset means
+	// http(s)://preview_listen (PreviewOrigin).
+	PreviewURL string `toml:"preview_url"`
+}
+
+// PreviewOrigin is the preview origin browsers use: preview_url, or the
+// scheme of the page (https with tls_cert) and preview_listen; "" when
+// previews are off.
+func (w Web) PreviewOrigin() string {
+	switch {
+	case w.PreviewListen == "":
+		return ""
+	case w.PreviewURL != "":
+		return strings.TrimSuffix(w.PreviewURL, "/")
+	case w.TLSCert != "":
+		return "https://" + w.PreviewListen
+	}
+	return "http://" + w.PreviewListen
 }
 
 // WebUser is one browser login. PasswordHash is never echoed in errors.

@@ -201,6 +201,7 @@ func (w Web) validate(ps *problems) {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("web", "trusted_proxies"), i), "%q: want an IP address or a CIDR prefix (e.g. \"127.0.0.1\" or \"10.0.0.0/8\")", p)
 		}
 	}
+	w.validatePreview(ps)
 	seen := map[string]bool{}
 	for i, u := range w.Users {
 		base := appendIndex(keyPath("web", "users"), i)
@@ -277,6 +278,32 @@ func (n Notify) validate(ps *problems) {
 			ps.add(ErrInvalidValue, appendKey(keyPath("notify", "headers"), k), "%q is not a header name", k)
 		} else if strings.ContainsAny(n.Headers[k], "\r\n\x00") {
 			ps.add(ErrInvalidValue, appendKey(keyPath("notify", "headers"), k), "value has a line break or NUL")
+		}
+	}
+}
+
+// validatePreview checks the preview origin: its own host:port, not the
+// page's, and preview_url (when set) an origin whose scheme and host are
+// the browser's view of it.
+func (w Web) validatePreview(ps *problems) {
+	if w.PreviewListen == "" {
+		if w.PreviewURL != "" {
+			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "set preview_listen too, or leave preview_url out")
+		}
+		return
+	}
+	p := keyPath("web", "preview_listen")
+	if _, port, err := net.SplitHostPort(w.PreviewListen); err != nil {
+		ps.add(ErrInvalidValue, p, "%q is not host:port", w.PreviewListen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		ps.add(ErrInvalidValue, p, "%q: port must be 1-65535", w.PreviewListen)
+	} else if w.PreviewListen == w.Listen {
+		ps.add(ErrInvalidValue, p, "%q is the page's listen address: previews need an origin of their own", w.PreviewListen)
+	}
+	if w.PreviewURL != "" {
+		u, err := url.Parse(w.PreviewURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "%q: want an origin like \"https://preview.example.com\" (scheme and host, no path)", w.PreviewURL)
 		}
 	}
 }

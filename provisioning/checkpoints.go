@@ -325,6 +325,11 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 	if err := snap.RestoreSnapshot(ctx, proj.Container, name); err != nil {
 		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, classify(err))
 	}
+	if inst, _, err := p.lxd.Instance(ctx, proj.Container); err == nil { // the snapshot's devices are its ports then
+		if err := p.syncPreviews(ctx, proj, inst); err != nil {
+			p.log.Warn("project previews not set after restore", "project", proj.Name, "error", err)
+		}
+	}
 	return nil
 }
 
@@ -350,6 +355,13 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 	cfg := map[string]string{MarkerKey: dst.ID, NameKey: dst.Name}
 	if err := snap.CopyFromSnapshot(ctx, src.Container, name, dst.Container, cfg); err != nil {
 		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, classify(err))
+	}
+	// The copy has the original's preview devices (its sockets): dst's own
+	// replace them before anything starts it, LXD's autostart included.
+	if inst, _, err := p.lxd.Instance(ctx, dst.Container); err == nil {
+		if err := p.syncPreviews(ctx, dst, inst); err != nil {
+			p.log.Warn("forked project's previews not set", "project", dst.Name, "error", err)
+		}
 	}
 	return nil
 }

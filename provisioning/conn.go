@@ -217,3 +217,12 @@ func (c *Conn) CopyFromSnapshot(ctx context.Context, instance, snap, name string
 	}
 	return cl.CopyFromSnapshot(ctx, instance, snap, name, config)
 }
+
+// EditDevices implements DeviceEditor.
+func (c *Conn) EditDevices(ctx context.Context, name string, edit func(map[string]map[string]string) bool) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.EditDevices(ctx, name, edit)
+}

@@ -126,7 +126,10 @@ type Options struct {
 	// CheckpointKeep is how many checkpoints each project keeps; zero
 	// means DefaultCheckpointKeep.
 	CheckpointKeep int
-	Logger         hclog.Logger
+	// PreviewDir holds the Unix sockets of the projects' port previews
+	// (LXD proxy devices); "" turns previews off.
+	PreviewDir string
+	Logger     hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -145,6 +148,7 @@ type Preparer struct {
 	keep        int        // checkpoints kept per project
 	pinned      pins       // checkpoints a fork is copying
 	pruning     pruneQueue // checkpoint retention runs
+	previewDir  string     // sockets of port previews ("" none)
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -177,7 +181,10 @@ func New(opts Options) (*Preparer, error) {
 	if opts.CheckpointKeep <= 0 {
 		opts.CheckpointKeep = DefaultCheckpointKeep
 	}
-	return &Preparer{keep: opts.CheckpointKeep,
+	if err := checkPreviewDir(opts.PreviewDir); err != nil {
+		return nil, err
+	}
+	return &Preparer{keep: opts.CheckpointKeep, previewDir: opts.PreviewDir,
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
@@ -426,6 +433,7 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 	if err := p.lxd.DeleteInstance(ctx, proj.Container); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
 		return fmt.Errorf("delete container %q: %w", proj.Container, classify(err))
 	}
+	p.removePreviewSockets(proj)
 	return nil
 }
 
@@ -477,6 +485,9 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 			return nil, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
 		}
 		p.log.Info("container from before project ids marked with its project's id", "project", proj.Name, "container", proj.Container, "id", proj.ID)
+	}
+	if err := p.syncPreviews(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
+		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
 	}
 	if inst.Status == "Running" {
 		return inst, false, nil

@@ -56,11 +56,13 @@ func (s *syncBuffer) String() string {
 
 // stack is a real remoted and a real remote-web sharing one TOML file.
 type stack struct {
-	dir   string
-	work  string
-	base  string // remote-web's URL
-	model *fakeanthropic.Server
-	codex *fakeopenai.Server
+	dir  string
+	work string
+	base string // remote-web's URL
+	// preview is remote-web's preview origin; sock the daemon's socket.
+	preview, sock string
+	model         *fakeanthropic.Server
+	codex         *fakeopenai.Server
 }
 
 func startProc(t testing.TB, name, bin string, args ...string) *syncBuffer {
@@ -124,6 +126,8 @@ func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool,
 	sock := filepath.Join(dir, "remoted.sock")
 	addr := freeAddr(t)
 	s.base = "http://" + addr
+	paddr := freeAddr(t)
+	s.preview, s.sock = "http://"+paddr, sock
 	cfg := fmt.Sprintf(`version = 1
 [daemon]
 socket = %q
@@ -158,11 +162,12 @@ env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
 	cfg += fmt.Sprintf(`
 [web]
 listen = %q
+preview_listen = %q
 
 [[web.users]]
 name = %q
 password_hash = %q
-`, addr, testUser, testHash(t, testPassword))
+`, addr, paddr, testUser, testHash(t, testPassword))
 	cfgPath := filepath.Join(dir, "remote.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

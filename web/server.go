@@ -82,6 +82,13 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests move it to expire sessions.
 	Now func() time.Time
+	// PreviewURL is the preview origin as browsers reach it ([web]
+	// preview_url, e.g. "http://127.0.0.1:8081"), served by
+	// PreviewHandler on its own listener; "" turns previews off.
+	PreviewURL string
+	// PreviewTokenTTL bounds a preview token's life; zero means
+	// DefaultPreviewTokenTTL.
+	PreviewTokenTTL time.Duration
 }
 
 // Server is remote-web's HTTP handler: login, logout, the page, and the
@@ -97,6 +104,13 @@ type Server struct {
 	proxy    http.Handler
 	static   http.Handler
 	pages    fs.FS
+
+	previewOrigin   string // scheme://host[:port] of PreviewURL
+	previewHost     string // its host name, answered on the preview origin
+	previewTokens   *grants
+	previewSessions *grants
+	previewProxy    http.Handler
+	daemon          *http.Client
 }
 
 // New checks opts and returns a Server. Users with a hash that is not
@@ -144,6 +158,9 @@ func New(opts Options) (*Server, error) {
 		s.hosts[normalHost(h)] = true
 	}
 	s.proxy = newProxy(opts.Socket, log.Named("proxy"))
+	if err := s.setupPreviews(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -167,8 +184,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case isDaemonPortsPath(p): // a project's app never runs on the page's origin
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "previews are served on the preview origin only: open them with /preview/{project}/{port}")
 	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/ws/"):
 		s.serveAPI(w, r)
+	case strings.HasPrefix(p, "/preview/"):
+		s.servePreviewStart(w, r)
 	case p == "/login":
 		s.serveLogin(w, r)
 	case p == "/logout":
@@ -339,6 +360,9 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
+		if user, err := s.sessions.lookup(c.Value); err == nil {
+			s.previewSessions.dropUser(user) // logging out ends the user's previews too
+		}
 		s.sessions.remove(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{

@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 		ErrorLog:          log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() {
 		if tls {
 			errc <- srv.ServeTLS(ln, cfg.Web.TLSCert, cfg.Web.TLSKey)
@@ -127,6 +127,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 		}
 		errc <- srv.Serve(ln)
 	}()
+	psrv, err := servePreviews(ctx, cfg, h, log, errc)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", tls, "cookie_secure", opts.Secure,
 		"allowed_hosts", strings.Join(opts.AllowedHosts, ","), "daemon_socket", cfg.Daemon.Socket, "users", len(opts.Users))
 	select {
@@ -137,6 +142,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 	log.Info("stopping")
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if psrv != nil {
+		_ = psrv.Shutdown(shutdown)
+	}
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -173,6 +181,7 @@ func webOptions(cfg config.Config, log hclog.Logger) web.Options {
 		AllowedHosts:   hosts,
 		TrustedProxies: proxies,
 		Logger:         log,
+		PreviewURL:     cfg.Web.PreviewOrigin(),
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell|checkpoints|restore|limits ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
+	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell|checkpoints|restore|limits|ports|preview ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
 }
 
 // projectCommands are the subcommands of `remotectl project`.
@@ -30,6 +30,8 @@ var projectCommands = map[string]command{
 	"shell":       {Name: "shell", Usage: "NAME", Summary: "open an interactive shell in the project's container", Run: runProjectShell},
 	"checkpoints": {Name: "checkpoints", Usage: "NAME [--json]", Summary: "list the project's checkpoints (one LXD snapshot before each chat turn)", Run: runProjectCheckpoints},
 	"restore":     {Name: "restore", Usage: "NAME CHECKPOINT [--json]", Summary: "restore the project's container from a checkpoint", Run: runProjectRestore},
+	"ports":       {Name: "ports", Usage: "NAME [-set PORT,PORT...] [--json]", Summary: "show or replace the project's ports (previews; -set \"\" removes them)", Run: runProjectPorts},
+	"preview":     {Name: "preview", Usage: "NAME PORT [PATH]", Summary: "GET PATH (default /) from PORT in the project's container through the daemon; the body on stdout", Run: runProjectPreview},
 	"limits":      {Name: "limits", Usage: "NAME [-cpu N] [-memory SIZE] [-processes N] [-disk SIZE] [--json]", Summary: "show or change the project's resource limits (\"\" or 0 removes one)", Run: runProjectLimits},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -52,11 +53,18 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		HostHome:        hostHome,
 		Logger:          log.Named("provision"),
 	})
+	// Port previews: LXD's proxy devices listen on sockets here, owned
+	// by the daemon's uid (mode 0600) in a directory only it may enter.
+	previewDir := filepath.Join(cfg.Daemon.StateDir, "previews")
+	if err := os.MkdirAll(previewDir, 0o700); err != nil {
+		return projectWiring{}, fmt.Errorf("create preview directory %s: %w", previewDir, err)
+	}
 	prep, err := provisioning.New(provisioning.Options{
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
+		PreviewDir:            previewDir,
 		Logger:                log.Named("prepare"),
 	})
 	if err != nil {

@@ -279,8 +279,9 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 func TestForkWithContainer(t *testing.T) { forEachPool(t, testForkWithContainer) }
 
 func testForkWithContainer(t *testing.T, pool testkit.Pool) {
-	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
-	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork"), Credentials: api.CredentialsProject, Pool: pool.Name})
+	pdir := t.TempDir() // previews: the fork gets its own sockets, not the original's
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}, previewDir: pdir})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfork"), Credentials: api.CredentialsProject, Pool: pool.Name, Ports: []int{8080}})
 	e.prompt(t, chat.ID, "alice", "t1")
 	turn2 := e.prompt(t, chat.ID, "alice", "t2")
 	at := turn2[len(turn2)-1].Seq // the turn's last event
@@ -314,6 +315,9 @@ func testForkWithContainer(t *testing.T, pool testkit.Pool) {
 	fevs := e.events(fork.ID)
 	if len(fevs) == 0 || fevs[len(fevs)-1].Seq >= turn2[0].Seq || fevs[0].Type != api.EventUser || fevs[0].Text != "t1" {
 		t.Fatalf("fork events %v (turn 2 starts at %d)", types(fevs), turn2[0].Seq)
+	}
+	if inst, _, err := e.lxd.Instance(context.Background(), np.Container); err != nil || inst.Devices["remote-port-8080"]["listen"] != "unix:"+pdir+"/"+np.ID+"-8080.sock" {
+		t.Fatalf("forked container's preview device %v (%v): want the fork's own socket", inst.Devices["remote-port-8080"], err)
 	}
 	if status, body := e.do("POST", "/v1/projects/"+fork.Project+"/start", "alice", nil); status != http.StatusOK {
 		t.Fatalf("start fork project: %d %s", status, body)

@@ -76,8 +76,16 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
+	if req.Ports != nil { // previews: the preview devices follow the ports
+		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
+			return err
+		}
+		if req.Limits == nil {
+			return daemon.WriteJSON(w, http.StatusOK, proj)
+		}
+	}
 	if req.Limits == nil {
-		return errdefs.InvalidArgument("nothing to change: the body names no limits")
+		return errdefs.InvalidArgument("nothing to change: the body names no limits or ports")
 	}
 	if err := checkLimits(*req.Limits); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,9 @@ type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
 	srv atomic.Pointer[daemon.Server] // set by Attach: chats for restore and fork
+
+	previewOnce sync.Once       // previewTransport
+	previewTr   *http.Transport // dials the preview sockets only
 }
 
 // NewProjects returns the project routes; Store, Preparer and Exec are
@@ -84,7 +88,7 @@ func (p *Projects) Routes() []daemon.Route {
 			return projectError(h(w, r))
 		}}
 	}
-	return []daemon.Route{
+	return append(p.previewRoutes(route),
 		route(http.MethodPost, "/v1/projects", p.create),
 		route(http.MethodGet, "/v1/projects", p.list),
 		route(http.MethodGet, "/v1/projects/{name}", p.show),
@@ -99,7 +103,7 @@ func (p *Projects) Routes() []daemon.Route {
 		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
-	}
+	)
 }
 
 var _ daemon.RouteProvider = (*Projects)(nil)
@@ -174,12 +178,8 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Provider != "" && !knownProvider(req.Provider) {
 		return errdefs.InvalidArgument("unknown provider %q", req.Provider)
 	}
-	seen := map[int]bool{}
-	for _, port := range req.Ports {
-		if port < 1 || port > 65535 || seen[port] {
-			return errdefs.InvalidArgument("invalid or repeated port %d in ports", port)
-		}
-		seen[port] = true
+	if err := checkPorts(req.Ports); err != nil {
+		return err
 	}
 	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
 		return errdefs.InvalidArgument("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)

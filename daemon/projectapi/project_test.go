@@ -68,6 +68,8 @@ type projectEnvOpts struct {
 	prepLXD        func(*provisioning.Conn) provisioning.LXD
 	checkpointKeep int
 	defaultPool    string // [projects] pool
+	// previewDir holds the port previews' sockets ("" none).
+	previewDir string
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -101,7 +103,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		prep, err := provisioning.New(provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
-			CredentialSyncTimeout: 3 * time.Second,
+			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
 		if err != nil {
 			t.Fatal(err)

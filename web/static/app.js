@@ -336,7 +336,10 @@ function projectCard(p, list) {
     el('div', { class: 'project-buttons' },
       el('button', { type: 'button', onclick: act('start'), class: 'start' }, 'Start'),
       el('button', { type: 'button', onclick: act('stop'), class: 'secondary stop' }, 'Stop'),
-      el('a', { href: `#/project/${n}/terminal`, class: 'button terminal-link' }, 'Terminal')),
+      el('a', { href: `#/project/${n}/terminal`, class: 'button terminal-link' }, 'Terminal'),
+      // Previews open on remote-web's preview origin, never on this one.
+      ...(p.ports || []).map((port) => el('a', { href: `/preview/${n}/${port}`, target: '_blank', rel: 'noopener noreferrer',
+        class: 'button secondary preview-link', 'data-port': String(port) }, `Preview :${port}`))),
     msg, details);
 }
 

@@ -1,0 +1,58 @@
+package lxdexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+)
+
+// instancePut is the body of PUT /1.0/instances/{name}: the instance's
+// whole writable state.
+type instancePut struct {
+	Architecture string                       `json:"architecture"`
+	Config       map[string]string            `json:"config"`
+	Devices      map[string]map[string]string `json:"devices"`
+	Ephemeral    bool                         `json:"ephemeral"`
+	Profiles     []string                     `json:"profiles"`
+	Stateful     bool                         `json:"stateful"`
+	Description  string                       `json:"description"`
+}
+
+// EditDevices changes the instance's own devices (not its profiles'):
+// edit gets a copy of them and reports whether it changed it; a change is
+// written back with PUT under the instance's ETag (a PATCH cannot remove
+// a device), hot-plugged into a running container. A concurrent change
+// of the instance makes it read and edit again (up to 3 times).
+func (c *Client) EditDevices(ctx context.Context, name string, edit func(devices map[string]map[string]string) bool) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	for try := 0; ; try++ {
+		inst, etag, err := c.Instance(ctx, name)
+		if err != nil {
+			return fmt.Errorf("edit devices of %q: %w", name, err)
+		}
+		devs := make(map[string]map[string]string, len(inst.Devices))
+		for k, v := range inst.Devices {
+			devs[k] = maps.Clone(v)
+		}
+		if !edit(devs) {
+			return nil
+		}
+		put := instancePut{Architecture: inst.Architecture, Config: inst.Config, Devices: devs,
+			Ephemeral: inst.Ephemeral, Profiles: inst.Profiles, Stateful: inst.Stateful, Description: inst.Description}
+		r, err := c.Query(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag)
+		if err == nil && r.Type == "async" {
+			_, err = c.WaitOperation(ctx, stripQuery(r.Operation))
+		}
+		if errors.Is(err, ErrPreconditionFailed) && try < 2 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("edit devices of %q: %w", name, err)
+		}
+		return nil
+	}
+}
