@@ -97,6 +97,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	httpSrv     *http.Server
+	shutDown    bool // Shutdown has begun: a later Serve returns at once
 	stopStreams chan struct{}
 	stopOnce    sync.Once
 }
@@ -193,6 +194,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.mu.Unlock()
 		return errors.New("daemon: Serve called twice")
 	}
+	if s.shutDown {
+		// Shutdown ran before Serve registered its server: there is
+		// nothing to shut down later, so serving now would never end.
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
 	s.httpSrv = srv
 	s.mu.Unlock()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -208,6 +216,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	srv := s.httpSrv
+	s.shutDown = true
 	s.mu.Unlock()
 	errc := make(chan error, 1)
 	if srv != nil {

@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"remote/api"
+	"remote/daemon/prompt"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -75,5 +80,39 @@ func TestFaultPromptRacesShutdown(t *testing.T) {
 			}
 		}
 		ts.stop()
+	}
+}
+
+// TestFaultShutdownBeforeServe: a Shutdown that runs before Serve has
+// registered its server (a SIGTERM during start-up) makes that Serve
+// return at once, closing its listener. It served forever before.
+func TestFaultShutdownBeforeServe(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Options{Store: openStore(t, dir), Registry: prompt.NewRegistry(), Version: "test",
+		Logger: testkit.Logger(t, "remoted"), Roots: prompt.NewRoots([]string{dir}, ""), DefaultCwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(filepath.Join(t.TempDir(), "late.sock"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), ln) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		ln.Close()
+		t.Fatal("Serve after Shutdown still serving after 10 s")
+	}
+	if c, err := net.Dial("unix", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts connections after Serve returned")
 	}
 }
