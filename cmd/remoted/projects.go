@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -13,6 +15,7 @@ import (
 	"remote/daemon/store"
 	"remote/internal/hostfs"
 	"remote/providers"
+	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
 )
@@ -39,7 +42,12 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		hostHome = u.Home
 		hostUser = hostfs.User{UID: u.UID, GID: u.GID}
 	}
+	// The CLI store: mounted into containers when LXD is this machine's
+	// (its unix socket), pushed when LXD is reached over the network.
+	cliStore := clistore.New(filepath.Join(cfg.Daemon.StateDir, "clis"))
 	deps, _ := provisioning.NewDependencies(provisioning.StepsOptions{
+		CLIStore:        cliStore,
+		CLIStorePush:    cfg.LXD.URL != "",
 		LXD:             conn,
 		Providers:       providerSetups(cfg, hostHome),
 		InstructionsDir: cfg.Projects.InstructionsDir,
@@ -76,7 +84,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
 		Chats:      daemon.ProjectChatCheck{Store: st},
-		Routes:     []daemon.RouteProvider{routes},
+		Routes:     []daemon.RouteProvider{routes, &daemon.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}},
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {
@@ -96,6 +104,11 @@ func providerSetups(cfg config.Config, hostHome string) map[providers.ProviderID
 	setups := provisioning.DefaultSetups(home, hostHome)
 	for id, p := range cfg.Providers {
 		s := setups[providers.ProviderID(id)]
+		if len(p.Check) > 0 || len(p.Install) > 0 || len(p.InstallFiles) > 0 || strings.ContainsRune(p.Binary, '/') {
+			// The operator's own install method or binary: the store
+			// stays out.
+			s.StoreCLI = ""
+		}
 		if len(p.Check) > 0 {
 			s.Check = p.Check
 		}
