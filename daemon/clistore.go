@@ -137,3 +137,31 @@ func storeError(err error) error {
 	}
 	return fmt.Errorf("cli store: %w", err)
 }
+
+// cliStoreChecks are the doctor's lines about the CLI store: per provider
+// the selected version (warn when untested), or that the store has none
+// (not a problem: containers then install the CLI themselves).
+func cliStoreChecks(st *clistore.Store) []api.DoctorCheck {
+	if st == nil {
+		return nil
+	}
+	var out []api.DoctorCheck
+	for _, p := range []providers.ProviderID{providers.Claude, providers.Codex} {
+		name := "store " + string(p)
+		spec, _ := clistore.SpecOf(p)
+		vs, sel, err := st.Installed(p)
+		switch {
+		case err != nil:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorProblem, Detail: fmt.Sprintf("%s: %v", st.Dir(), err)})
+		case sel == "":
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorOK, Detail: fmt.Sprintf(
+				"no version selected (%d installed): project containers install %s themselves; remotectl providers install %s mounts it instead", len(vs), p, p)})
+		case sel != spec.Tested:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorWarn, Detail: fmt.Sprintf(
+				"%s selected, untested (tested: %s): remotectl providers install %s", sel, spec.Tested, p)})
+		default:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorOK, Detail: fmt.Sprintf("%s selected (tested), mounted read-only into project containers", sel)})
+		}
+	}
+	return out
+}

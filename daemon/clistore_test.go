@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,14 @@ func cloneVersion(t testing.TB, st *clistore.Store, p providers.ProviderID, from
 // (no check, install or install_files: the defaults' StoreCLI), talking
 // to a fake model server through a proxy device.
 func claudeStoreEnv(t testing.TB, st *clistore.Store, push bool) (*projectEnv, *fakeanthropic.Server) {
+	e, model, _ := claudeEnv(t, st, push, false)
+	return e, model
+}
+
+// claudeEnv is claudeStoreEnv; legacy instead pushes the binary and its
+// libraries with install_files (the push path, as before the store).
+// It also returns the proxy profile its containers get.
+func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool) (*projectEnv, *fakeanthropic.Server, string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +92,21 @@ func claudeStoreEnv(t testing.TB, st *clistore.Store, push bool) (*projectEnv, *
 	profile := proxyProfileTB(t, port)
 	setup := provisioning.DefaultSetups("/root", t.TempDir())[providers.Claude]
 	setup.Credentials = nil
+	steps := &provisioning.StepsOptions{
+		Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: setup},
+		CLIStore:  st, CLIStorePush: push,
+	}
+	if legacy {
+		bin := testkit.ClaudeBinary(t)
+		setup.StoreCLI, setup.InstallFiles = "", []provisioning.File{{Host: bin, Container: "/usr/local/bin/claude", Mode: 0o755}}
+		for _, lib := range glibcLibs {
+			setup.InstallFiles = append(setup.InstallFiles, provisioning.File{Host: lib, Container: lib, Mode: 0o755})
+		}
+		steps = &provisioning.StepsOptions{Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: setup}}
+	}
 	e := newProjectEnv(t, projectEnvOpts{
 		profiles: []string{"default", profile},
-		steps: &provisioning.StepsOptions{
-			Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: setup},
-			CLIStore:  st, CLIStorePush: push,
-		},
+		steps:    steps,
 		providers: []func(providers.AdapterConfig) providers.Provider{func(ports providers.AdapterConfig) providers.Provider {
 			ports.Binary = "claude" // found on the container's PATH: the store's link
 			ports.Env = map[string]string{
@@ -100,7 +118,7 @@ func claudeStoreEnv(t testing.TB, st *clistore.Store, push bool) (*projectEnv, *
 			return claude.New(ports)
 		}},
 	})
-	return e, model
+	return e, model, profile
 }
 
 func (e *projectEnv) newChat(t testing.TB, provider, project string) api.Chat {
@@ -404,5 +422,53 @@ func TestCLIStoreRoutesList(t *testing.T) {
 	}
 	if v, ok := st.Selected(providers.Codex); !ok || v.Version != "0.170.0" {
 		t.Fatalf("selected %v %v", v, ok)
+	}
+}
+
+// TestAttackCLIStoreInstallByLocalUser: a local user allowed on the
+// socket, and a frontend (which may name any user), try to install or
+// select a CLI that every project container would run: 403, nothing
+// installed. Root passes the same check.
+func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
+	root := t.TempDir()
+	routes := &CLIStoreRoutes{Store: clistore.New(filepath.Join(root, "clis"))}
+	var install, sel HandlerFunc
+	for _, rt := range routes.Routes() {
+		switch rt.Pattern {
+		case "/v1/providers/{id}/install":
+			install = rt.Handler
+		case "/v1/providers/{id}/select":
+			sel = rt.Handler
+		}
+	}
+	for _, peer := range []*Peer{
+		{UID: 1000, GID: 1000, Allowed: true},                // a local user in the allowed group
+		{UID: 998, GID: 998, Allowed: true, MayAssert: true}, // a frontend (remote-web)
+		nil, // no peer at all
+	} {
+		for name, h := range map[string]HandlerFunc{"install": install, "select": sel} {
+			req := httptest.NewRequest("POST", "/v1/providers/claude/"+name, strings.NewReader(`{"version":"2.1.328"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.SetPathValue("id", "claude")
+			if peer != nil {
+				req = req.WithContext(context.WithValue(req.Context(), peerKey{}, peer))
+			}
+			err := h(httptest.NewRecorder(), req)
+			status, body := errorFor(err)
+			if status != http.StatusForbidden || body.Message != "only root (or the daemon's own user) may install or select CLIs in the store" {
+				t.Errorf("%s by %+v: %d %+v", name, peer, status, body)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "clis")); err == nil {
+		t.Fatal("the store was written")
+	}
+	// Root gets past the check (to the store's own answer: not installed).
+	req := httptest.NewRequest("POST", "/v1/providers/claude/select", strings.NewReader(`{"version":"2.1.328"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetPathValue("id", "claude")
+	req = req.WithContext(context.WithValue(req.Context(), peerKey{}, &Peer{UID: 0, Allowed: true, MayAssert: true}))
+	if status, _ := errorFor(sel(httptest.NewRecorder(), req)); status != http.StatusNotFound {
+		t.Fatalf("root: %d", status)
 	}
 }

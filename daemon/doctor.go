@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"remote/api"
+	"remote/providers/clistore"
 )
 
 // DefaultMinFreeBytes is the free space of the state directory below which
@@ -30,6 +31,8 @@ type Doctor struct {
 	Roots          Roots
 	SecretsKeyPath string
 	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
+	// CLIStore is the CLI store of project containers (nil: not checked).
+	CLIStore *clistore.Store
 }
 
 // Routes serves GET /v1/doctor to any allowed peer.
@@ -133,6 +136,7 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 			}
 		}
 	}
+	checks = append(checks, cliStoreChecks(d.CLIStore)...)
 	// Secrets key.
 	if d.SecretsKeyPath != "" {
 		switch fi, err := os.Stat(d.SecretsKeyPath); {

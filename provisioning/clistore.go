@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"remote/lxdexec"
 	"remote/providers"
@@ -69,8 +70,10 @@ func (s *Steps) ensureStoreCLI(ctx context.Context, c Container, p providers.Pro
 			return nil
 		}
 		if !s.opts.CLIStorePush {
+			start := time.Now()
 			err := s.mountStore(ctx, c, ver)
 			if err == nil {
+				s.log.Debug("cli store mounted", "container", c.Name, "provider", p, "version", ver.Version, "duration", time.Since(start))
 				s.remember(c, key, mark)
 				return nil
 			}
@@ -169,14 +172,19 @@ func sameDevice(have, want map[string]string) bool {
 func (s *Steps) linkStore(ctx context.Context, c Container, v clistore.Version) error {
 	link := storeBinDir + "/" + v.Command
 	target := v.ContainerDir() + "/" + v.Entry
-	// A file pushed there by an older install (push path) is replaced.
-	if err := s.opts.LXD.DeleteFile(ctx, c.Name, link); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
-		return fmt.Errorf("replace %s in %q: %w", link, c.Name, classify(err))
+	push := func() error {
+		return s.opts.LXD.PushFile(ctx, c.Name, link, strings.NewReader(target),
+			lxdexec.FileOptions{Type: lxdexec.FileTypeSymlink, MkdirParents: true})
 	}
-	err := s.opts.LXD.PushFile(ctx, c.Name, link, strings.NewReader(target),
-		lxdexec.FileOptions{Type: lxdexec.FileTypeSymlink, MkdirParents: true})
-	if err != nil {
-		return fmt.Errorf("link %s in %q: %w", link, c.Name, classify(err))
+	if err := push(); err != nil {
+		// Something is there already (a file of an older push install,
+		// the previous link): replace it.
+		if err := s.opts.LXD.DeleteFile(ctx, c.Name, link); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
+			return fmt.Errorf("replace %s in %q: %w", link, c.Name, classify(err))
+		}
+		if err := push(); err != nil {
+			return fmt.Errorf("link %s in %q: %w", link, c.Name, classify(err))
+		}
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ type projectWiring struct {
 	Routes     []daemon.RouteProvider       // the /v1/projects routes
 	Preparer   providers.ProjectPreparer    // S9 preparation for project runs
 	Containers providers.ContainerLaunchers // LXD exec launchers
+	// CLIStore is the CLI store project containers mount.
+	CLIStore *clistore.Store
 	// Run connects to LXD when it was unreachable at start-up, starts the
 	// autostart projects and keeps stored status true until ctx ends.
 	Run func(ctx context.Context)
@@ -84,6 +86,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
 		Chats:      daemon.ProjectChatCheck{Store: st},
+		CLIStore:   cliStore,
 		Routes:     []daemon.RouteProvider{routes, &daemon.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}},
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},

@@ -258,7 +258,7 @@ func (s *Store) Install(ctx context.Context, p providers.ProviderID, v string, o
 	if npm == "" {
 		npm = "npm"
 	}
-	args := []string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--prefix", tmp}
+	args := []string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--prefer-offline", "--prefix", tmp}
 	if s.Registry != "" {
 		args = append(args, "--registry", s.Registry)
 	}
