@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"remote/providers"
 )
@@ -87,8 +87,10 @@ type Spec struct {
 	// glibc: copy the ELF interpreter and the libraries the binary needs
 	// into lib/.
 	glibc bool
-	// versionOK says whether `<entry> --version` output names v.
-	versionOK func(out, v string) bool
+	// manifest is the JSON file (relative to node_modules) whose
+	// "version" must be the version installed: checked without running
+	// the downloaded binary (the daemon is root).
+	manifest string
 }
 
 // Specs are the CLIs the store keeps.
@@ -97,16 +99,13 @@ var Specs = map[providers.ProviderID]Spec{
 		Provider: providers.Claude, Package: "@anthropic-ai/claude-code", Tested: providers.TestedClaudeVersion,
 		Entry: "claude", Command: "claude",
 		binary: "@anthropic-ai/claude-code-linux-x64/claude", glibc: true,
-		versionOK: func(out, v string) bool { return strings.HasPrefix(strings.TrimSpace(out), v+" ") },
+		manifest: "@anthropic-ai/claude-code-linux-x64/package.json",
 	},
 	providers.Codex: {
 		Provider: providers.Codex, Package: "@openai/codex", Tested: providers.TestedCodexVersion,
 		Entry: "bin/codex", Command: "codex",
-		tree: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl",
-		versionOK: func(out, v string) bool {
-			f := strings.Fields(out)
-			return len(f) > 0 && f[len(f)-1] == v
-		},
+		tree:     "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl",
+		manifest: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-package.json",
 	},
 }
 
@@ -235,8 +234,9 @@ type InstallOptions struct {
 }
 
 // Install fetches provider p's CLI version v (the tested version when v
-// is empty) from the npm registry with the host's npm, checks that it
-// reports version v, and adds it to the store. An installed version is
+// is empty) from the npm registry with the host's npm (scripts not run),
+// checks that the fetched package's manifest names version v (nothing
+// downloaded is executed on the host), and adds it to the store. An installed version is
 // not fetched again.
 func (s *Store) Install(ctx context.Context, p providers.ProviderID, v string, opts InstallOptions) (Version, error) {
 	spec, v, err := s.check(p, v, opts)
@@ -275,7 +275,7 @@ func (s *Store) Install(ctx context.Context, p providers.ProviderID, v string, o
 
 // Import adds provider p's CLI version v from an npm tree already on disk
 // (a node_modules directory, e.g. build/npm/node_modules), checking that
-// it reports version v.
+// its manifest names version v.
 func (s *Store) Import(ctx context.Context, p providers.ProviderID, v, nodeModules string, opts InstallOptions) (Version, error) {
 	spec, v, err := s.check(p, v, opts)
 	if err != nil {
@@ -330,6 +330,9 @@ func (s *Store) importTree(ctx context.Context, spec Spec, v, nodeModules string
 	// mapping; the state dir itself stays private.
 	_ = os.Chmod(s.dir, 0o755)
 	_ = os.Chmod(pdir, 0o755)
+	if got, err := manifestVersion(filepath.Join(nodeModules, filepath.FromSlash(spec.manifest))); err != nil || got != v {
+		return Version{}, fmt.Errorf("%w: %s %s: the npm tree holds version %q (%v)", ErrInstall, spec.Provider, v, got, err)
+	}
 	tmp, err := os.MkdirTemp(pdir, ".build-")
 	if err != nil {
 		return Version{}, err
@@ -353,12 +356,6 @@ func (s *Store) importTree(ctx context.Context, spec Spec, v, nodeModules string
 			return Version{}, fmt.Errorf("%w: %s %s: libraries: %v", ErrInstall, spec.Provider, v, err)
 		}
 	}
-	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(vctx, entry, "--version").Output()
-	if err != nil || !spec.versionOK(string(out), v) {
-		return Version{}, fmt.Errorf("%w: %s %s: --version said %q (%v)", ErrInstall, spec.Provider, v, lastLines(out, 1), err)
-	}
 	final := filepath.Join(pdir, v)
 	if err := os.Rename(tmp, final); err != nil {
 		return Version{}, err
@@ -371,6 +368,21 @@ func (s *Store) importTree(ctx context.Context, spec Spec, v, nodeModules string
 		return ver, writeAtomic(filepath.Join(pdir, "selected"), []byte(v+"\n"))
 	}
 	return ver, nil
+}
+
+// manifestVersion reads the "version" of a package manifest.
+func manifestVersion(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Base(p), err)
+	}
+	return m.Version, nil
 }
 
 // libDirs are where the host's libraries are looked up.

@@ -67,7 +67,8 @@ func TestUntestedNeedsFlag(t *testing.T) {
 
 // TestImportFromNPMTree imports the pinned CLIs from build/npm: Claude
 // with its glibc (interpreter + libraries by soname), Codex with its
-// helper tree; both check their --version, and the selection follows.
+// helper tree; both check their manifest's version, and the selection
+// follows.
 func TestImportFromNPMTree(t *testing.T) {
 	testkit.ClaudeBinary(t)
 	testkit.CodexBinary(t)
@@ -103,7 +104,7 @@ func TestImportFromNPMTree(t *testing.T) {
 	if err != nil || len(vs) != 1 || vs[0] != "2.1.328" || sel != "2.1.328" {
 		t.Fatalf("installed %v %q %v", vs, sel, err)
 	}
-	// A tree whose binary reports another version is refused and leaves
+	// A tree whose manifest names another version is refused and leaves
 	// nothing behind.
 	if _, err := s.Import(ctx, providers.Codex, "0.170.0", nm, InstallOptions{Untested: true}); !errors.Is(err, ErrInstall) {
 		t.Fatalf("wrong version imported: %v", err)
