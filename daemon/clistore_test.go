@@ -222,6 +222,19 @@ func TestProjectChatClaudeFromCLIStore(t *testing.T) {
 		if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) || assistantText(evs) != "still on the old one" {
 			t.Fatalf("the run started before the switch: %s", dump(evs))
 		}
+		// Once nothing runs from it, the earlier version's mount goes at
+		// the next preparation.
+		model.Push(fakeanthropic.Text("cleaned up"))
+		if evs := e.prompt(t, chat.ID, "alice", "third"); !hasType(evs, api.EventComplete) {
+			t.Fatalf("third run: %s", dump(evs))
+		}
+		inst, _, _ = e.lxd.Instance(context.Background(), p.Container)
+		if inst.Devices["remote-cli-claude-"+v1] != nil || inst.Devices["remote-cli-claude-"+v2] == nil {
+			t.Fatalf("devices after the old run ended: %v", inst.Devices)
+		}
+		if out, _ := e.sh(t, name, "ls /opt/remote-cli/claude/"+v1+"/claude"); !strings.Contains(out, "No such file") {
+			t.Fatalf("old version still mounted: %q", out)
+		}
 	})
 }
 

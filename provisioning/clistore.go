@@ -71,10 +71,14 @@ func (s *Steps) ensureStoreCLI(ctx context.Context, c Container, p providers.Pro
 		}
 		if !s.opts.CLIStorePush {
 			start := time.Now()
-			err := s.mountStore(ctx, c, ver)
+			stale, err := s.mountStore(ctx, c, ver)
 			if err == nil {
 				s.log.Debug("cli store mounted", "container", c.Name, "provider", p, "version", ver.Version, "duration", time.Since(start))
-				s.remember(c, key, mark)
+				// Earlier versions' mounts go once no process runs from
+				// them; until then every preparation looks again.
+				if s.unmountStale(ctx, c, stale) {
+					s.remember(c, key, mark)
+				}
 				return nil
 			}
 			if IsUnavailable(err) || !isLXDError(err) {
@@ -120,17 +124,27 @@ func (s *Steps) needsGlibc(ctx context.Context, c Container, inst *lxdexec.Insta
 
 // mountStore adds (or updates) the read-only disk devices in one update
 // and links the executable.
-func (s *Steps) mountStore(ctx context.Context, c Container, v clistore.Version) error {
+// It returns the devices of the provider's other versions (stale).
+func (s *Steps) mountStore(ctx context.Context, c Container, v clistore.Version) (stale map[string]string, err error) {
 	inst, etag, err := s.opts.LXD.Instance(ctx, c.Name)
 	if err != nil {
-		return fmt.Errorf("read %q: %w", c.Name, classify(err))
+		return nil, fmt.Errorf("read %q: %w", c.Name, classify(err))
+	}
+	prefix := "remote-cli-" + string(v.Provider) + "-"
+	for name, d := range inst.Devices {
+		if strings.HasPrefix(name, prefix) && name != storeDevice(v) && d["path"] != "" {
+			if stale == nil {
+				stale = map[string]string{}
+			}
+			stale[name] = d["path"]
+		}
 	}
 	want := map[string]map[string]string{
 		storeDevice(v): disk(v.Dir, v.ContainerDir()),
 	}
 	glibc, err := s.needsGlibc(ctx, c, inst, v)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if glibc {
 		want[storeLibDevice] = disk(filepath.Join(v.Dir, "lib"), storeLibDir)
@@ -144,10 +158,58 @@ func (s *Steps) mountStore(ctx context.Context, c Container, v clistore.Version)
 	}
 	if len(patch) > 0 {
 		if err := s.opts.LXD.UpdateInstance(ctx, c.Name, lxdexec.InstancePatch{Devices: patch}, etag); err != nil {
-			return fmt.Errorf("mount cli store %s %s in %q: %w", v.Provider, v.Version, c.Name, classify(err))
+			return nil, fmt.Errorf("mount cli store %s %s in %q: %w", v.Provider, v.Version, c.Name, classify(err))
 		}
 	}
-	return s.linkStore(ctx, c, v)
+	return stale, s.linkStore(ctx, c, v)
+}
+
+// deviceRemover is the LXD ability unmountStale needs (*lxdexec.Client,
+// *Conn); without it stale mounts stay until the container is recreated.
+type deviceRemover interface {
+	RemoveDevices(ctx context.Context, name string, devices ...string) error
+}
+
+// RemoveDevices implements deviceRemover.
+func (c *Conn) RemoveDevices(ctx context.Context, name string, devices ...string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.RemoveDevices(ctx, name, devices...)
+}
+
+// unmountStale removes the stale version mounts (device → container path)
+// no process in the container runs from (by /proc/<pid>/exe); a run that
+// started on an earlier version keeps it. It reports whether none is
+// left. Failures are logged, never fatal: a stale mount costs nothing.
+func (s *Steps) unmountStale(ctx context.Context, c Container, stale map[string]string) bool {
+	if len(stale) == 0 {
+		return true
+	}
+	rm, ok := s.opts.LXD.(deviceRemover)
+	if !ok {
+		return true
+	}
+	code, out, err := s.run(ctx, c.Name, []string{"sh", "-c", `for e in /proc/[0-9]*/exe; do readlink "$e"; done 2>/dev/null; true`})
+	if err != nil || code != 0 {
+		s.log.Warn("cli store: cannot list the container's processes", "container", c.Name, "exit", code, "error", err)
+		return false
+	}
+	var unused []string
+	for name, dir := range stale {
+		if !strings.Contains("\n"+out+"\n", "\n"+dir+"/") {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		if err := rm.RemoveDevices(ctx, c.Name, unused...); err != nil {
+			s.log.Warn("cli store: removing earlier versions' mounts", "container", c.Name, "devices", unused, "error", err)
+			return false
+		}
+		s.log.Info("cli store: earlier versions unmounted", "container", c.Name, "devices", unused)
+	}
+	return len(unused) == len(stale)
 }
 
 func disk(source, target string) map[string]string {
