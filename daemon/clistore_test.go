@@ -20,6 +20,7 @@ import (
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/internal/testkit/fakeopenai"
+	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/claude"
 	"remote/providers/clistore"
@@ -82,7 +83,7 @@ func claudeStoreEnv(t testing.TB, st *clistore.Store, push bool) (*projectEnv, *
 // claudeEnv is claudeStoreEnv; legacy instead pushes the binary and its
 // libraries with install_files (the push path, as before the store).
 // It also returns the proxy profile its containers get.
-func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool) (*projectEnv, *fakeanthropic.Server, string) {
+func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool, more ...func(*projectEnvOpts)) (*projectEnv, *fakeanthropic.Server, string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool) (*projectEnv
 		}
 		steps = &provisioning.StepsOptions{Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: setup}}
 	}
-	e := newProjectEnv(t, projectEnvOpts{
+	o := projectEnvOpts{
 		profiles: []string{"default", profile},
 		steps:    steps,
 		providers: []func(providers.AdapterConfig) providers.Provider{func(ports providers.AdapterConfig) providers.Provider {
@@ -117,7 +118,11 @@ func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool) (*projectEnv
 			}
 			return claude.New(ports)
 		}},
-	})
+	}
+	for _, f := range more {
+		f(&o)
+	}
+	e := newProjectEnv(t, o)
 	return e, model, profile
 }
 
@@ -483,5 +488,46 @@ func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 	req = req.WithContext(context.WithValue(req.Context(), peerKey{}, &Peer{UID: 0, Allowed: true, MayAssert: true}))
 	if status, _ := errorFor(sel(httptest.NewRecorder(), req)); status != http.StatusNotFound {
 		t.Fatalf("root: %d", status)
+	}
+}
+
+// missingSourceLXD makes every store mount name a host path LXD does not
+// have, as a cluster member without the store would see it.
+type missingSourceLXD struct{ provisioning.LXD }
+
+func (m missingSourceLXD) UpdateInstance(ctx context.Context, name string, patch lxdexec.InstancePatch, etag string) error {
+	for dev, d := range patch.Devices {
+		if strings.HasPrefix(dev, "remote-cli-") {
+			d["source"] = "/nonexistent-store/" + dev
+		}
+	}
+	return m.LXD.UpdateInstance(ctx, name, patch, etag)
+}
+
+// TestFaultCLIStoreNotMountable: LXD refuses the store's mount (the path
+// is not on that member); the version tree is pushed instead, the run
+// completes, and the fallback is logged.
+func TestFaultCLIStoreNotMountable(t *testing.T) {
+	testkit.LXD(t)
+	st := testStore(t, providers.Claude)
+	e, model, _ := claudeEnv(t, st, false, false, func(o *projectEnvOpts) {
+		o.stepsLXD = func(l provisioning.LXD) provisioning.LXD { return missingSourceLXD{l} }
+	})
+	name := uniqueProject("storemiss")
+	p := e.createProject(t, "alice", api.CreateProjectRequest{Name: name, Provider: "claude"})
+	chat := e.newChat(t, "claude", name)
+	model.Push(fakeanthropic.Text("pushed instead"))
+	evs := e.prompt(t, chat.ID, "alice", "hello")
+	if !hasType(evs, api.EventComplete) || assistantText(evs) != "pushed instead" {
+		t.Fatalf("run: %s", dump(evs))
+	}
+	inst, _, _ := e.lxd.Instance(context.Background(), p.Container)
+	for dev := range inst.Devices {
+		if strings.HasPrefix(dev, "remote-cli-") {
+			t.Fatalf("device %s left behind", dev)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "cli store not mountable, pushing the cli instead") {
+		t.Fatalf("fallback not logged:\n%s", e.logs.String())
 	}
 }
