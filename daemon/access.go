@@ -44,6 +44,12 @@ func PeerFrom(ctx context.Context) *Peer {
 	return p
 }
 
+// WithPeer returns ctx carrying p as the connection's peer, as the
+// listener sets it: for route providers' tests of their access checks.
+func WithPeer(ctx context.Context, p *Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
 // Access decides which peers may use the socket: root, the daemon's own
 // uid, the listed uids and frontends, and members (primary or
 // supplementary) of the listed gids. It also decides who may act for

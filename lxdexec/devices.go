@@ -56,3 +56,16 @@ func (c *Client) EditDevices(ctx context.Context, name string, edit func(devices
 		return nil
 	}
 }
+
+// RemoveDevices removes the named local devices from an instance (EditDevices:
+// a PUT under the ETag, since a PATCH can only add or change devices); a
+// running container has them unplugged. Names it does not have are ignored.
+func (c *Client) RemoveDevices(ctx context.Context, name string, devices ...string) error {
+	return c.EditDevices(ctx, name, func(devs map[string]map[string]string) bool {
+		n := len(devs)
+		for _, d := range devices {
+			delete(devs, d)
+		}
+		return len(devs) != n
+	})
+}

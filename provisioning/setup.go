@@ -19,6 +19,11 @@ type ProviderSetup struct {
 	// InstallFiles are pushed from the host when Check fails: the binary
 	// and the shared libraries it needs, for containers without network.
 	InstallFiles []File
+	// StoreCLI names the CLI store's CLI this provider runs (claude,
+	// codex); when the store has a version of it selected, that version
+	// is mounted instead of Check/InstallCommand/InstallFiles. Empty: the
+	// store is not used (an operator's own check/install keys clear it).
+	StoreCLI providers.ProviderID
 	// Credentials are host credential files pushed 0600 with the container
 	// user's ownership, and synced back after a run when Sync is set (S12).
 	Credentials []Credential
@@ -71,6 +76,7 @@ func DefaultSetups(home, hostHome string) map[providers.ProviderID]ProviderSetup
 	return map[providers.ProviderID]ProviderSetup{
 		providers.Claude: {
 			Check:          []string{"claude", "--version"},
+			StoreCLI:       providers.Claude,
 			InstallCommand: []string{"npm", "install", "-g", "@anthropic-ai/claude-code"},
 			Credentials: []Credential{{
 				Host: hostHome + "/.claude/.credentials.json", Container: home + "/.claude/.credentials.json", Sync: true,
@@ -80,6 +86,7 @@ func DefaultSetups(home, hostHome string) map[providers.ProviderID]ProviderSetup
 		},
 		providers.Codex: {
 			Check:          []string{"codex", "--version"},
+			StoreCLI:       providers.Codex,
 			InstallCommand: []string{"npm", "install", "-g", "@openai/codex"},
 			Credentials: []Credential{{
 				Host: hostHome + "/.codex/auth.json", Container: home + "/.codex/auth.json", Sync: true, RejectAPIKey: true,
@@ -89,6 +96,7 @@ func DefaultSetups(home, hostHome string) map[providers.ProviderID]ProviderSetup
 		},
 		providers.MiniMax: {
 			Check:            []string{"codex", "--version"},
+			StoreCLI:         providers.Codex,
 			InstallCommand:   []string{"npm", "install", "-g", "@openai/codex"},
 			InstructionsPath: home + "/.minimax/AGENTS.md",
 			SkillLinkDir:     home + "/.minimax/skills",

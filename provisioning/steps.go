@@ -43,6 +43,11 @@ type StepsOptions struct {
 	HostUser hostfs.User
 	HostHome string
 	Logger   hclog.Logger
+	// CLIStore, when set, gives containers the selected store version of
+	// each provider whose setup names a StoreCLI (see ensureStoreCLI);
+	// CLIStorePush pushes it instead of mounting it (LXD is remote).
+	CLIStore     CLIStore
+	CLIStorePush bool
 }
 
 // Steps is the built-in implementation of every provisioning dependency.
@@ -112,6 +117,9 @@ func (s *Steps) remember(c Container, key, hash string) {
 func (s *Steps) EnsureCLI(ctx context.Context, c Container, p providers.ProviderID) error {
 	st, err := s.setup(p)
 	if err != nil {
+		return err
+	}
+	if handled, err := s.ensureStoreCLI(ctx, c, p, st); handled {
 		return err
 	}
 	if len(st.Check) == 0 || s.cached(c, "cli/"+string(p), "ok") {

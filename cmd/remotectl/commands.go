@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
-	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers: installed, version, login, what to do", Run: runProviders})
+	register(command{Name: "providers", Usage: "[--json] | install PROVIDER[@VERSION] [-untested] | select PROVIDER@VERSION", Summary: "list the agent providers (installed, version, login, CLI store); install or select a CLI in the store", Run: runProviders})
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
@@ -70,7 +70,10 @@ func runInfo(ctx context.Context, e *env, args []string) error {
 }
 
 func runProviders(ctx context.Context, e *env, args []string) error {
-	_, err := parseExact(e.newFlags("providers"), args)
+	if len(args) > 0 && (args[0] == "install" || args[0] == "select") {
+		return runProvidersStore(ctx, e, args[0], args[1:])
+	}
+	args, err := parseExact(e.newFlags("providers"), args)
 	if err != nil {
 		return err
 	}
@@ -93,6 +96,10 @@ func runProviders(ctx context.Context, e *env, args []string) error {
 		if r := p.Readiness; r != nil && r.Action != "" {
 			fmt.Fprintf(e.Stdout, "%s: %s\n", p.ID, r.Action)
 		}
+	}
+	// The CLI store (project containers); a daemon without one says 404.
+	if entries, err := e.Client.CLIStore(ctx); err == nil {
+		printStore(e, entries)
 	}
 	return nil
 }

@@ -183,6 +183,7 @@ func (d *remoted) newServer() error {
 			LXD: d.lxd, Registry: d.reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
 			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
+			CLIStore:       d.projects.CLIStore,
 		}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -15,6 +16,7 @@ import (
 	"remote/daemon/store"
 	"remote/internal/hostfs"
 	"remote/providers"
+	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
 )
@@ -25,6 +27,8 @@ type projectWiring struct {
 	Routes     []daemon.RouteProvider       // the /v1/projects routes
 	Preparer   providers.ProjectPreparer    // S9 preparation for project runs
 	Containers providers.ContainerLaunchers // LXD exec launchers
+	// CLIStore is the CLI store project containers mount.
+	CLIStore *clistore.Store
 	// Run connects to LXD when it was unreachable at start-up, starts the
 	// autostart projects and keeps stored status true until ctx ends.
 	Run func(ctx context.Context)
@@ -41,7 +45,12 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		hostHome = u.Home
 		hostUser = hostfs.User{UID: u.UID, GID: u.GID}
 	}
+	// The CLI store: mounted into containers when LXD is this machine's
+	// (its unix socket), pushed when LXD is reached over the network.
+	cliStore := clistore.New(filepath.Join(cfg.Daemon.StateDir, "clis"))
 	deps, _ := provisioning.NewDependencies(provisioning.StepsOptions{
+		CLIStore:        cliStore,
+		CLIStorePush:    cfg.LXD.URL != "",
 		LXD:             conn,
 		Providers:       providerSetups(cfg, hostHome),
 		InstructionsDir: cfg.Projects.InstructionsDir,
@@ -85,7 +94,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
 		Chats:      projectapi.ProjectChatCheck{Store: st},
-		Routes:     []daemon.RouteProvider{routes},
+		CLIStore:   cliStore,
+		Routes:     []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}},
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {
@@ -105,6 +115,11 @@ func providerSetups(cfg config.Config, hostHome string) map[providers.ProviderID
 	setups := provisioning.DefaultSetups(home, hostHome)
 	for id, p := range cfg.Providers {
 		s := setups[providers.ProviderID(id)]
+		if len(p.Check) > 0 || len(p.Install) > 0 || len(p.InstallFiles) > 0 || strings.ContainsRune(p.Binary, '/') {
+			// The operator's own install method or binary: the store
+			// stays out.
+			s.StoreCLI = ""
+		}
 		if len(p.Check) > 0 {
 			s.Check = p.Check
 		}

@@ -37,6 +37,9 @@ instructions_path = "/etc/codex/AGENTS.md"
 		{"codex instructions path from config", got[providers.Codex].InstructionsPath == "/etc/codex/AGENTS.md"},
 		{"codex refuses api-key auth by default", got[providers.Codex].Credentials[0].RejectAPIKey},
 		{"kimi keeps its defaults", slices.Equal(got[providers.Kimi].Check, []string{"kimi", "--version"})},
+		{"claude with its own install keeps out of the cli store", got[providers.Claude].StoreCLI == ""},
+		{"codex with its own install keeps out of the cli store", got[providers.Codex].StoreCLI == ""},
+		{"minimax runs the store's codex", got[providers.MiniMax].StoreCLI == providers.Codex},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,5 +47,30 @@ instructions_path = "/etc/codex/AGENTS.md"
 				t.Errorf("%+v", got)
 			}
 		})
+	}
+}
+
+// TestProviderSetupsCLIStore: the defaults run the store's CLI; an
+// operator's own check, install, install_files or absolute binary keeps
+// that provider as configured (the store stays out).
+func TestProviderSetupsCLIStore(t *testing.T) {
+	for _, tc := range []struct {
+		toml string
+		want providers.ProviderID
+	}{
+		{"", providers.Claude},
+		{"[providers.claude]\nbinary = \"claude\"\n", providers.Claude},
+		{"[providers.claude]\nbinary = \"/opt/me/claude\"\n", ""},
+		{"[providers.claude]\ncheck = [\"true\"]\n", ""},
+		{"[providers.claude]\ninstall = [\"apk\", \"add\", \"claude\"]\n", ""},
+		{"[[providers.claude.install_files]]\nhost = \"/srv/claude\"\ncontainer = \"/opt/claude\"\n", ""},
+	} {
+		cfg, err := config.Parse("t.toml", []byte(tc.toml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := providerSetups(cfg, "/host")[providers.Claude].StoreCLI; got != tc.want {
+			t.Errorf("%q: StoreCLI %q, want %q", tc.toml, got, tc.want)
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/prompt"
+	"remote/providers"
+	"remote/providers/clistore"
 	"remote/providers/runner"
 )
 
@@ -37,6 +39,8 @@ type Doctor struct {
 	Roots          prompt.Roots
 	SecretsKeyPath string
 	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
+	// CLIStore is the CLI store of project containers (nil: not checked).
+	CLIStore *clistore.Store
 }
 
 // Routes serves GET /v1/doctor to any allowed peer.
@@ -140,6 +144,7 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 			}
 		}
 	}
+	checks = append(checks, cliStoreChecks(d.CLIStore)...)
 	// Secrets key.
 	if d.SecretsKeyPath != "" {
 		switch fi, err := os.Stat(d.SecretsKeyPath); {
@@ -168,4 +173,32 @@ func human(b uint64) string {
 		return fmt.Sprintf("%.1f GiB", float64(b)/gib)
 	}
 	return fmt.Sprintf("%d MiB", b>>20)
+}
+
+// cliStoreChecks are the doctor's lines about the CLI store: per provider
+// the selected version (warn when untested), or that the store has none
+// (not a problem: containers then install the CLI themselves).
+func cliStoreChecks(st *clistore.Store) []api.DoctorCheck {
+	if st == nil {
+		return nil
+	}
+	var out []api.DoctorCheck
+	for _, p := range []providers.ProviderID{providers.Claude, providers.Codex} {
+		name := "store " + string(p)
+		spec, _ := clistore.SpecOf(p)
+		vs, sel, err := st.Installed(p)
+		switch {
+		case err != nil:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorProblem, Detail: fmt.Sprintf("%s: %v", st.Dir(), err)})
+		case sel == "":
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorOK, Detail: fmt.Sprintf(
+				"no version selected (%d installed): project containers install %s themselves; remotectl providers install %s mounts it instead", len(vs), p, p)})
+		case sel != spec.Tested:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorWarn, Detail: fmt.Sprintf(
+				"%s selected, untested (tested: %s): remotectl providers install %s", sel, spec.Tested, p)})
+		default:
+			out = append(out, api.DoctorCheck{Name: name, Level: api.DoctorOK, Detail: fmt.Sprintf("%s selected (tested), mounted read-only into project containers", sel)})
+		}
+	}
+	return out
 }

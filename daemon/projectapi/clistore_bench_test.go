@@ -1,0 +1,156 @@
+package projectapi
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	"remote/api"
+	"remote/internal/testkit"
+	"remote/internal/testkit/fakeanthropic"
+	"remote/providers"
+	"remote/provisioning"
+)
+
+// firstEvent creates a new project and a Claude chat in it, sends the
+// first prompt and returns the time from the prompt to the first event
+// the CLI produced (the container_* notices are the daemon's), then
+// deletes the container.
+func firstEvent(b *testing.B, e *projectEnv, model *fakeanthropic.Server) time.Duration {
+	b.Helper()
+	name := uniqueProject("fe")
+	p := e.createProjectB(b, api.CreateProjectRequest{Name: name})
+	chat := e.newChat(b, "claude", name)
+	model.Push(fakeanthropic.Text("first"))
+	start := time.Now()
+	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); status != http.StatusAccepted {
+		b.Fatalf("prompt: %d %s", status, body)
+	}
+	var took time.Duration
+	deadline := start.Add(3 * time.Minute)
+	for took == 0 {
+		for _, ev := range e.events(chat.ID) {
+			if ev.Type == api.EventUser || ev.Type == api.EventCheckpoint || (ev.Type == api.EventSystem && (ev.Subtype == "container_starting" || ev.Subtype == "container_preparing")) {
+				continue
+			}
+			if ev.Type == api.EventError {
+				b.Fatalf("run failed: %s", dump(e.events(chat.ID)))
+			}
+			took = time.Since(start)
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no event from the CLI: %s", dump(e.events(chat.ID)))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for e.srv.Hub().Running(chat.ID) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = e.lxd.ForceDeleteInstance(context.Background(), p.Container)
+	return took
+}
+
+// lxcLaunchExec times `lxc launch` of the test image (with the same
+// profiles the project containers get) plus `lxc exec -- true`, what a
+// user would do by hand to get a shell-ready container.
+func lxcLaunchExec(b *testing.B, profile string) time.Duration {
+	b.Helper()
+	name := testkit.ContainerName("lxcb")
+	start := time.Now()
+	if out, err := exec.Command("lxc", "launch", testkit.TestImage, name, "-p", "default", "-p", profile).CombinedOutput(); err != nil {
+		b.Fatalf("lxc launch: %v %s", err, out)
+	}
+	if out, err := exec.Command("lxc", "exec", name, "--", "true").CombinedOutput(); err != nil {
+		b.Fatalf("lxc exec: %v %s", err, out)
+	}
+	took := time.Since(start)
+	_ = exec.Command("lxc", "delete", "--force", name).Run()
+	return took
+}
+
+// BenchmarkFirstPromptCLIStore: a new project's first Claude prompt to
+// the CLI's first event, with the CLI store's read-only device against
+// the push path (binary + libraries pushed with install_files, as
+// before), and `lxc launch` + `lxc exec -- true` of the same image beside
+// them; one iteration measures all three in turn. Metrics: the three
+// times in ms, push/store (goal ≥ 10) and store/lxc (goal ≤ 2).
+func BenchmarkFirstPromptCLIStore(b *testing.B) {
+	if _, err := exec.LookPath("lxc"); err != nil {
+		testkit.Missing(b, "lxc client for the side-by-side figure: %v", err)
+	}
+	st := testStore(b, providers.Claude)
+	storeEnv, storeModel, profile := claudeEnv(b, st, false, false)
+	pushEnv, pushModel, _ := claudeEnv(b, nil, false, true)
+	// Warm both paths once (image cache, page cache of the binary).
+	firstEvent(b, storeEnv, storeModel)
+	firstEvent(b, pushEnv, pushModel)
+	lxcLaunchExec(b, profile)
+	var store, push, lxc time.Duration
+	b.ResetTimer()
+	for range b.N {
+		store += firstEvent(b, storeEnv, storeModel)
+		push += firstEvent(b, pushEnv, pushModel)
+		lxc += lxcLaunchExec(b, profile)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(store.Milliseconds())/n, "store-ms")
+	b.ReportMetric(float64(push.Milliseconds())/n, "push-ms")
+	b.ReportMetric(float64(lxc.Milliseconds())/n, "lxc-ms")
+	b.ReportMetric(float64(push)/float64(store), "push/store")
+	b.ReportMetric(float64(store)/float64(lxc), "store/lxc")
+}
+
+// BenchmarkEnsureCLIStore isolates the step the store replaces: giving a
+// new busybox container the Claude Code CLI, with the store's read-only
+// devices against the push path (binary + libraries pushed with
+// install_files), each on a fresh container created outside the timer.
+func BenchmarkEnsureCLIStore(b *testing.B) {
+	st := testStore(b, providers.Claude)
+	cl := testkit.LXD(b)
+	bin := testkit.ClaudeBinary(b)
+	conn := provisioning.NewConn(cl)
+	storeSetup := provisioning.DefaultSetups("/root", b.TempDir())[providers.Claude]
+	pushSetup := storeSetup
+	pushSetup.StoreCLI, pushSetup.InstallFiles = "", []provisioning.File{{Host: bin, Container: "/usr/local/bin/claude", Mode: 0o755}}
+	for _, lib := range glibcLibs {
+		pushSetup.InstallFiles = append(pushSetup.InstallFiles, provisioning.File{Host: lib, Container: lib, Mode: 0o755})
+	}
+	storeDeps, _ := provisioning.NewDependencies(provisioning.StepsOptions{LXD: conn, CLIStore: st,
+		Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: storeSetup}})
+	pushDeps, _ := provisioning.NewDependencies(provisioning.StepsOptions{LXD: conn,
+		Providers: map[providers.ProviderID]provisioning.ProviderSetup{providers.Claude: pushSetup}})
+	one := func(deps provisioning.Dependencies) time.Duration {
+		b.StopTimer()
+		name := testkit.NewContainer(b, cl, "cli")
+		inst, _, err := cl.Instance(context.Background(), name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := deps.CLI.EnsureCLI(context.Background(), provisioning.Container{Name: name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, providers.Claude); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		_ = cl.ForceDeleteInstance(context.Background(), name)
+		b.StartTimer()
+		return took
+	}
+	one(storeDeps)
+	one(pushDeps)
+	var store, push time.Duration
+	b.ResetTimer()
+	for range b.N {
+		store += one(storeDeps)
+		push += one(pushDeps)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(store.Milliseconds())/n, "store-ms")
+	b.ReportMetric(float64(push.Milliseconds())/n, "push-ms")
+	b.ReportMetric(float64(push)/float64(store), "push/store")
+}
