@@ -265,7 +265,7 @@ func run(args []string) error {
 			LXD: lxd, Registry: reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
 			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: daemon.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
-		}),
+		}, &daemon.ProviderLogins{Registry: reg, HostUser: hostUser}),
 		Notify: daemon.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
 	if err != nil {
