@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
-	register(command{Name: "providers", Usage: "[--json]", Summary: "list the agent providers: installed, version, login, what to do", Run: runProviders})
+	register(command{Name: "providers", Usage: "[--json] | login [-method M] PROVIDER | logout PROVIDER", Summary: "list the agent providers: installed, version, login, what to do; log a host CLI in or out", Run: runProviders})
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
@@ -70,6 +70,9 @@ func runInfo(ctx context.Context, e *env, args []string) error {
 }
 
 func runProviders(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") { // login.go
+		return map[string]func(context.Context, *env, []string) error{"login": runProvidersLogin, "logout": runProvidersLogout}[args[0]](ctx, e, args[1:])
+	}
 	args, err := parseExact(e.newFlags("providers"), args)
 	if err != nil {
 		return err
