@@ -42,15 +42,22 @@ func runProvidersLogin(ctx context.Context, e *env, args []string) error {
 			}
 			fmt.Fprintln(say, "Waiting for the sign-in… (Ctrl-C cancels)")
 		}
-		if l.NeedsCode && !asked {
+		if l.NeedsCode {
+			if asked { // the CLI refused the code: say why, ask again
+				fmt.Fprintf(e.Stderr, "%s: %s\n", id, l.Message)
+			} else {
+				fmt.Fprintln(say, "Then paste the code the page shows.")
+			}
 			asked = true
-			fmt.Fprintln(say, "Then paste the code the page shows.")
 			code, err := readSecretValue(ctx, e, "the sign-in code")
+			if err == nil {
+				var next api.ProviderLogin
+				if next, err = e.Client.SubmitLoginCode(ctx, id, l.ID, code); err == nil {
+					l = next
+				}
+			}
 			if err != nil {
 				_, _ = e.Client.CancelLogin(context.WithoutCancel(ctx), id, l.ID)
-				return err
-			}
-			if l, err = e.Client.SubmitLoginCode(ctx, id, l.ID, code); err != nil {
 				return err
 			}
 			continue

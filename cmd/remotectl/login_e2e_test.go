@@ -89,6 +89,13 @@ func TestProvidersLoginE2E(t *testing.T) {
 		t.Fatalf("login claude: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("remotectl providers login claude printed:\n%s%s", r.stdout, r.stderr)
+	// A code without its "#state" half: the real CLI says so and waits
+	// for another; remotectl shows its line, has no more input, and stops.
+	r = e.run("PASTED-code\n", "providers", "login", "claude")
+	if r.code == 0 || !strings.Contains(r.stderr, "claude: That doesn't look like the full code. Copy all of it, including the # in the middle.") {
+		t.Fatalf("login claude, half a code: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("with half a code, stderr:\n%s", r.stderr)
 }
 
 // codexAuth returns the AUTH column of codex's row in `remotectl providers`.

@@ -46,8 +46,9 @@ func (p *Provider) Logout(ctx context.Context) (string, error) {
 //	If the browser didn't open, visit: https://claude.com/cai/oauth/authorize?…
 //	Paste code here if prompted >
 //
-// then "Login successful." (exit 0), or "Couldn't log in: …" / "OAuth
-// login failed: …" (exit 1).
+// then "Login successful." (exit 0), "Couldn't log in: …" / "OAuth
+// login failed: …" (exit 1), or, for a code that is not whole, "That
+// doesn't look like the full code. …" and another wait for a code.
 type oauthParser struct{ prompted bool }
 
 func (o *oauthParser) Line(line string, partial bool, st *providers.LoginStatus) {
@@ -59,6 +60,9 @@ func (o *oauthParser) Line(line string, partial bool, st *providers.LoginStatus)
 			o.prompted, st.NeedsCode = true, true
 			st.Message = "open the URL, sign in with your Claude account, then paste the code the page shows"
 		}
+	case strings.HasPrefix(line, "That doesn't look like the full code"):
+		// The CLI refused the pasted code and waits for another.
+		st.NeedsCode, st.Message = true, line
 	case strings.HasPrefix(line, "Couldn't log in"), strings.HasPrefix(line, "OAuth login failed"),
 		strings.HasPrefix(line, "Input ended before a code was pasted"), strings.HasPrefix(line, "Login interrupted"):
 		st.Message = line
