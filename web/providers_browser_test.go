@@ -165,7 +165,7 @@ password_hash = %q
 		chromedp.Click(chromedp.CSS(`.provider-card[data-provider="claude"] .login-start`)),
 		chromedp.WaitVisible(chromedp.CSS(`.provider-card[data-provider="claude"] .login-paste`)),
 	)
-	if got := eval[string](t, ctx, card("claude")+`.querySelector('.login-url').href`); !strings.HasPrefix(got, "https://claude.com/cai/oauth/authorize?code=true") {
+	if got := eval[string](t, ctx, card("claude")+`.querySelector('.login-url').href`); !strings.HasPrefix(got, "https://claude.") || !strings.Contains(got, "/oauth/authorize?") {
 		t.Errorf("claude login URL = %q", got)
 	}
 	steps(t, ctx, "claude code submitted",

@@ -83,7 +83,7 @@ func TestProvidersLoginE2E(t *testing.T) {
 
 	// The real Claude Code, up to its network step.
 	r = e.run("PASTED-code#state\n", "providers", "login", "claude")
-	if r.code == 0 || !strings.Contains(r.stdout, "https://claude.com/cai/oauth/authorize?code=true") ||
+	if r.code == 0 || !strings.Contains(r.stdout, "/oauth/authorize?") ||
 		!strings.Contains(r.stdout, "Then paste the code the page shows.") ||
 		!strings.Contains(r.stderr, "claude login failed: Couldn't log in:") || strings.Contains(r.stdout+r.stderr, "PASTED") {
 		t.Fatalf("login claude: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

@@ -53,8 +53,10 @@ type oauthParser struct{ prompted bool }
 
 func (o *oauthParser) Line(line string, partial bool, st *providers.LoginStatus) {
 	switch {
-	case strings.Contains(line, "visit: http"):
+	case strings.Contains(line, "visit: http"): // 2.1.328: the URL on the same line
 		st.URL = strings.TrimSpace(line[strings.Index(line, "visit: ")+len("visit: "):])
+	case st.URL == "" && !partial && strings.HasPrefix(line, "https://"): // 2.1.332: on the next line
+		st.URL = line
 	case strings.HasPrefix(line, "Paste code here"):
 		if !o.prompted { // once: the tail is seen again when its line ends
 			o.prompted, st.NeedsCode = true, true

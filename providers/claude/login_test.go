@@ -47,7 +47,7 @@ func TestLoginClaudeRealCLI(t *testing.T) {
 	defer s.Cancel()
 	st := waitLogin(t, s, func(st providers.LoginStatus) bool { return st.NeedsCode })
 	if st.State != providers.LoginWaiting || st.Method != "oauth" ||
-		!strings.HasPrefix(st.URL, "https://claude.com/cai/oauth/authorize?code=true&client_id=") {
+		!strings.HasPrefix(st.URL, "https://claude.") || !strings.Contains(st.URL, "/oauth/authorize?") {
 		t.Fatalf("waiting status: %+v", st)
 	}
 	if err := s.SubmitCode("two words"); err == nil {
