@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test vet fmt clean vendor-web run lint
+.PHONY: all build test test-latest vet fmt clean vendor-web run lint
 
 all: build
 
@@ -19,6 +19,16 @@ build:
 test:
 	mkdir -p build
 	scripts/test
+
+# Runs every test against the newest published Claude Code and Codex instead
+# of the pinned ones (installed into build/npm-latest; README "Testing
+# against the newest CLIs"). Pass a test selection with TEST_ARGS.
+TEST_ARGS ?= ./...
+test-latest:
+	mkdir -p build
+	scripts/install-clis latest
+	@echo "== REMOTE_CLI_VERSIONS=latest: Claude Code $$(build/npm-latest/node_modules/@anthropic-ai/claude-code-linux-x64/claude --version), $$(build/npm-latest/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex --version)"
+	REMOTE_CLI_VERSIONS=latest $(GO) test -race -count=1 -timeout 25m $(TEST_ARGS)
 
 vet:
 	$(GO) vet ./...

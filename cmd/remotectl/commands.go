@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
-	register(command{Name: "providers", Usage: "[--json] | install PROVIDER[@VERSION] [-untested] | select PROVIDER@VERSION", Summary: "list the agent providers (installed, version, login, CLI store); install or select a CLI in the store", Run: runProviders})
+	register(command{Name: "providers", Usage: "[--json] | install PROVIDER[@VERSION] [-untested] | select PROVIDER@VERSION | login [-method M] PROVIDER | logout PROVIDER", Summary: "list the agent providers (installed, version, login, CLI store, what to do); install or select a CLI in the store; log a host CLI in or out", Run: runProviders})
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
@@ -73,7 +73,10 @@ func runProviders(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && (args[0] == "install" || args[0] == "select") {
 		return runProvidersStore(ctx, e, args[0], args[1:])
 	}
-	args, err := parseExact(e.newFlags("providers"), args)
+	if len(args) > 0 && (args[0] == "login" || args[0] == "logout") { // login.go
+		return map[string]func(context.Context, *env, []string) error{"login": runProvidersLogin, "logout": runProvidersLogout}[args[0]](ctx, e, args[1:])
+	}
+	_, err := parseExact(e.newFlags("providers"), args)
 	if err != nil {
 		return err
 	}

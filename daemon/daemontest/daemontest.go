@@ -39,6 +39,8 @@ import (
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/providers/clistore"
+	"remote/providers/runner"
 	"remote/provisioning"
 )
 
@@ -167,15 +169,22 @@ func New(t testing.TB, o Options) *Daemon {
 		version = "test"
 	}
 	roots := prompt.NewRoots([]string{os.TempDir()}, "")
+	hostUser, err := runner.LookupHostUser("")
+	if err != nil {
+		t.Fatalf("daemontest: host user: %v", err)
+	}
 	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
 	opts := daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
-		Roots:          roots,
-		DefaultCwd:     d.StateDir,
-		StateDir:       d.StateDir,
-		LXD:            lxdStatus,
-		Projects:       projectapi.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects, doc},
+		Roots:      roots,
+		DefaultCwd: d.StateDir,
+		StateDir:   d.StateDir,
+		LXD:        lxdStatus,
+		Projects:   projectapi.ProjectChatCheck{Store: st},
+		RouteProviders: []daemon.RouteProvider{projects, doc,
+			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
+			&daemon.ProviderLogins{Registry: reg, HostUser: hostUser},
+		},
 	}
 	if o.Configure != nil {
 		o.Configure(&opts)

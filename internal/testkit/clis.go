@@ -26,25 +26,62 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf("integration prerequisite missing (run scripts/install-clis / scripts/lxd-setup): "+format, args...)
 }
 
-// ClaudeBinary returns the pinned Claude Code native binary that
-// scripts/install-clis installed.
+// The environment that selects the CLIs the real-CLI tests run (README,
+// "Testing against the newest CLIs").
+const (
+	// CLIVersionsEnv: unset or "pinned" runs the pinned CLIs
+	// scripts/install-clis installs into build/npm; "latest" runs the newest
+	// published ones, which `scripts/install-clis latest` installs into
+	// build/npm-latest (make test-latest).
+	CLIVersionsEnv = "REMOTE_CLI_VERSIONS"
+	// ClaudeBinaryEnv and CodexBinaryEnv name a binary (absolute path) to
+	// run instead, whatever CLIVersionsEnv says.
+	ClaudeBinaryEnv = "REMOTE_CLAUDE_BINARY"
+	CodexBinaryEnv  = "REMOTE_CODEX_BINARY"
+)
+
+// ClaudeBinary returns the Claude Code native binary the tests run: the
+// pinned one scripts/install-clis installed, unless the environment
+// selects another (CLIVersionsEnv, ClaudeBinaryEnv).
 func ClaudeBinary(t testing.TB) string {
 	t.Helper()
-	return binary(t, "build/npm/node_modules/@anthropic-ai/claude-code-linux-x64/claude")
+	return binary(t, ClaudeBinaryEnv, "node_modules/@anthropic-ai/claude-code-linux-x64/claude")
 }
 
-// CodexBinary returns the pinned Codex CLI (static musl binary) that
-// scripts/install-clis installed.
+// CodexBinary returns the Codex CLI (static musl binary) the tests run:
+// the pinned one scripts/install-clis installed, unless the environment
+// selects another (CLIVersionsEnv, CodexBinaryEnv).
 func CodexBinary(t testing.TB) string {
 	t.Helper()
-	return binary(t, "build/npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	return binary(t, CodexBinaryEnv, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
 }
 
-func binary(t testing.TB, rel string) string {
+// PinnedCLIs reports whether the tests run the pinned CLIs (the tested
+// versions), so tests may assert those versions.
+func PinnedCLIs() bool {
+	v := os.Getenv(CLIVersionsEnv)
+	return (v == "" || v == "pinned") && os.Getenv(ClaudeBinaryEnv) == "" && os.Getenv(CodexBinaryEnv) == ""
+}
+
+func binary(t testing.TB, override, rel string) string {
 	t.Helper()
-	p := filepath.Join(Root(), rel)
+	if p := os.Getenv(override); p != "" {
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 || !filepath.IsAbs(p) {
+			t.Fatalf("%s=%q: not an executable absolute path", override, p)
+		}
+		return p
+	}
+	dir := "build/npm"
+	switch v := os.Getenv(CLIVersionsEnv); v {
+	case "", "pinned":
+	case "latest":
+		dir = "build/npm-latest"
+	default:
+		t.Fatalf("%s=%q: want pinned or latest", CLIVersionsEnv, v)
+	}
+	p := filepath.Join(Root(), dir, rel)
 	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		Missing(t, "%s not installed", rel)
+		Missing(t, "%s/%s not installed (scripts/install-clis %s)", dir, rel, map[bool]string{true: "latest", false: ""}[dir != "build/npm"])
 	}
 	return p
 }

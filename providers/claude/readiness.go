@@ -10,8 +10,8 @@ import (
 )
 
 // LoginAction is the line shown when Claude Code is not logged in.
-const LoginAction = "Claude Code is not logged in: run `claude` as the host user and /login, or `claude setup-token`, " +
-	"or set ANTHROPIC_API_KEY in [providers.claude] env"
+const LoginAction = "Claude Code is not logged in: log in from the page (Providers) or with `remotectl providers login claude` " +
+	"(or run `claude auth login` as the host user), or set ANTHROPIC_API_KEY in [providers.claude] env"
 
 // ParseVersion reads `claude --version` ("2.1.328 (Claude Code)").
 func ParseVersion(out string) string {

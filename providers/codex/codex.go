@@ -82,6 +82,9 @@ type Options struct {
 	// ModelsTTL is how long the CLI's model/list is reused;
 	// DefaultModelsTTL when zero.
 	ModelsTTL time.Duration
+	// LoginArgs are appended to `codex login --device-auth` (tests point
+	// `--experimental_issuer` at a fake issuer on loopback).
+	LoginArgs []string
 }
 
 // Provider runs Codex. It is safe for concurrent runs.

@@ -12,8 +12,8 @@ import (
 )
 
 // LoginAction is the line shown when Codex is not logged in.
-const LoginAction = "Codex is not logged in: run `codex login --device-auth` as the host user " +
-	"(a ChatGPT subscription; API-key logins are refused, S13)"
+const LoginAction = "Codex is not logged in: log in from the page (Providers) or with `remotectl providers login codex` " +
+	"(or run `codex login --device-auth` as the host user); a ChatGPT subscription only, API-key logins are refused (S13)"
 
 // APIKeyAction is the line shown when Codex is logged in with an API key.
 const APIKeyAction = "Codex is logged in with an API key, which Remote refuses (S13): " +

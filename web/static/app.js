@@ -5,6 +5,7 @@
 import { el, api, notice } from './lib.js';
 import { ChatView } from './chat.js';
 import { TerminalView } from './terminal.js';
+import { ProvidersView } from './providers.js';
 import { workspace, waiting } from './workspace.js';
 import { notify, notificationState, askPermission } from './notify.js';
 
@@ -33,6 +34,8 @@ function route() {
     current = new TerminalView(view, parts[1]);
   } else if (parts[0] === 'usage') {
     usageView();
+  } else if (parts[0] === 'providers') {
+    current = new ProvidersView(view);
   } else {
     chatsView();
   }
