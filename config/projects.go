@@ -3,9 +3,9 @@ package config
 import (
 	"fmt"
 	"os"
-
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ProviderProvisioning is how a provider's CLI, credentials and files get
@@ -85,6 +85,10 @@ type ProjectsProvisioning struct {
 	// CheckpointKeep is how many turn checkpoints each project keeps
 	// (default 20; at most 1000).
 	CheckpointKeep int `toml:"checkpoint_keep"`
+	// CheckpointExpiry, when set, is how long LXD keeps a turn checkpoint
+	// before deleting it itself (the snapshot's expires_at); "" or "0s":
+	// checkpoints never expire (retention by checkpoint_keep only).
+	CheckpointExpiry Duration `toml:"checkpoint_expiry"`
 	// Pool is the LXD storage pool of new projects' root disks when the
 	// request names none ("": the profile's root disk). The daemon checks
 	// that LXD has it when a project is created.
@@ -145,6 +149,9 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if p.CheckpointKeep < 0 || p.CheckpointKeep > 1000 {
 		ps.add(ErrInvalidValue, keyPath("projects", "checkpoint_keep"), "must be 0 (default 20) to 1000")
+	}
+	if e := p.CheckpointExpiry.Duration; e < 0 || (e > 0 && e < time.Minute) {
+		ps.add(ErrInvalidValue, keyPath("projects", "checkpoint_expiry"), "must be 0 (never) or at least 1m")
 	}
 	if p.Pool != "" && !validPoolName(p.Pool) {
 		ps.add(ErrInvalidValue, keyPath("projects", "pool"), "must be an LXD storage pool name (letters, digits, '.', '_', '-'; at most 63)")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProjectsProvisioningKeys(t *testing.T) {
@@ -29,12 +30,13 @@ sync = true
 container_home = "/root"
 start_parallel = 8
 checkpoint_keep = 5
+checkpoint_expiry = "168h"
 pool = "btrfs"
 [projects.limits]
 memory = "2GiB"
 processes = 500
 `, check: func(t *testing.T, c Config) {
-			if c.Projects.CheckpointKeep != 5 || c.Projects.Pool != "btrfs" || c.Projects.Limits.Memory != "2GiB" || c.Projects.Limits.Processes != 500 {
+			if c.Projects.CheckpointKeep != 5 || c.Projects.CheckpointExpiry.Duration != 7*24*time.Hour || c.Projects.Pool != "btrfs" || c.Projects.Limits.Memory != "2GiB" || c.Projects.Limits.Processes != 500 {
 				t.Fatalf("checkpoint_keep/limits %+v", c.Projects)
 			}
 			p := c.Providers["claude"]
@@ -49,6 +51,7 @@ processes = 500
 		{name: "relative credential", toml: "[[providers.codex.credentials]]\nhost = \"auth.json\"\ncontainer = \"/root/.codex/auth.json\"\n", wantErr: "credentials"},
 		{name: "unknown key", toml: "[providers.claude]\ninstal = [\"npm\"]\n", wantErr: "instal"},
 		{name: "checkpoint_keep too big", toml: "[projects]\ncheckpoint_keep = 1001\n", wantErr: "checkpoint_keep"},
+		{name: "checkpoint_expiry too short", toml: "[projects]\ncheckpoint_expiry = \"30s\"\n", wantErr: "checkpoint_expiry"},
 		{name: "negative processes", toml: "[projects.limits]\nprocesses = -1\n", wantErr: "processes"},
 		{name: "bad pool", toml: "[projects]\npool = \"../x\"\n", wantErr: "[projects] pool"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},

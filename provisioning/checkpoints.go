@@ -151,7 +151,11 @@ func (p *Preparer) takeCheckpoint(ctx context.Context, proj api.Project, t Turn)
 		return
 	}
 	started := time.Now()
-	err := snap.CreateSnapshot(ctx, proj.Container, name, time.Time{})
+	var expires time.Time // zero: LXD never expires it
+	if p.expiry > 0 {
+		expires = started.Add(p.expiry)
+	}
+	err := snap.CreateSnapshot(ctx, proj.Container, name, expires)
 	if err != nil {
 		err = classify(err)
 		p.log.Warn("checkpoint failed; the turn runs without one", "project", proj.Name, "snapshot", name, "error", err)

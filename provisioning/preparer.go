@@ -126,6 +126,9 @@ type Options struct {
 	// CheckpointKeep is how many checkpoints each project keeps; zero
 	// means DefaultCheckpointKeep.
 	CheckpointKeep int
+	// CheckpointExpiry, when positive, has LXD delete each checkpoint
+	// that long after it was taken (the snapshot's expires_at).
+	CheckpointExpiry time.Duration
 	// PreviewDir holds the Unix sockets of the projects' port previews
 	// (LXD proxy devices); "" turns previews off.
 	PreviewDir string
@@ -144,11 +147,12 @@ type Preparer struct {
 	wired       bool
 	syncTimeout time.Duration
 	log         hclog.Logger
-	lifecycle   keyLock    // one container lifecycle change at a time
-	keep        int        // checkpoints kept per project
-	pinned      pins       // checkpoints a fork is copying
-	pruning     pruneQueue // checkpoint retention runs
-	previewDir  string     // sockets of port previews ("" none)
+	lifecycle   keyLock       // one container lifecycle change at a time
+	keep        int           // checkpoints kept per project
+	expiry      time.Duration // LXD expiry of checkpoints (0: none)
+	pinned      pins          // checkpoints a fork is copying
+	pruning     pruneQueue    // checkpoint retention runs
+	previewDir  string        // sockets of port previews ("" none)
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -184,7 +188,7 @@ func New(opts Options) (*Preparer, error) {
 	if err := checkPreviewDir(opts.PreviewDir); err != nil {
 		return nil, err
 	}
-	return &Preparer{keep: opts.CheckpointKeep, previewDir: opts.PreviewDir,
+	return &Preparer{keep: opts.CheckpointKeep, expiry: opts.CheckpointExpiry, previewDir: opts.PreviewDir,
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,

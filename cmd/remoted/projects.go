@@ -73,6 +73,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
+		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
 		PreviewDir:            previewDir,
 		Logger:                log.Named("prepare"),
 	})

@@ -356,3 +356,35 @@ func testForkWithContainer(t *testing.T, pool testkit.Pool) {
 		t.Fatalf("fork without atSeq: %d %s, want 400 %q", status, body, want)
 	}
 }
+
+// TestCheckpointExpiry: with [projects] checkpoint_expiry set, LXD holds
+// each turn checkpoint with an expiry that long after it was taken (LXD
+// then deletes it itself); without it a checkpoint never expires.
+func TestCheckpointExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		expiry time.Duration
+	}{{"7 days", 7 * 24 * time.Hour}, {"none", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newProjectEnv(t, projectEnvOpts{checkpointExpiry: tc.expiry, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+			proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckexp")})
+			if evs := e.prompt(t, chat.ID, "alice", "t1"); !hasType(evs, api.EventCheckpoint) {
+				t.Fatalf("no checkpoint: %v", types(evs))
+			}
+			snaps, err := e.lxd.Snapshots(context.Background(), proj.Container)
+			if err != nil || len(snaps) != 1 {
+				t.Fatalf("snapshots %+v %v", snaps, err)
+			}
+			s := snaps[0]
+			if tc.expiry == 0 {
+				if !s.ExpiresAt.IsZero() && s.ExpiresAt.Year() > 1 {
+					t.Fatalf("checkpoint expires at %v without checkpoint_expiry", s.ExpiresAt)
+				}
+				return
+			}
+			if d := s.ExpiresAt.Sub(s.CreatedAt); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
+				t.Fatalf("checkpoint created %v expires %v (after %v), want 168h", s.CreatedAt, s.ExpiresAt, d)
+			}
+		})
+	}
+}

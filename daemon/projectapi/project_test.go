@@ -67,7 +67,9 @@ type projectEnvOpts struct {
 	// checkpointKeep is its checkpoints kept per project.
 	prepLXD        func(*provisioning.Conn) provisioning.LXD
 	checkpointKeep int
-	defaultPool    string // [projects] pool
+	// checkpointExpiry is the LXD expiry of its checkpoints (0: none).
+	checkpointExpiry time.Duration
+	defaultPool      string // [projects] pool
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
 }
@@ -101,7 +103,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			prepLXD = o.prepLXD(e.conn)
 		}
 		prep, err := provisioning.New(provisioning.Options{
-			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
+			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
