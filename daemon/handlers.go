@@ -201,7 +201,7 @@ func (s *Server) handleListChats(w http.ResponseWriter, r *http.Request) error {
 	out := []api.Chat{}
 	for _, c := range all {
 		if c.Owner == owner {
-			s.workspace.decorate(&c)
+			s.workspace.Decorate(&c)
 			out = append(out, c)
 		}
 	}
@@ -213,7 +213,7 @@ func (s *Server) handleGetChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c.Attention = s.workspace.attentionOf(c.ID)
+	c.Attention = s.workspace.AttentionOf(c.ID)
 	return writeJSON(w, http.StatusOK, c)
 }
 

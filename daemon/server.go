@@ -18,6 +18,7 @@ import (
 	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/daemon/webhook"
+	"remote/daemon/workspace"
 )
 
 // LXDStatus reports LXD reachability for GET /v1/info.
@@ -86,7 +87,7 @@ type Server struct {
 	pingEvery      time.Duration
 	pongWait       time.Duration
 	notifier       *webhook.Notifier // nil without a webhook
-	workspace      *Workspace
+	workspace      *workspace.Hub
 	table          []Route // the validated route table (RouteTable)
 	// projectStore lists projects for the workspace snapshot; nil when the
 	// store keeps none.
@@ -119,10 +120,10 @@ func New(o Options) (*Server, error) {
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
 	s.hub = runhub.NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
-	s.workspace = newWorkspace(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
-	s.hub.Observe(s.workspace.observe)
+	s.workspace = workspace.New(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
+	s.hub.Observe(s.workspace.Observe)
 	if cs, ok := o.Store.(interface{ OnChange(func(store.Change)) }); ok {
-		cs.OnChange(s.workspace.onStoreChange)
+		cs.OnChange(s.workspace.OnStoreChange)
 	}
 	if ps, ok := o.Store.(interface {
 		Projects() ([]api.Project, error)
@@ -131,7 +132,7 @@ func New(o Options) (*Server, error) {
 	}
 	var wsCtx context.Context
 	wsCtx, s.stopWorkspace = context.WithCancel(context.Background())
-	go s.workspace.run(wsCtx)
+	go s.workspace.Run(wsCtx)
 	if o.Notify.URL != "" {
 		if o.Notify.Logger == nil {
 			o.Notify.Logger = o.Logger.Named("notify")
