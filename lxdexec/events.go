@@ -162,7 +162,7 @@ func (c *Client) Events(ctx context.Context, types ...string) (<-chan Event, err
 }
 
 func (c *Client) dialEvents(ctx context.Context, path string) (*wsConn, error) {
-	conn, resp, err := c.ws.DialContext(ctx, c.wsBase+path, nil)
+	conn, resp, err := c.dialWS(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("lxd events: %w", errorFromHandshake("/1.0/events", resp, err))
 	}

@@ -25,7 +25,7 @@ type lxdLink struct {
 var _ daemon.LXDStatus = (*lxdLink)(nil)
 
 func lxdOptions(c config.LXD) lxdexec.Options {
-	return lxdexec.Options{Socket: c.Socket, URL: c.URL, ClientCert: c.ClientCert, ClientKey: c.ClientKey,
+	return lxdexec.Options{Socket: c.Socket, URL: c.URL, URLs: c.URLs, ClientCert: c.ClientCert, ClientKey: c.ClientKey,
 		ServerCert: c.ServerCert, Project: c.Project, Target: c.Target}
 }
 
