@@ -266,7 +266,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 		Ports: from.Ports, Autostart: from.Autostart, Checkpoints: from.Checkpoints,
 		// The copy keeps the original's credential mode (a tenant's own
 		// login never becomes a shared one by forking) and its limits.
-		Credentials: from.Credentials, Limits: from.Limits,
+		Credentials: from.Credentials, Limits: from.Limits, Target: from.Target,
 		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
 	}
 	proj.Container = ContainerName(proj.Name, id)

@@ -105,7 +105,7 @@ func projectError(err error) error {
 	case provisioning.IsUnavailable(err):
 		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "lxd is unreachable: " + err.Error(), Err: err}
 	case errors.Is(err, provisioning.ErrForeignContainer), errors.Is(err, provisioning.ErrUnmarkedContainer),
-		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict):
+		errors.Is(err, provisioning.ErrProjectReplaced), errors.Is(err, lxdexec.ErrConflict), errors.Is(err, provisioning.ErrBadTarget):
 		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: err}
 	case errors.Is(err, provisioning.ErrNoContainer), errors.Is(err, provisioning.ErrBadSkill), errors.Is(err, provisioning.ErrBadCheckpoint):
 		return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
@@ -186,6 +186,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
 		return BadRequest("invalid checkpoints %q: turn or off", req.Checkpoints)
 	}
+	if req.Target != "" && !targetRE.MatchString(req.Target) {
+		return BadRequest("invalid target %q: a cluster member name or @group", req.Target)
+	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {
 		return err
@@ -200,6 +203,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		ID: id, Name: req.Name, Owner: UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials,
+		Target: req.Target,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project

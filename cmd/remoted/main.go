@@ -271,6 +271,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	projects.OnEvacuated(srv.Service().ContainerEvacuated)
 	for _, rp := range projects.Routes {
 		if pr, ok := rp.(*daemon.Projects); ok {
 			pr.Attach(srv) // restore and fork with a container reach the chats
