@@ -137,7 +137,7 @@ func (r *Reconciler) deleteIsMove(ctx context.Context, p api.Project) (api.Proje
 // LXD stopped the container there to move it.
 func (r *Reconciler) evacuated(ctx context.Context, member string) bool {
 	cm, ok := r.o.Lister.(ClusterMembers)
-	if !ok || member == "" {
+	if !ok || memberName(member) == "" { // a standalone server has no members
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
