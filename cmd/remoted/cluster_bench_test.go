@@ -4,9 +4,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,9 @@ import (
 // scripts/lxd-cluster, through a real remoted:
 //
 //	CI=1 go test -tags cluster -run '^$' -bench BenchmarkCluster -benchtime 3x ./cmd/remoted/
+//
+// The start-up reconciliation of 60 projects is measured in package
+// provisioning (BenchmarkClusterReconcile60 there).
 
 // benchProject creates a project (no provider: no CLI push) placed on
 // member, starts it and runs `true` in it; it returns the time taken and
@@ -113,85 +114,6 @@ func BenchmarkClusterFailover(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "failover-ms/op")
-}
-
-// BenchmarkClusterReconcile60: 60 projects, 20 per member, all running;
-// timed: a remoted restart until GET /v1/projects shows all 60 running
-// with their members (the reconciler's start-up pass), beside `lxc list`
-// of the same cluster (what an operator would run to see the same).
-func BenchmarkClusterReconcile60(b *testing.B) {
-	bed := newClusterBed(b)
-	d := startClusterDaemon(b, bed, true)
-	const n = 60
-	names := make([]string, n)
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for i := range names {
-		names[i] = testkit.ContainerName(fmt.Sprintf("r%02d", i))
-		member := clusterMembers[i%3]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(name, member string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			autostart := true
-			if st, body := d.do("POST", "/v1/projects", api.CreateProjectRequest{Name: name, Target: member, Autostart: &autostart, Checkpoints: "off"}); st != 201 {
-				b.Errorf("create %s: %d %s", name, st, body)
-				return
-			}
-			if st, body := d.do("POST", "/v1/projects/"+name+"/start", nil); st/100 != 2 {
-				b.Errorf("start %s: %d %s", name, st, body)
-			}
-		}(names[i], member)
-	}
-	wg.Wait()
-	defer func() {
-		for _, name := range names {
-			d.do("DELETE", "/v1/projects/"+name+"?purge=true", nil)
-		}
-	}()
-	if b.Failed() {
-		b.FailNow()
-	}
-	var daemon, lxc time.Duration
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
-		// Timed from the restart until all 60 read running on their
-		// member: connect, the reconciler's start-up pass (one listing
-		// of the cluster's instances, autostart checks), the first GET.
-		b.StartTimer()
-		start := time.Now()
-		d.start()
-		for {
-			st, body := d.do("GET", "/v1/projects", nil)
-			var ps []api.Project
-			ok := st == 200 && json.Unmarshal(body, &ps) == nil
-			count := 0
-			for _, p := range ps {
-				if p.Status == "running" && p.Location != "" {
-					count++
-				}
-			}
-			if ok && count >= n {
-				break
-			}
-			if time.Since(start) > 5*time.Minute {
-				b.Fatalf("%d of %d projects running after 5 min", count, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		daemon += time.Since(start)
-		start = time.Now()
-		if out, err := bed.lxc("list", "--format", "csv", "-c", "nsL")(); err != nil || strings.Count(string(out), "\n") < n {
-			b.Fatalf("lxc list: %v %s", err, out)
-		}
-		lxc += time.Since(start)
-	}
-	b.ReportMetric(float64(daemon.Milliseconds())/float64(b.N), "remoted-restart-ms/op")
-	b.ReportMetric(float64(lxc.Milliseconds())/float64(b.N), "lxc-list-ms/op")
-	b.ReportMetric(float64(daemon)/float64(lxc), "ratio")
 }
 
 // restartOn restarts the daemon (it then talks to the first member that
