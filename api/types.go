@@ -98,6 +98,10 @@ const (
 	SubtypePromptRejected     = "prompt_rejected"
 	SubtypeCheckpointFailed   = "checkpoint_failed"
 	SubtypeCheckpointRestored = "checkpoint_restored"
+	// SubtypeContainerEvacuated: LXD stopped the project's container to
+	// move it off an evacuated cluster member; a run in progress ended
+	// and the next prompt resumes the session where LXD put it.
+	SubtypeContainerEvacuated = "container_evacuated"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -298,6 +302,12 @@ type Project struct {
 	// Pool is the LXD storage pool of the container's root disk ("": the
 	// profile's root disk).
 	Pool string `json:"pool,omitempty"`
+	// Target places the container in an LXD cluster: a member name or
+	// "@group" ("" = [lxd] target, else LXD decides). Location is the
+	// member the container is on, as LXD last reported it (lifecycle
+	// events and resync); it follows evacuations and moves.
+	Target   string `json:"target,omitempty"`
+	Location string `json:"location,omitempty"`
 }
 
 // Project credential modes (Project.Credentials).
@@ -322,6 +332,9 @@ type CreateProjectRequest struct {
 
 	// Credentials is "shared" (default) or "project"; see Project.
 	Credentials string `json:"credentials,omitempty"`
+	// Target is the cluster member or "@group" for the container; see
+	// Project.
+	Target string `json:"target,omitempty"`
 }
 
 // ProjectLimits are a project container's resource limits: LXD
@@ -429,6 +442,14 @@ type LXDInfo struct {
 	ServerVersion string `json:"serverVersion,omitempty"`
 	Server        string `json:"server,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// URL is the configured LXD URL in use (with [lxd] urls: the member
+	// the daemon talks to now); Member is that server's cluster member
+	// name when Clustered.
+	URL       string `json:"url,omitempty"`
+	Member    string `json:"member,omitempty"`
+	Clustered bool   `json:"clustered,omitempty"`
+	// Pin describes the pinned server certificate ([lxd] server_cert).
+	Pin string `json:"pin,omitempty"`
 }
 
 // Doctor check levels.

@@ -77,8 +77,12 @@ type Daemon struct {
 // LXD says how to reach LXD: the local Unix socket (Socket, or discovery when
 // both Socket and URL are empty) or HTTPS (URL with a client certificate).
 type LXD struct {
-	Socket     string   `toml:"socket"`      // absolute path of LXD's unix.socket
-	URL        string   `toml:"url"`         // https://host:port of a remote LXD or cluster member
+	Socket string `toml:"socket"` // absolute path of LXD's unix.socket
+	URL    string `toml:"url"`    // https://host:port of a remote LXD or cluster member
+	// URLs are several members of one LXD cluster, tried in order: the
+	// daemon uses the first that answers and fails over on connection
+	// errors. Set url or urls, not both.
+	URLs       []string `toml:"urls"`
 	ClientCert string   `toml:"client_cert"` // PEM file of the client certificate (with URL)
 	ClientKey  string   `toml:"client_key"`  // PEM file of its key (with URL)
 	ServerCert string   `toml:"server_cert"` // PEM file of the pinned server certificate (with URL)

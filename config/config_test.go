@@ -188,6 +188,12 @@ func TestParseRejects(t *testing.T) {
 		{"url without host", "[lxd]\nurl = \"https://\"\n", ErrInvalidValue, `remoted.toml:2: [lxd] url: url "https://" must be https://host[:port] only`},
 		{"url without key", "[lxd]\nurl = \"https://h:8443\"\nclient_cert = \"/c\"\n", ErrInvalidValue, "remoted.toml:2: [lxd] url: an https url needs both client_cert and client_key"},
 		{"url without cert", "[lxd]\nurl = \"https://h:8443\"\nclient_key = \"/k\"\n", ErrInvalidValue, "remoted.toml:2: [lxd] url: an https url needs both client_cert and client_key"},
+		{"url and urls", "[lxd]\nurl = \"https://h:8443\"\nurls = [\"https://g:8443\"]\nclient_cert = \"/c\"\nclient_key = \"/k\"\n", ErrInvalidValue, "remoted.toml:3: [lxd] urls: set either url or urls, not both"},
+		{"empty urls", "[lxd]\nurls = []\n", ErrInvalidValue, "remoted.toml:2: [lxd] urls: is empty: list at least one https://host[:port]"},
+		{"http member", "[lxd]\nurls = [\"https://a:8443\", \"http://b:8443\"]\nclient_cert = \"/c\"\nclient_key = \"/k\"\n", ErrInvalidValue, `remoted.toml:2: [lxd] urls[1]: url "http://b:8443" must use https`},
+		{"duplicate member", "[lxd]\nurls = [\"https://a:8443\", \"https://a:8443\"]\nclient_cert = \"/c\"\nclient_key = \"/k\"\n", ErrInvalidValue, `remoted.toml:2: [lxd] urls[1]: duplicate url "https://a:8443"`},
+		{"socket and urls", "[lxd]\nsocket = \"/s\"\nurls = [\"https://h\"]\nclient_cert = \"/c\"\nclient_key = \"/k\"\n", ErrInvalidValue, "remoted.toml:3: [lxd] urls[0]: set either socket or urls, not both"},
+		{"urls without key", "[lxd]\nurls = [\"https://h:8443\"]\nclient_cert = \"/c\"\n", ErrInvalidValue, "remoted.toml:2: [lxd] urls[0]: an https url needs both client_cert and client_key"},
 		{"cert without url", "[lxd]\nclient_cert = \"/c\"\n", ErrInvalidValue, "remoted.toml:2: [lxd] client_cert: only applies with url"},
 		{"server cert without url", "[lxd]\nserver_cert = \"/s\"\n", ErrInvalidValue, "remoted.toml:2: [lxd] server_cert: only applies with url"},
 		{"relative cert", "[lxd]\nurl = \"https://h\"\nclient_cert = \"c.pem\"\nclient_key = \"/k\"\n", ErrInvalidValue, `remoted.toml:3: [lxd] client_cert: "c.pem" must be an absolute path`},
@@ -476,4 +482,15 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted a config Validate rejects: %v", err)
 		}
 	})
+}
+
+func TestParseLXDURLs(t *testing.T) {
+	c, err := Parse("remoted.toml", []byte("[lxd]\nurls = [\"https://10.0.0.11:8443\", \"https://10.0.0.12\"]\n"+
+		"client_cert = \"/c\"\nclient_key = \"/k\"\nserver_cert = \"/cluster.crt\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.LXD.URLs, " "); got != "https://10.0.0.11:8443 https://10.0.0.12" || c.LXD.URL != "" {
+		t.Fatalf("urls %q, url %q", got, c.LXD.URL)
+	}
 }

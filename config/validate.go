@@ -73,22 +73,25 @@ func (d Daemon) validate(ps *problems) {
 
 func (l LXD) validate(ps *problems) {
 	requireAbs(ps, keyPath("lxd", "socket"), l.Socket, false)
-	if l.URL != "" {
-		p := keyPath("lxd", "url")
-		u, err := url.Parse(l.URL)
-		switch {
-		case l.Socket != "":
-			ps.add(ErrInvalidValue, p, "set either socket or url, not both")
-		case err != nil:
-			ps.add(ErrInvalidValue, p, "invalid url %q", l.URL)
-		case u.Scheme != "https":
-			ps.add(ErrInvalidValue, p, "url %q must use https", l.URL)
-		case u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
-			ps.add(ErrInvalidValue, p, "url %q must be https://host[:port] only", l.URL)
-		case l.ClientCert == "" || l.ClientKey == "":
-			ps.add(ErrInvalidValue, p, "an https url needs both client_cert and client_key")
+	if l.URL != "" && len(l.URLs) > 0 {
+		ps.add(ErrInvalidValue, keyPath("lxd", "urls"), "set either url or urls, not both")
+	}
+	if l.URLs != nil && len(l.URLs) == 0 {
+		ps.add(ErrInvalidValue, keyPath("lxd", "urls"), "is empty: list at least one https://host[:port]")
+	}
+	seenURL := map[string]bool{}
+	for i, raw := range l.URLs {
+		p := appendIndex(keyPath("lxd", "urls"), i)
+		l.validateURL(ps, p, "urls", raw)
+		if seenURL[raw] {
+			ps.add(ErrInvalidValue, p, "duplicate url %q", raw)
 		}
-	} else {
+		seenURL[raw] = true
+	}
+	if l.URL != "" {
+		l.validateURL(ps, keyPath("lxd", "url"), "url", l.URL)
+	}
+	if l.URL == "" && len(l.URLs) == 0 {
 		for _, f := range []struct{ key, v string }{{"client_cert", l.ClientCert}, {"client_key", l.ClientKey}, {"server_cert", l.ServerCert}} {
 			if f.v != "" {
 				ps.add(ErrInvalidValue, keyPath("lxd", f.key), "only applies with url")
@@ -111,6 +114,23 @@ func (l LXD) validate(ps *problems) {
 			ps.add(ErrInvalidValue, path, "duplicate profile %q", p)
 		}
 		seen[p] = true
+	}
+}
+
+// validateURL checks one https URL of [lxd] url or urls.
+func (l LXD) validateURL(ps *problems, p []pathElem, key, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case l.Socket != "":
+		ps.add(ErrInvalidValue, p, "set either socket or %s, not both", key)
+	case err != nil:
+		ps.add(ErrInvalidValue, p, "invalid url %q", raw)
+	case u.Scheme != "https":
+		ps.add(ErrInvalidValue, p, "url %q must use https", raw)
+	case u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		ps.add(ErrInvalidValue, p, "url %q must be https://host[:port] only", raw)
+	case l.ClientCert == "" || l.ClientKey == "":
+		ps.add(ErrInvalidValue, p, "an https url needs both client_cert and client_key")
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -35,6 +37,11 @@ type Options struct {
 	Socket string
 	// URL selects HTTPS, e.g. "https://10.0.0.5:8443".
 	URL string
+	// URLs lists several members of one LXD cluster (HTTPS, same client
+	// certificate and pin), tried in order: the client uses the first
+	// member that answers and fails over to the next on a connection
+	// error. URL, when also set, is tried first.
+	URLs []string
 	// ClientCert and ClientKey are PEM file paths of the client identity
 	// (required with URL). ServerCert is the PEM path of the server's
 	// certificate; the connection is accepted only when the server presents
@@ -46,6 +53,9 @@ type Options struct {
 	// Target is sent as ?target= on instance creation, only when the
 	// server is clustered (a standalone server refuses it).
 	Target string
+	// DialTimeout bounds one TCP connection attempt over HTTPS (default
+	// 5 s), so that a member that is gone is passed over quickly.
+	DialTimeout time.Duration
 }
 
 // Server is what GET /1.0 reports, as cached at Connect.
@@ -71,10 +81,12 @@ func (s *Server) HasExtension(name string) bool {
 // Client talks to one LXD server. It is safe for concurrent use and holds no
 // context; every I/O method takes one.
 type Client struct {
-	http    *http.Client
-	ws      *websocket.Dialer
-	base    string // "http://lxd" or "https://host:port"
-	wsBase  string // "ws://lxd" or "wss://host:port"
+	http *http.Client
+	ws   *websocket.Dialer
+	// members are the servers to try, in order (one for a Unix socket or
+	// a single URL); cur indexes the one in use.
+	members []member
+	cur     atomic.Int32
 	project string
 	target  string
 	server  Server
@@ -125,7 +137,11 @@ const handshakeTimeout = 30 * time.Second
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	c := &Client{project: opts.Project, target: opts.Target, hdr: "X-LXD-"}
 	const bufSize = 128 << 10
-	if opts.URL == "" {
+	urls := opts.URLs
+	if opts.URL != "" {
+		urls = append([]string{opts.URL}, urls...)
+	}
+	if len(urls) == 0 {
 		sock := opts.Socket
 		if sock == "" {
 			var err error
@@ -145,20 +161,30 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}}
 		c.ws = &websocket.Dialer{NetDialContext: dial, HandshakeTimeout: handshakeTimeout,
 			ReadBufferSize: bufSize, WriteBufferSize: bufSize}
-		c.base, c.wsBase = "http://lxd", "ws://lxd"
+		c.members = []member{{base: "http://lxd", wsBase: "ws://lxd"}}
 	} else {
-		u, err := url.Parse(opts.URL)
-		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("lxd: url %q: want https://host[:port]", opts.URL)
+		for _, raw := range urls {
+			u, err := url.Parse(raw)
+			if err != nil || u.Scheme != "https" || u.Host == "" {
+				return nil, fmt.Errorf("lxd: url %q: want https://host[:port]", raw)
+			}
+			if u.Port() == "" {
+				u.Host = net.JoinHostPort(u.Hostname(), "8443")
+			}
+			c.members = append(c.members, member{url: raw, base: "https://" + u.Host, wsBase: "wss://" + u.Host})
 		}
-		if u.Port() == "" {
-			u.Host = net.JoinHostPort(u.Hostname(), "8443")
-		}
+		opts.URL = strings.Join(urls, ", ") // labels errors
 		tlsConf, err := tlsConfig(opts)
 		if err != nil {
 			return nil, err
 		}
+		dialTimeout := opts.DialTimeout
+		if dialTimeout <= 0 {
+			dialTimeout = 5 * time.Second
+		}
+		dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 		c.http = &http.Client{Transport: &http.Transport{
+			DialContext:         dialer.DialContext,
 			TLSClientConfig:     tlsConf,
 			ForceAttemptHTTP2:   false,
 			MaxIdleConnsPerHost: 16,
@@ -167,10 +193,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			DisableCompression:  true,
 			Proxy:               http.ProxyFromEnvironment,
 		}}
-		c.ws = &websocket.Dialer{TLSClientConfig: tlsConf.Clone(), HandshakeTimeout: handshakeTimeout,
-			ReadBufferSize: bufSize, WriteBufferSize: bufSize, Proxy: http.ProxyFromEnvironment}
-		c.base, c.wsBase = "https://"+u.Host, "wss://"+u.Host
+		c.ws = &websocket.Dialer{NetDialContext: dialer.DialContext, TLSClientConfig: tlsConf.Clone(),
+			HandshakeTimeout: handshakeTimeout, ReadBufferSize: bufSize, WriteBufferSize: bufSize,
+			Proxy: http.ProxyFromEnvironment}
 	}
+	// The first member that answers (send fails over on connection
+	// errors, starting with the first).
 	if _, err := c.refreshServer(ctx); err != nil {
 		return nil, err
 	}
@@ -223,12 +251,21 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 		}
 		got := sha256.Sum256(raw[0])
 		if got != want {
-			return fmt.Errorf("lxd: server certificate %s does not match pinned %s",
-				hex.EncodeToString(got[:]), hex.EncodeToString(want[:]))
+			return &pinError{got: hex.EncodeToString(got[:]), want: hex.EncodeToString(want[:]), file: opts.ServerCert}
 		}
 		return nil
 	}
 	return conf, nil
+}
+
+// pinError is a server certificate that is not the pinned one. It is
+// never a reason to fail over to another member.
+type pinError struct{ got, want, file string }
+
+func (e *pinError) Error() string {
+	return fmt.Sprintf("lxd: server certificate %s does not match pinned %s (%s); "+
+		"pin the certificate the server presents: every member of an LXD cluster presents "+
+		"the cluster's (/var/lib/lxd/cluster.crt), a standalone server its server.crt", e.got, e.want, e.file)
 }
 
 // CertificateFingerprint returns the SHA-256 fingerprint (lowercase hex of
@@ -384,9 +421,122 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, et
 	return r, err
 }
 
-// send performs one request and returns the raw response.
+// member is one server the client may talk to.
+type member struct {
+	url    string // as configured; "" for the Unix socket
+	base   string // "http://lxd" or "https://host:port"
+	wsBase string // "ws://lxd" or "wss://host:port"
+}
+
+// URL returns the configured URL of the member in use ("" over the Unix
+// socket).
+func (c *Client) URL() string { return c.members[c.cur.Load()].url }
+
+// URLs returns every configured member URL, in order.
+func (c *Client) URLs() []string {
+	out := make([]string, 0, len(c.members))
+	for _, m := range c.members {
+		if m.url != "" {
+			out = append(out, m.url)
+		}
+	}
+	return out
+}
+
+// failoverable reports whether err, from one member, lets the request be
+// tried on the next: the connection could not be made (refused, timed out,
+// no route, TLS handshake failed before anything was sent), or a read-only
+// request lost its connection.
+func failoverable(err error, method string) bool {
+	var pin *pinError
+	if !errors.Is(err, ErrUnreachable) || errors.As(err, &pin) {
+		return false
+	}
+	if isDialError(err) {
+		return true
+	}
+	return method == http.MethodGet || method == http.MethodHead
+}
+
+// isDialError reports whether err is a failed connection attempt (nothing
+// of the request was sent).
+func isDialError(err error) bool {
+	var pin *pinError
+	if errors.As(err, &pin) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH)
+}
+
+// dialWS connects a websocket to path (which starts with /1.0), trying the
+// member in use first and, when it cannot be reached, the others in order;
+// the member that answered becomes the one in use.
+func (c *Client) dialWS(ctx context.Context, path string) (*websocket.Conn, *http.Response, error) {
+	start := int(c.cur.Load())
+	n := len(c.members)
+	var (
+		conn *websocket.Conn
+		resp *http.Response
+		err  error
+	)
+	for i := range n {
+		idx := (start + i) % n
+		conn, resp, err = c.ws.DialContext(ctx, c.members[idx].wsBase+path, nil)
+		if err == nil {
+			if idx != start {
+				c.cur.CompareAndSwap(int32(start), int32(idx))
+			}
+			return conn, resp, nil
+		}
+		if resp != nil || ctx.Err() != nil || !isDialError(err) {
+			return conn, resp, err
+		}
+	}
+	return conn, resp, err
+}
+
+// send performs one request and returns the raw response. With several
+// members, a connection error moves on to the next member (see
+// failoverable); the member that answered is used from then on.
 func (c *Client) send(ctx context.Context, method, path string, body io.Reader, etag, ctype string, hdr http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	start := int(c.cur.Load())
+	n := len(c.members)
+	var last error
+	for i := range n {
+		idx := (start + i) % n
+		if i > 0 && body != nil {
+			// Only a body that can be replayed is sent to another member:
+			// a bytes.Reader (every JSON request), rewound, or one that a
+			// failed dial never read.
+			if br, ok := body.(*bytes.Reader); ok {
+				_, _ = br.Seek(0, io.SeekStart)
+			} else if _, closer := body.(io.Closer); closer || !isDialError(last) {
+				return nil, last
+			}
+		}
+		resp, err := c.sendTo(ctx, idx, method, path, body, etag, ctype, hdr)
+		if err == nil {
+			if idx != start {
+				c.cur.CompareAndSwap(int32(start), int32(idx))
+			}
+			return resp, nil
+		}
+		last = err
+		if n == 1 || ctx.Err() != nil || !failoverable(err, method) {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// send sends to member idx.
+func (c *Client) sendTo(ctx context.Context, idx int, method, path string, body io.Reader, etag, ctype string, hdr http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.members[idx].base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("lxd %s %s: %w", method, stripQuery(path), err)
 	}

@@ -25,6 +25,7 @@ const (
 	ActionInstanceRestarted = "instance-restarted"
 	ActionInstanceDeleted   = "instance-deleted"
 	ActionInstanceUpdated   = "instance-updated"
+	ActionInstanceRenamed   = "instance-renamed"
 )
 
 // Event is one message of LXD's event stream.
@@ -40,6 +41,8 @@ type Event struct {
 	Instance string
 	Project  string
 	Location string
+	// OldName is the instance's previous name in an instance-renamed event.
+	OldName  string
 	Metadata json.RawMessage
 }
 
@@ -58,10 +61,11 @@ type eventJSON struct {
 }
 
 type lifecycleJSON struct {
-	Action  string `json:"action"`
-	Source  string `json:"source"`
-	Name    string `json:"name"`
-	Project string `json:"project"`
+	Action  string          `json:"action"`
+	Source  string          `json:"source"`
+	Name    string          `json:"name"`
+	Project string          `json:"project"`
+	Context json.RawMessage `json:"context"`
 }
 
 // decodeEvent decodes one event message.
@@ -80,6 +84,12 @@ func decodeEvent(raw []byte) (Event, error) {
 			return Event{}, fmt.Errorf("lxd: decode lifecycle event: %v: %w", err, ErrProtocol)
 		}
 		ev.Action, ev.Source = lj.Action, lj.Source
+		var ctxj struct {
+			OldName string `json:"old_name"`
+		}
+		if json.Unmarshal(lj.Context, &ctxj) == nil { // best effort: context varies by action
+			ev.OldName = ctxj.OldName
+		}
 		name, project := instanceFromSource(lj.Source)
 		ev.Instance = nonEmpty(lj.Name, name)
 		if ev.Project == "" {
@@ -162,7 +172,7 @@ func (c *Client) Events(ctx context.Context, types ...string) (<-chan Event, err
 }
 
 func (c *Client) dialEvents(ctx context.Context, path string) (*wsConn, error) {
-	conn, resp, err := c.ws.DialContext(ctx, c.wsBase+path, nil)
+	conn, resp, err := c.dialWS(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("lxd events: %w", errorFromHandshake("/1.0/events", resp, err))
 	}

@@ -233,8 +233,7 @@ func (c *Client) streamsTimedOut(ctx context.Context, opURL string) bool {
 
 // dialOp connects one exec websocket.
 func (c *Client) dialOp(ctx context.Context, opURL, secret string) (*wsConn, error) {
-	u := c.wsBase + opURL + "/websocket?secret=" + url.QueryEscape(secret)
-	conn, resp, err := c.ws.DialContext(ctx, u, nil)
+	conn, resp, err := c.dialWS(ctx, opURL+"/websocket?secret="+url.QueryEscape(secret))
 	if err != nil {
 		return nil, errorFromHandshake(opURL+"/websocket", resp, err)
 	}

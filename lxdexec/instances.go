@@ -55,6 +55,9 @@ type InstancesPost struct {
 	Devices     map[string]map[string]string `json:"devices"`
 	Description string                       `json:"description,omitempty"`
 	Ephemeral   bool                         `json:"ephemeral,omitempty"`
+	// Target places the instance on a cluster member or "@group" (sent as
+	// ?target=, only to a clustered server); "" uses Options.Target.
+	Target string `json:"-"`
 }
 
 // InstancePatch is a partial update (PATCH): Config keys are merged and a
@@ -131,8 +134,8 @@ func (c *Client) CreateInstance(ctx context.Context, req InstancesPost) error {
 		req.Devices = map[string]map[string]string{}
 	}
 	var q url.Values
-	if c.target != "" && c.server.Clustered {
-		q = url.Values{"target": {c.target}}
+	if t := nonEmpty(req.Target, c.target); t != "" && c.server.Clustered {
+		q = url.Values{"target": {t}}
 	}
 	_, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), req)
 	var lerr *Error
@@ -297,4 +300,31 @@ func unmarshalMeta(r *Response, out any) error {
 		return fmt.Errorf("decode metadata: %v: %w", err, ErrProtocol)
 	}
 	return nil
+}
+
+// MovePrefix starts the temporary name LXD gives an instance while it
+// moves it to another cluster member (evacuation, restore, lxc move
+// --target): the copy on the new member is "lxd-move-of-<volatile.uuid>"
+// until the old instance is deleted and the copy renamed.
+const MovePrefix = "lxd-move-of-"
+
+// ClusterMember is one member as GET /1.0/cluster/members/<name> reports
+// it.
+type ClusterMember struct {
+	ServerName string `json:"server_name"`
+	URL        string `json:"url"`
+	Status     string `json:"status"` // "Online", "Evacuated", "Offline", ...
+	Message    string `json:"message"`
+}
+
+// ClusterMember returns the named cluster member.
+func (c *Client) ClusterMember(ctx context.Context, name string) (*ClusterMember, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	var m ClusterMember
+	if err := c.syncJSON(ctx, http.MethodGet, "/1.0/cluster/members/"+url.PathEscape(name), nil, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }

@@ -873,6 +873,17 @@ func TestEventsDecode(t *testing.T) {
 			}
 		})
 	}
+	// An evacuation's rename, as a 5.0.2 cluster member sends it: the copy
+	// takes the real name; its member is the location.
+	ev, err := decodeEvent([]byte(`{"type":"lifecycle","location":"rc-member1","metadata":{"action":"instance-renamed","source":"/1.0/instances/ev1","context":{"old_name":"lxd-move-of-b109d708-5f80-466e-8ac5-89be879a1e23"}},"project":"default"}`))
+	if err != nil || ev.Instance != "ev1" || ev.OldName != MovePrefix+"b109d708-5f80-466e-8ac5-89be879a1e23" ||
+		ev.Location != "rc-member1" || ev.Action != ActionInstanceRenamed {
+		t.Errorf("renamed event %+v, %v", ev, err)
+	}
+	// A context that is not an object does not lose the event.
+	if ev, err := decodeEvent([]byte(`{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/x","context":"odd"}}`)); err != nil || ev.Instance != "x" {
+		t.Errorf("odd context: %+v, %v", ev, err)
+	}
 	for _, bad := range []string{"", "{", `{"metadata":{}}`, `{"type":"lifecycle","metadata":[1]}`} {
 		if _, err := decodeEvent([]byte(bad)); !errors.Is(err, ErrProtocol) {
 			t.Errorf("decodeEvent(%q) = %v, want ErrProtocol", bad, err)

@@ -366,8 +366,8 @@ func (p *Preparer) start(ctx context.Context, proj api.Project, starting func())
 	if err != nil {
 		return Container{}, err
 	}
-	if proj.Status != StatusRunning || changed {
-		p.setStatus(proj.Name, StatusRunning)
+	if proj.Status != StatusRunning || changed || memberName(inst.Location) != proj.Location {
+		p.setStatusAt(proj.Name, StatusRunning, inst.Location)
 	}
 	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, nil
 }
@@ -446,9 +446,16 @@ func (p *Preparer) isState(ctx context.Context, name, status string) bool {
 	return err == nil && inst.Status == status
 }
 
-func (p *Preparer) setStatus(project, status string) {
+func (p *Preparer) setStatus(project, status string) { p.setStatusAt(project, status, "") }
+
+// setStatusAt records status and, when not "", the cluster member.
+func (p *Preparer) setStatusAt(project, status, location string) {
+	location = memberName(location)
 	_, err := p.projects.UpdateProject(project, func(pr *api.Project) error {
 		pr.Status = status
+		if location != "" {
+			pr.Location = location
+		}
 		return nil
 	})
 	if err != nil {
@@ -466,6 +473,14 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	}
 	defer unlock()
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		// Not a missing container while LXD moves it between members.
+		if moved, moving, merr := p.awaitMove(ctx, proj); merr != nil {
+			return nil, false, merr
+		} else if moving {
+			inst, err = moved, nil
+		}
+	}
 	switch {
 	case errors.Is(err, lxdexec.ErrNotFound):
 		starting()
@@ -526,9 +541,10 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Profiles: p.profiles,
 		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
 		Devices:  rootOnPool(proj.Pool),
+		Target:   proj.Target,
 	})
 	if err != nil {
-		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, classify(err))
+		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, targetError(classify(err), proj.Target))
 	}
 	var rev reverter
 	defer rev.fail()

@@ -32,6 +32,10 @@ type ReconcilerOptions struct {
 	// 30 s); it also covers lifecycle events lost while LXD was away.
 	Resync time.Duration
 	Logger hclog.Logger
+	// OnEvacuated, when set, is called (in its own goroutine) when a
+	// project's container was stopped by LXD on an evacuated cluster
+	// member: runs in it ended; LXD moves it to another member.
+	OnEvacuated func(p api.Project, member string)
 }
 
 // Reconciler keeps stored project status true to LXD: at daemon start it
@@ -124,7 +128,7 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 		}
 		in, exists := byName[p.Container]
 		if !p.Autostart || (exists && in.Status == "Running") {
-			r.record(p, statusOf(p, in, exists))
+			r.record(p, statusOf(p, in, exists), in.Location)
 			continue
 		}
 		wg.Add(1)
@@ -162,7 +166,12 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 			continue
 		}
 		in, ok := byName[p.Container]
-		r.record(p, statusOf(p, in, ok))
+		if !ok {
+			if _, moving := movingCopy(mapValues(byName), p); moving {
+				continue // LXD is moving it between cluster members
+			}
+		}
+		r.record(p, statusOf(p, in, ok), in.Location)
 	}
 	return nil
 }
@@ -192,20 +201,25 @@ func mayBeOwn(p api.Project, in lxdexec.Instance) bool {
 	return (id != "" && id == p.ID) || (id == "" && in.Config[NameKey] == p.Name)
 }
 
-// record stores status when it differs from p's.
-func (r *Reconciler) record(p api.Project, status string) {
-	if p.Status == status {
+// record stores status, and the cluster member location when not "",
+// when they differ from p's.
+func (r *Reconciler) record(p api.Project, status, location string) {
+	location = memberName(location)
+	if p.Status == status && (location == "" || p.Location == location) {
 		return
 	}
 	_, err := r.o.Projects.UpdateProject(p.Name, func(pr *api.Project) error {
 		pr.Status = status
+		if location != "" {
+			pr.Location = location
+		}
 		return nil
 	})
 	if err != nil {
 		r.log.Warn("record project status", "project", p.Name, "status", status, "error", err)
 		return
 	}
-	r.log.Debug("project status changed", "project", p.Name, "from", p.Status, "to", status)
+	r.log.Debug("project status changed", "project", p.Name, "from", p.Status, "to", status, "location", location)
 }
 
 // lifecycleStatus maps an LXD lifecycle action to a stored status; ok is
@@ -223,14 +237,22 @@ func lifecycleStatus(action string) (string, bool) {
 	return "", false
 }
 
-// HandleEvent applies one LXD lifecycle event to the stored status of the
-// project owning the instance.
+// HandleEvent applies one LXD lifecycle event to the stored status and
+// location of the project owning the instance. A delete is checked
+// against LXD first: one that is part of a move between cluster members
+// (see cluster.go) is not recorded as missing.
 func (r *Reconciler) HandleEvent(ev lxdexec.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.handleEvent(ctx, ev)
+}
+
+func (r *Reconciler) handleEvent(ctx context.Context, ev lxdexec.Event) {
 	if ev.Type != "lifecycle" || ev.Instance == "" {
 		return
 	}
 	status, ok := lifecycleStatus(ev.Action)
-	if !ok {
+	if !ok && ev.Action != lxdexec.ActionInstanceRenamed {
 		return
 	}
 	projects, err := r.o.Projects.Projects()
@@ -239,10 +261,38 @@ func (r *Reconciler) HandleEvent(ev lxdexec.Event) {
 		return
 	}
 	for _, p := range projects {
-		if p.Container == ev.Instance {
-			r.record(p, status)
+		if p.Container != ev.Instance {
+			continue
+		}
+		switch ev.Action {
+		case lxdexec.ActionInstanceDeleted:
+			if now, moved := r.deleteIsMove(ctx, p); moved {
+				r.record(p, now.Status, now.Location)
+				continue
+			}
+			r.record(p, StatusMissing, "")
+		case lxdexec.ActionInstanceRenamed:
+			// The end of a move (the copy took the name) or a rename to a
+			// project's container name: read what is there now.
+			if now, found := r.deleteIsMove(ctx, p); found && now.Location != "" {
+				r.record(p, now.Status, now.Location)
+			}
+		default:
+			r.record(p, status, ev.Location)
+			if ev.Stopped() && r.o.OnEvacuated != nil && r.evacuated(ctx, ev.Location) {
+				r.log.Info("project container stopped by a cluster member evacuation", "project", p.Name, "member", ev.Location)
+				go r.o.OnEvacuated(p, ev.Location)
+			}
 		}
 	}
+}
+
+func mapValues(m map[string]lxdexec.Instance) []lxdexec.Instance {
+	out := make([]lxdexec.Instance, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 // Run starts the autostart projects, then keeps status true until ctx is
@@ -303,7 +353,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				r.resyncWithBackoff(ctx, retry, &backoff)
 				continue
 			}
-			r.HandleEvent(ev)
+			r.handleEvent(ctx, ev)
 		case <-tick.C:
 			r.resyncWithBackoff(ctx, retry, &backoff)
 			subscribe()

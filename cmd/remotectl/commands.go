@@ -52,6 +52,12 @@ func runInfo(ctx context.Context, e *env, args []string) error {
 		if info.LXD.ServerVersion != "" {
 			lxd += ", server " + info.LXD.ServerVersion
 		}
+		if info.LXD.Member != "" {
+			lxd += ", cluster member " + info.LXD.Member
+		}
+		if info.LXD.URL != "" {
+			lxd += " at " + info.LXD.URL
+		}
 	} else if info.LXD.Error != "" {
 		lxd += ": " + info.LXD.Error
 	}

@@ -191,6 +191,7 @@ func (d *remoted) newServer() error {
 		return err
 	}
 	d.srv = srv
+	d.projects.OnEvacuated(srv.Service().ContainerEvacuated)
 	for _, rp := range d.projects.Routes {
 		if pr, ok := rp.(*projectapi.Projects); ok {
 			pr.Attach(srv) // restore and fork with a container reach the chats

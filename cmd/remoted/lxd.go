@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"remote/api"
@@ -19,13 +20,14 @@ import (
 type lxdLink struct {
 	conn    *provisioning.Conn
 	metrics *daemon.Metrics
-	err     error // why the first connection failed; read only while conn has no client
+	err     error  // why the first connection failed; read only while conn has no client
+	pin     string // [lxd] server_cert, "" when not pinned
 }
 
 var _ daemon.LXDStatus = (*lxdLink)(nil)
 
 func lxdOptions(c config.LXD) lxdexec.Options {
-	return lxdexec.Options{Socket: c.Socket, URL: c.URL, ClientCert: c.ClientCert, ClientKey: c.ClientKey,
+	return lxdexec.Options{Socket: c.Socket, URL: c.URL, URLs: c.URLs, ClientCert: c.ClientCert, ClientKey: c.ClientKey,
 		ServerCert: c.ServerCert, Project: c.Project, Target: c.Target}
 }
 
@@ -38,7 +40,7 @@ func dialLXD(ctx context.Context, opts lxdexec.Options, timeout time.Duration, m
 	if err != nil {
 		metrics.LXDError()
 	}
-	return &lxdLink{conn: provisioning.NewConn(c), metrics: metrics, err: err}
+	return &lxdLink{conn: provisioning.NewConn(c), metrics: metrics, err: err, pin: opts.ServerCert}
 }
 
 // Status reports reachability and the server version for GET /v1/info.
@@ -58,5 +60,23 @@ func (l *lxdLink) Status(ctx context.Context) api.LXDInfo {
 		l.metrics.LXDError()
 		return api.LXDInfo{Reachable: false, Error: err.Error()}
 	}
-	return api.LXDInfo{Reachable: true, ServerVersion: srv.ServerVersion, Server: srv.Server}
+	info := api.LXDInfo{Reachable: true, ServerVersion: srv.ServerVersion, Server: srv.Server, URL: c.URL(),
+		Clustered: srv.Clustered}
+	if srv.Clustered {
+		info.Member = srv.ServerName
+	}
+	if l.pin != "" {
+		// The connection was accepted, so the server presented exactly
+		// the pinned certificate.
+		fp := srv.CertificateFingerprint
+		if len(fp) > 12 {
+			fp = fp[:12]
+		}
+		what := "the server's certificate"
+		if srv.Clustered {
+			what = "the cluster certificate every member presents"
+		}
+		info.Pin = fmt.Sprintf("%s matches %s (sha256 %s…)", l.pin, what, fp)
+	}
+	return info
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -32,6 +33,9 @@ type projectWiring struct {
 	// Run connects to LXD when it was unreachable at start-up, starts the
 	// autostart projects and keeps stored status true until ctx ends.
 	Run func(ctx context.Context)
+	// OnEvacuated sets what is told when LXD stops a project's container
+	// on an evacuated cluster member (the chats, once the server exists).
+	OnEvacuated func(fn func(api.Project, string))
 }
 
 // wireProjects builds the project routes, the preparer, the reconciler and
@@ -80,9 +84,15 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	if err != nil {
 		return projectWiring{}, err
 	}
+	var onEvacuated atomic.Pointer[func(api.Project, string)]
 	rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{
 		Preparer: prep, Projects: st, Lister: conn, Events: conn,
 		Parallel: cfg.Projects.StartParallel, Logger: log.Named("reconcile"),
+		OnEvacuated: func(p api.Project, member string) {
+			if fn := onEvacuated.Load(); fn != nil {
+				(*fn)(p, member)
+			}
+		},
 	})
 	if err != nil {
 		return projectWiring{}, err
@@ -103,6 +113,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 			conn.Dial(ctx, opts, log.Named("lxd"))
 			_ = rec.Run(ctx)
 		},
+		OnEvacuated: func(fn func(api.Project, string)) { onEvacuated.Store(&fn) },
 	}, nil
 }
 

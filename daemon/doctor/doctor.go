@@ -62,7 +62,12 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 	} else if st := d.LXD.Status(ctx); !st.Reachable {
 		add("lxd", api.DoctorProblem, "LXD unreachable: %s (check the [lxd] socket and that LXD runs)", st.Error)
 	} else {
-		add("lxd", api.DoctorOK, "reachable, server version %s", st.ServerVersion)
+		add("lxd", api.DoctorOK, "reachable, server version %s%s", st.ServerVersion, lxdWhere(st))
+		if st.Pin != "" {
+			add("lxd-pin", api.DoctorOK, "%s", st.Pin)
+		} else if st.URL != "" {
+			add("lxd-pin", api.DoctorWarn, "[lxd] server_cert is not set: the server is trusted through the system roots; pin /var/lib/lxd/cluster.crt (a cluster) or server.crt (a standalone server)")
+		}
 	}
 	// Socket.
 	if d.SocketPath != "" {
@@ -201,4 +206,15 @@ func cliStoreChecks(st *clistore.Store) []api.DoctorCheck {
 		}
 	}
 	return out
+}
+
+// lxdWhere names the cluster member and URL in use for the doctor.
+func lxdWhere(st api.LXDInfo) string {
+	switch {
+	case st.Member != "" && st.URL != "":
+		return fmt.Sprintf(", cluster member %s at %s", st.Member, st.URL)
+	case st.URL != "":
+		return " at " + st.URL
+	}
+	return ""
 }

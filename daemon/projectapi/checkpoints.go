@@ -144,7 +144,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 		Ports: from.Ports, Autostart: from.Autostart, Checkpoints: from.Checkpoints,
 		// The copy keeps the original's credential mode (a tenant's own
 		// login never becomes a shared one by forking) and its limits.
-		Credentials: from.Credentials, Limits: from.Limits, Pool: from.Pool,
+		Credentials: from.Credentials, Limits: from.Limits, Pool: from.Pool, Target: from.Target,
 		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
 	}
 	proj.Container = ContainerName(proj.Name, id)

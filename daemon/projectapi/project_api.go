@@ -187,6 +187,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
 		return errdefs.InvalidArgument("invalid checkpoints %q: turn or off", req.Checkpoints)
 	}
+	if req.Target != "" && !targetRE.MatchString(req.Target) {
+		return errdefs.InvalidArgument("invalid target %q: a cluster member name or @group", req.Target)
+	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {
 		return err
@@ -205,6 +208,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
+		Target: req.Target,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project
