@@ -376,6 +376,11 @@ type emitter struct {
 	capped   bool
 	// lastType is the type of the newest event appended for this run.
 	lastType string
+	// held is the run's terminal event (complete or error) while nothing
+	// follows it: it is stored with the end of the chat's running mark in
+	// one transaction (endRunning), so a restart never finds a run that
+	// stored its end still marked running. A later event flushes it.
+	held *api.Event
 }
 
 // finished reports whether the run's newest event is a terminal one
@@ -429,6 +434,19 @@ func (e *emitter) emit(ev providers.Event) {
 func (e *emitter) appendLocked(ev api.Event) {
 	e.lastType = ev.Type
 	e.used += eventBytes(ev)
+	if h := e.held; h != nil {
+		e.held = nil
+		e.storeLocked(*h)
+	}
+	if ev.Type == api.EventComplete || ev.Type == api.EventError {
+		e.held = &ev
+		return
+	}
+	e.storeLocked(ev)
+}
+
+// storeLocked appends ev now, group-committed.
+func (e *emitter) storeLocked(ev api.Event) {
 	e.pending.Add(1)
 	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
 		if err != nil && !errors.Is(err, store.ErrSkipped) && e.broken.CompareAndSwap(false, true) {
@@ -461,13 +479,35 @@ func (e *emitter) daemonEvent(ev api.Event) {
 	e.appendLocked(ev)
 }
 
-// close stops accepting provider events and waits until every appended
-// event is durable and broadcast.
-func (e *emitter) close() {
+// close stops accepting provider events, waits until every appended
+// event is durable and broadcast, and returns the held terminal event
+// (nil when none), which the caller stores with the run's end.
+func (e *emitter) close() *api.Event {
 	e.mu.Lock()
 	e.closed = true
+	held := e.held
+	e.held = nil
 	e.mu.Unlock()
 	e.pending.Wait()
+	return held
+}
+
+// endRunning clears the chat's running mark and stores the run's terminal
+// event (when it has one) in one transaction, then broadcasts it.
+func (s *Service) endRunning(chatID string, terminal *api.Event) error {
+	_, evs, err := s.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
+		c.Running = false
+		c.LastMessageAt = time.Now()
+		if terminal == nil {
+			return nil, nil
+		}
+		return []api.Event{*terminal}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store the end of the run in chat %s: %w", chatID, err)
+	}
+	s.hub.Stored(chatID, evs...)
+	return nil
 }
 
 // turn is one prompt's run as it goes from Start to the provider: the
@@ -499,18 +539,18 @@ func (s *Service) run(ctx context.Context, t *turn) {
 	t.log, t.em = log, em
 	started := time.Now()
 	defer func() {
-		em.close()
+		terminal := em.close()
 		if ferr := em.failure(); ferr != nil {
 			s.metrics.RunFailed()
 			log.Error("run stopped: its events could not be stored", "error", ferr)
 			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
-		} else if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
-			c.Running = false
-			c.LastMessageAt = time.Now()
-			return nil
-		}); err != nil {
-			log.Error("clear running mark", "error", err)
-			s.guard.clearRunning(chat.ID, err)
+		} else if err := s.endRunning(chat.ID, terminal); err != nil {
+			log.Error("store the end of the run", "error", err)
+			if terminal != nil && terminal.Type == api.EventError {
+				s.guard.endRun(chat.ID, terminal.Message)
+			} else {
+				s.guard.clearRunning(chat.ID, err)
+			}
 		}
 		s.hub.FinishRun(run)
 		run.Cancel(nil)
