@@ -173,6 +173,12 @@ func (in Input) validate() error {
 // runhub.ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
 // depend on ctx's cancellation, only on Cancel and Shutdown.
 func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, error) {
+	return s.start(ctx, chatID, in, "")
+}
+
+// start is Start; a non-empty qid starts that queued prompt, taking it off
+// the chat's queue in the transaction that marks the chat running.
+func (s *Service) start(ctx context.Context, chatID string, in Input, qid string) (string, error) {
 	if err := in.validate(); err != nil {
 		return "", err
 	}
@@ -231,6 +237,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, e
 	}
 	now := time.Now()
 	chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error {
+		if qid != "" && !takeQueued(c, qid) {
+			return errQueuedGone
+		}
 		c.Running = true
 		c.LastMessageAt = now
 		if c.Title == "" {
@@ -244,7 +253,7 @@ func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, e
 	})
 	if err == nil {
 		var user api.Event
-		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
+		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, ID: qid, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
 		if err == nil {
 			started = true
 			go s.run(runCtx, &turn{run: run, chat: chat, p: p, caps: caps, in: in, userSeq: user.Seq})
@@ -318,7 +327,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 // transaction per chat: running it again adds nothing. A chat whose repair
 // cannot be written (a full disk) is logged, counted in the
 // remoted_chats_unrepaired metric and retried while the daemon serves; it
-// never fails start-up. Only an unreadable chat list is an error. Call it
+// never fails start-up. Only an unreadable chat list is an error. Then it
+// starts the prompts queued before the restart (StartQueued). Call it
 // before serving.
 func (s *Service) RecoverInterrupted() error {
 	chats, err := s.store.Chats()
@@ -330,7 +340,7 @@ func (s *Service) RecoverInterrupted() error {
 			s.guard.recoverChat(c)
 		}
 	}
-	return nil
+	return s.StartQueued()
 }
 
 // Unrepaired returns the chats whose last run's end (restart recovery, or
@@ -555,6 +565,7 @@ func (s *Service) run(ctx context.Context, t *turn) {
 		s.hub.FinishRun(run)
 		run.Cancel(nil)
 		log.Debug("run finished", "duration", time.Since(started))
+		s.startNextQueued(chat.ID)
 	}()
 
 	req, err := s.request(t)
