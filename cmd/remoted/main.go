@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -157,12 +158,17 @@ func initSecretsKey(path string) error {
 }
 
 func newLogger(cfg config.Daemon) hclog.InterceptLogger {
+	journal := systemd.UnderJournal()
+	var out io.Writer = os.Stderr
+	if journal {
+		out = systemd.JournalWriter(out) // priorities for journalctl -p
+	}
 	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:        "remoted",
 		Level:       hclog.LevelFromString(cfg.LogLevel),
 		JSONFormat:  cfg.LogFormat == "json",
-		DisableTime: systemd.UnderJournal(),
-		Output:      os.Stderr,
+		DisableTime: journal,
+		Output:      out,
 	})
 }
 
