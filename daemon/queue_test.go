@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +224,29 @@ func TestChatSocketQueuedPrompt(t *testing.T) {
 	}
 	if !slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Type == api.EventQueued && ev.ID == qid && ev.Text == "later" }) {
 		t.Fatalf("no queued event %s: %v", qid, types(evs))
+	}
+}
+
+// A chat holds at most 32 queued prompts; the 33rd is refused with 409
+// conflict naming the limit, and nothing is stored for it.
+func TestQueueLimit(t *testing.T) {
+	step := make(chan string)
+	ts := newTestServer(t, []providers.Provider{gated(step)})
+	chat := ts.createChat("alice", "claude")
+	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "first"}); st != http.StatusAccepted {
+		t.Fatalf("prompt: %d %s", st, body)
+	}
+	for i := range 32 {
+		if r := queuePrompt(t, ts, "alice", chat.ID, "q"); r.QueueID == "" {
+			t.Fatalf("prompt %d not queued: %+v", i, r)
+		}
+	}
+	st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "one too many", Queue: true})
+	if st != http.StatusConflict || !strings.Contains(string(body), "already has 32 queued prompts") {
+		t.Fatalf("33rd queued prompt: %d %s, want 409 naming the limit", st, body)
+	}
+	c, err := ts.st.Chat(chat.ID)
+	if err != nil || len(c.Queue) != 32 {
+		t.Fatalf("queue holds %d, want 32 (%v)", len(c.Queue), err)
 	}
 }
