@@ -113,10 +113,20 @@ install:
 
 # Removes what install put in place except /etc/remote (configuration and
 # secrets key) and /var/lib/remote (the store): those are the operator's.
+# On a live systemd host (no DESTDIR) it first stops and disables the
+# service and its socket, so nothing runs and no enablement symlink is left
+# pointing at a removed unit; otherwise it says to do so.
 uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then \
+		echo "systemctl disable --now remoted.service remoted.socket"; \
+		systemctl disable --now remoted.service remoted.socket || true; \
+	else \
+		echo "not a running systemd (or DESTDIR set): stop and disable remoted first: systemctl disable --now remoted.service remoted.socket"; \
+	fi
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES))
 	rm -f $(DESTDIR)$(UNITDIR)/remoted.service $(DESTDIR)$(UNITDIR)/remoted.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/remote.conf $(DESTDIR)$(TMPFILESDIR)/remote.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/remotectl
 	rm -f $(DESTDIR)$(DOCDIR)/remoted.example.toml
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload || true; fi

@@ -86,6 +86,11 @@ const (
 	EventError               = "error"
 	EventSync                = "sync" // transient, never stored
 	EventCheckpoint          = "checkpoint"
+	// EventQueued stores a prompt queued while a run was active (`id` =
+	// its queue id, `text`); EventUnqueued (`id`) its removal by the owner
+	// or a queued prompt that could not start (`message` says why).
+	EventQueued   = "queued"
+	EventUnqueued = "unqueued"
 )
 
 // System event subtypes emitted by the daemon itself.
@@ -144,6 +149,19 @@ type Chat struct {
 	// Attention is live, never stored: "approval" while the chat's run
 	// waits for an answer to an interaction request; empty otherwise.
 	Attention string `json:"attention,omitempty"`
+	// Queue holds the prompts queued while a run was active, in the order
+	// they will run (GET /v1/chats/{id}/queue).
+	Queue []QueuedPrompt `json:"queue,omitempty"`
+}
+
+// QueuedPrompt is one prompt waiting for the chat's current run to end.
+type QueuedPrompt struct {
+	ID        string    `json:"id"`
+	Text      string    `json:"text"`
+	Mode      string    `json:"mode,omitempty"`
+	Skills    []string  `json:"skills,omitempty"`
+	Synthetic string    `json:"synthetic,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Workspace socket message types (GET /ws/workspace).
@@ -208,6 +226,9 @@ type PromptRequest struct {
 	Skills []string `json:"skills,omitempty"`
 	// Synthetic, optional, is stored on the prompt's user event.
 	Synthetic string `json:"synthetic,omitempty"`
+	// Queue, while a run is active, stores the prompt to run when the
+	// runs before it end instead of answering 409.
+	Queue bool `json:"queue,omitempty"`
 }
 
 // HistoryPage answers GET /v1/chats/{id}/history: the newest events
@@ -248,7 +269,9 @@ type UsageResponse struct {
 
 // PromptResponse answers an accepted prompt (202).
 type PromptResponse struct {
-	RunID string `json:"runId"`
+	RunID string `json:"runId,omitempty"`
+	// QueueID is set instead of RunID when the prompt was queued.
+	QueueID string `json:"queueId,omitempty"`
 }
 
 // InteractionRequest is the body of POST /v1/chats/{id}/interactions.
@@ -266,6 +289,7 @@ type ClientMessage struct {
 	Mode          string          `json:"mode,omitempty"`
 	Skills        []string        `json:"skills,omitempty"`
 	Synthetic     string          `json:"synthetic,omitempty"`
+	Queue         bool            `json:"queue,omitempty"`
 	InteractionID string          `json:"interactionId,omitempty"`
 	Result        json.RawMessage `json:"result,omitempty"`
 	Error         json.RawMessage `json:"error,omitempty"`

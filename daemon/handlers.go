@@ -33,6 +33,8 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/v1/chats/{id}/events", AccessUser, s.handleEvents},
 		{http.MethodPost, "/v1/chats/{id}/prompt", AccessUser, s.handlePrompt},
 		{http.MethodPost, "/v1/chats/{id}/cancel", AccessUser, s.handleCancel},
+		{http.MethodGet, "/v1/chats/{id}/queue", AccessUser, s.handleQueue},
+		{http.MethodDelete, "/v1/chats/{id}/queue/{qid}", AccessUser, s.handleUnqueue},
 		{http.MethodPost, "/v1/chats/{id}/interactions", AccessUser, s.handleInteraction},
 		{http.MethodGet, "/ws/chat/{id}", AccessUser, s.handleChatSocket},
 		{http.MethodGet, "/ws/workspace", AccessUser, s.handleWorkspaceSocket},
@@ -299,7 +301,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 	}
 	fork := src
 	fork.ID = runhub.NewID(6)
-	fork.Running = false
+	fork.Running, fork.Queue = false, nil
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}
 	fork.Title = req.Title
@@ -339,7 +341,11 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	runID, err := s.svc.Start(r.Context(), c.ID, prompt.Input{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic})
+	in := prompt.Input{Text: req.Text, Mode: req.Mode, Skills: req.Skills, Synthetic: req.Synthetic}
+	if req.Queue {
+		return s.queuePrompt(w, r, c, in)
+	}
+	runID, err := s.svc.Start(r.Context(), c.ID, in)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
-	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/providers"
 )
@@ -171,11 +170,11 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 	}
 	switch msg.Type {
 	case msgPrompt:
-		_, err := s.svc.Start(ctx, chatID, prompt.Input{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills, Synthetic: msg.Synthetic})
+		qid, err := s.socketPrompt(ctx, chatID, msg)
 		switch {
 		case msg.ClientID != "":
 			ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
-			ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID})
+			ack.Data, _ = jsonMarshal(ackData(msg.ClientID, qid))
 			if err != nil {
 				ack.Subtype = api.SubtypePromptRejected
 				ack.Message = s.publicMessage(err)

@@ -41,6 +41,7 @@ func (c *Conn) Client() *lxdexec.Client { return c.client.Load() }
 // until it succeeds or ctx ends. It returns at once when already connected.
 func (c *Conn) Dial(ctx context.Context, opts lxdexec.Options, log hclog.Logger) {
 	backoff := time.Second
+	var warn warnBackoff
 	for c.client.Load() == nil {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cl, err := lxdexec.Connect(cctx, opts)
@@ -50,11 +51,9 @@ func (c *Conn) Dial(ctx context.Context, opts lxdexec.Options, log hclog.Logger)
 			log.Info("connected to lxd")
 			return
 		}
-		log.Warn("lxd unreachable, retrying", "in", backoff, "error", err)
-		select {
-		case <-ctx.Done():
+		warn.log(log, "lxd unreachable, retrying", "in", backoff, "error", err)
+		if !sleep(ctx, backoff) {
 			return
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}

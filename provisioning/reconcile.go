@@ -49,6 +49,9 @@ type Reconciler struct {
 
 	mu          sync.Mutex
 	unavailable error // last LXD reachability failure, nil when reachable
+
+	// startWarn and resyncWarn back off Run's "unreachable" warnings.
+	startWarn, resyncWarn warnBackoff
 }
 
 // NewReconciler returns a Reconciler.
@@ -308,11 +311,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			break
 		}
-		r.log.Warn("lxd unreachable at start-up, retrying", "in", backoff, "error", err)
-		select {
-		case <-ctx.Done():
+		r.startWarn.log(r.log, "lxd unreachable at start-up, retrying", "in", backoff, "error", err)
+		if !sleep(ctx, backoff) {
 			return nil
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
@@ -367,10 +368,11 @@ func (r *Reconciler) resyncWithBackoff(ctx context.Context, retry *time.Timer, b
 	err := r.Resync(ctx)
 	if err == nil {
 		*backoff = time.Second
+		r.resyncWarn.reset()
 		return
 	}
 	if errors.Is(err, ErrUnavailable) {
-		r.log.Warn("lxd unreachable, retrying", "in", *backoff, "error", err)
+		r.resyncWarn.log(r.log, "lxd unreachable, retrying", "in", *backoff, "error", err)
 		retry.Reset(*backoff)
 		*backoff = min(*backoff*2, 30*time.Second)
 		return

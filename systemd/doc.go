@@ -1,7 +1,8 @@
 // Package systemd owns remoted's integration with systemd: readiness,
 // status, reload, stopping and watchdog notification over $NOTIFY_SOCKET
 // (Notifier), the socket-activated API listener (ActivatedListener), the
-// journald check for log formatting (UnderJournal), and the files shipped
+// journald check for log formatting (UnderJournal) and the journald
+// priorities of log lines (JournalWriter), and the files shipped
 // beside it: remoted.service, remoted.socket, remote.sysusers and
 // remote.tmpfiles, installed by `make install`.
 //

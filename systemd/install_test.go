@@ -94,7 +94,10 @@ func TestMakeInstall(t *testing.T) {
 		t.Errorf("second install overwrote remoted.toml: %q", data)
 	}
 
-	makeTarget(t, append([]string{"uninstall"}, vars...)...)
+	// Staged (DESTDIR), uninstall cannot stop a service: it says to.
+	if out := makeTarget(t, append([]string{"uninstall"}, vars...)...); !strings.Contains(out, "stop and disable remoted first: systemctl disable --now remoted.service remoted.socket") {
+		t.Errorf("uninstall did not say to stop and disable the service:\n%s", out)
+	}
 	for path := range want {
 		_, err := os.Stat(filepath.Join(dest, path))
 		if path == "/etc/remote/remoted.toml" {

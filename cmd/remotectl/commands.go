@@ -21,7 +21,7 @@ func init() {
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
 	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
-	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
+	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [-queue] [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
 	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "follow a chat's events live", Run: runTail})
 	register(command{Name: "cancel", Usage: "CHAT", Summary: "cancel a chat's running prompt", Run: runCancel})
 	register(command{Name: "answer", Usage: "CHAT INTERACTION accept|decline|cancel", Summary: "answer a pending approval (an interaction_request) of a chat's run", Run: runAnswer})

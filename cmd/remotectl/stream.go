@@ -32,6 +32,7 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 	var skills multiFlag
 	fs.StringVar(&req.Mode, "mode", "", "`mode`: default or plan")
 	fs.Var(&skills, "skill", "select a skill by `name` (repeatable)")
+	fs.BoolVar(&req.Queue, "queue", false, "while a run is active, queue the prompt (print its queue id) instead of failing")
 	rawFlag(fs, e)
 	args, err := parse(fs, args)
 	if err != nil {
@@ -59,7 +60,12 @@ func runPrompt(ctx context.Context, e *env, args []string) error {
 	if err := e.Client.EachEvent(ctx, chatID, 0, func(ev api.Event) error { last = ev.Seq; return nil }); err != nil {
 		return err
 	}
-	if _, err := e.Client.Prompt(ctx, chatID, req); err != nil {
+	resp, err := e.Client.Prompt(ctx, chatID, req)
+	if err != nil {
+		return err
+	}
+	if resp.QueueID != "" {
+		_, err := fmt.Fprintf(e.Stdout, "queued %s\n", resp.QueueID)
 		return err
 	}
 	err = follow(ctx, e, chatID, last, true)

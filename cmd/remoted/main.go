@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -112,12 +113,26 @@ func loadConfig(f flags) (config.Config, string, error) {
 // /etc/remote read-only and hands the key over with LoadCredential=, so a
 // missing credential is a configuration error, never a reason to make a new
 // key. Otherwise it is the key file, created on first start (make run).
+// missingKeyCredential is the unit's SetCredential= fallback for
+// secrets-key, handed over when its LoadCredential= file is missing.
+const missingKeyCredential = "remoted-secrets-key-file-missing"
+
 func loadSecretsKey(d config.Daemon, credentialsDir string) ([]byte, error) {
 	path := d.SecretsKeyPath(credentialsDir)
 	if d.SecretsKeyFile == "" && credentialsDir != "" {
-		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("systemd credential secrets-key is missing from $CREDENTIALS_DIRECTORY (%s): "+
 				"the unit needs LoadCredential=secrets-key:/etc/remote/secrets.key", credentialsDir)
+		}
+		missing := err == nil && string(data) == missingKeyCredential
+		clear(data)
+		if missing {
+			// The unit's SetCredential= fallback: LoadCredential='s file
+			// could not be read.
+			return nil, errors.New("the secrets key file is missing: systemd could not load the credential secrets-key " +
+				"from the unit's LoadCredential= file (/etc/remote/secrets.key unless a drop-in changed it); " +
+				"create it with: remoted -init-secrets-key /etc/remote/secrets.key")
 		}
 	}
 	return store.LoadOrCreateKey(path)
@@ -143,12 +158,17 @@ func initSecretsKey(path string) error {
 }
 
 func newLogger(cfg config.Daemon) hclog.InterceptLogger {
+	journal := systemd.UnderJournal()
+	var out io.Writer = os.Stderr
+	if journal {
+		out = systemd.JournalWriter(out) // priorities for journalctl -p
+	}
 	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:        "remoted",
 		Level:       hclog.LevelFromString(cfg.LogLevel),
 		JSONFormat:  cfg.LogFormat == "json",
-		DisableTime: systemd.UnderJournal(),
-		Output:      os.Stderr,
+		DisableTime: journal,
+		Output:      out,
 	})
 }
 

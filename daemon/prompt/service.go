@@ -173,6 +173,12 @@ func (in Input) validate() error {
 // runhub.ErrPromptAlreadyRunning when the chat already runs (S2). The run does not
 // depend on ctx's cancellation, only on Cancel and Shutdown.
 func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, error) {
+	return s.start(ctx, chatID, in, "")
+}
+
+// start is Start; a non-empty qid starts that queued prompt, taking it off
+// the chat's queue in the transaction that marks the chat running.
+func (s *Service) start(ctx context.Context, chatID string, in Input, qid string) (string, error) {
 	if err := in.validate(); err != nil {
 		return "", err
 	}
@@ -231,6 +237,9 @@ func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, e
 	}
 	now := time.Now()
 	chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error {
+		if qid != "" && !takeQueued(c, qid) {
+			return errQueuedGone
+		}
 		c.Running = true
 		c.LastMessageAt = now
 		if c.Title == "" {
@@ -244,7 +253,7 @@ func (s *Service) Start(ctx context.Context, chatID string, in Input) (string, e
 	})
 	if err == nil {
 		var user api.Event
-		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
+		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, ID: qid, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
 		if err == nil {
 			started = true
 			go s.run(runCtx, &turn{run: run, chat: chat, p: p, caps: caps, in: in, userSeq: user.Seq})
@@ -318,7 +327,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 // transaction per chat: running it again adds nothing. A chat whose repair
 // cannot be written (a full disk) is logged, counted in the
 // remoted_chats_unrepaired metric and retried while the daemon serves; it
-// never fails start-up. Only an unreadable chat list is an error. Call it
+// never fails start-up. Only an unreadable chat list is an error. Then it
+// starts the prompts queued before the restart (StartQueued). Call it
 // before serving.
 func (s *Service) RecoverInterrupted() error {
 	chats, err := s.store.Chats()
@@ -330,7 +340,7 @@ func (s *Service) RecoverInterrupted() error {
 			s.guard.recoverChat(c)
 		}
 	}
-	return nil
+	return s.StartQueued()
 }
 
 // Unrepaired returns the chats whose last run's end (restart recovery, or
@@ -376,6 +386,11 @@ type emitter struct {
 	capped   bool
 	// lastType is the type of the newest event appended for this run.
 	lastType string
+	// held is the run's terminal event (complete or error) while nothing
+	// follows it: it is stored with the end of the chat's running mark in
+	// one transaction (endRunning), so a restart never finds a run that
+	// stored its end still marked running. A later event flushes it.
+	held *api.Event
 }
 
 // finished reports whether the run's newest event is a terminal one
@@ -429,6 +444,19 @@ func (e *emitter) emit(ev providers.Event) {
 func (e *emitter) appendLocked(ev api.Event) {
 	e.lastType = ev.Type
 	e.used += eventBytes(ev)
+	if h := e.held; h != nil {
+		e.held = nil
+		e.storeLocked(*h)
+	}
+	if ev.Type == api.EventComplete || ev.Type == api.EventError {
+		e.held = &ev
+		return
+	}
+	e.storeLocked(ev)
+}
+
+// storeLocked appends ev now, group-committed.
+func (e *emitter) storeLocked(ev api.Event) {
 	e.pending.Add(1)
 	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
 		if err != nil && !errors.Is(err, store.ErrSkipped) && e.broken.CompareAndSwap(false, true) {
@@ -461,13 +489,35 @@ func (e *emitter) daemonEvent(ev api.Event) {
 	e.appendLocked(ev)
 }
 
-// close stops accepting provider events and waits until every appended
-// event is durable and broadcast.
-func (e *emitter) close() {
+// close stops accepting provider events, waits until every appended
+// event is durable and broadcast, and returns the held terminal event
+// (nil when none), which the caller stores with the run's end.
+func (e *emitter) close() *api.Event {
 	e.mu.Lock()
 	e.closed = true
+	held := e.held
+	e.held = nil
 	e.mu.Unlock()
 	e.pending.Wait()
+	return held
+}
+
+// endRunning clears the chat's running mark and stores the run's terminal
+// event (when it has one) in one transaction, then broadcasts it.
+func (s *Service) endRunning(chatID string, terminal *api.Event) error {
+	_, evs, err := s.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
+		c.Running = false
+		c.LastMessageAt = time.Now()
+		if terminal == nil {
+			return nil, nil
+		}
+		return []api.Event{*terminal}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store the end of the run in chat %s: %w", chatID, err)
+	}
+	s.hub.Stored(chatID, evs...)
+	return nil
 }
 
 // turn is one prompt's run as it goes from Start to the provider: the
@@ -499,22 +549,23 @@ func (s *Service) run(ctx context.Context, t *turn) {
 	t.log, t.em = log, em
 	started := time.Now()
 	defer func() {
-		em.close()
+		terminal := em.close()
 		if ferr := em.failure(); ferr != nil {
 			s.metrics.RunFailed()
 			log.Error("run stopped: its events could not be stored", "error", ferr)
 			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
-		} else if _, err := s.store.UpdateChat(chat.ID, func(c *api.Chat) error {
-			c.Running = false
-			c.LastMessageAt = time.Now()
-			return nil
-		}); err != nil {
-			log.Error("clear running mark", "error", err)
-			s.guard.clearRunning(chat.ID, err)
+		} else if err := s.endRunning(chat.ID, terminal); err != nil {
+			log.Error("store the end of the run", "error", err)
+			if terminal != nil && terminal.Type == api.EventError {
+				s.guard.endRun(chat.ID, terminal.Message)
+			} else {
+				s.guard.clearRunning(chat.ID, err)
+			}
 		}
 		s.hub.FinishRun(run)
 		run.Cancel(nil)
 		log.Debug("run finished", "duration", time.Since(started))
+		s.startNextQueued(chat.ID)
 	}()
 
 	req, err := s.request(t)

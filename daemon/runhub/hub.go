@@ -269,6 +269,19 @@ func (h *Hub) Append(chatID string, ev api.Event) (api.Event, error) {
 	return res.ev, nil
 }
 
+// Stored announces events the caller stored itself (in a transaction of
+// its own, e.g. a run's end with its chat): each is counted, broadcast and
+// handed to the observers, as AppendAsync does for its events.
+func (h *Hub) Stored(chatID string, evs ...api.Event) {
+	for _, ev := range evs {
+		h.metrics.EventAppended()
+		h.Broadcast(chatID, ev)
+		for _, fn := range h.observers {
+			fn(chatID, ev)
+		}
+	}
+}
+
 // Broadcast sends ev to every subscriber of chatID without storing it.
 // Transient events (sync, acks) use it directly; a subscriber whose queue is
 // full is dropped instead of slowing the sender.

@@ -179,5 +179,6 @@ func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, 
 	if err != nil {
 		return api.Chat{}, nil, err
 	}
+	s.changed(Change{Chat: &c})
 	return c, out, nil
 }
