@@ -22,3 +22,12 @@ func TestCredentialSyncTimeoutDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillsRootInContainer (S7): skills are published under
+// /workspace/.agents/skills, the path daemon/prompt names to a project
+// chat's agent (prompt.ContainerSkillsRoot).
+func TestSkillsRootInContainer(t *testing.T) {
+	if SkillsRoot != "/workspace/.agents/skills" {
+		t.Errorf("SkillsRoot %q, want /workspace/.agents/skills", SkillsRoot)
+	}
+}
