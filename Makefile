@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test test-latest vet fmt clean vendor-web run lint
+.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate
 
 all: build
 
@@ -37,6 +37,12 @@ vet:
 # build/tools on first use. make test runs it too.
 lint:
 	scripts/lint
+
+# Mutation testing (gremlins, pinned, into build/tools) of the core packages;
+# prints the efficacy per package. Slow (minutes per package): not part of
+# make test. PKGS="./config ./daemon/runhub" limits it. See docs/testing.md.
+mutate:
+	scripts/mutate $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -202,7 +202,8 @@ func systemEvent(subtype string, data any) providers.Event {
 }
 
 // Prepare runs S9 in order and returns the run's target. It emits
-// system/container_starting when the stored status was not running, and
+// system/container_starting once when the container must be started or
+// created (the stored status was not running, or was stale: S10), and
 // system/container_preparing when the project has ports (the project's
 // container ports enter provisioning on every preparation; none → no
 // event).

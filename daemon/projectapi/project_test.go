@@ -72,6 +72,7 @@ type projectEnvOpts struct {
 	defaultPool      string // [projects] pool
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
+	skillsDir  string // the daemon's [projects] skills_dir ("" none)
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -85,6 +86,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
 	ts := newTestServer(t, nil, func(opts *daemon.Options) {
 		opts.Logger = log
+		opts.SkillsDir = o.skillsDir
 		st := opts.Store.(interface {
 			ProjectStore
 			prompt.Store

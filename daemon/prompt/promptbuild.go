@@ -105,6 +105,20 @@ func validateSkills(names []string, dir string) error {
 	return nil
 }
 
+// ContainerSkillsRoot is where a project's container holds the published
+// skills (provisioning.SkillsRoot): the `instructions` strategy of a
+// project chat points there, not at the host's skills_dir (S7).
+const ContainerSkillsRoot = "/workspace/.agents/skills"
+
+// skillsDirFor is where the chat's agent reads SKILL.md files: inside the
+// container for a project chat, else the host's skills directory.
+func skillsDirFor(chat api.Chat, hostDir string) string {
+	if chat.Project != "" {
+		return ContainerSkillsRoot
+	}
+	return hostDir
+}
+
 // promptWithSkills applies the provider's declared skill strategy (S7).
 func promptWithSkills(strategy providers.SkillsStrategy, skills []string, dir, prompt string) string {
 	if len(skills) == 0 {

@@ -675,7 +675,7 @@ func (s *Service) request(t *turn) (providers.RunRequest, error) {
 		req.ResumeID = SessionID(chat, chat.Provider)
 		req.Fork = req.ResumeID != "" && chat.ForkPending && caps.Fork
 	}
-	prompt := promptWithSkills(caps.Skills, in.Skills, s.skillsDir, in.Text)
+	prompt := promptWithSkills(caps.Skills, in.Skills, skillsDirFor(chat, s.skillsDir), in.Text)
 	if req.ResumeID == "" {
 		history, err := s.history(chat.ID, t.userSeq)
 		if err != nil {

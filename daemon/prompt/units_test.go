@@ -270,3 +270,19 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectChatSkillPaths (S7): in a project chat the `instructions`
+// strategy points at the skill inside the container, where provisioning
+// publishes it, never at the host's skills_dir.
+func TestProjectChatSkillPaths(t *testing.T) {
+	host := "/srv/remote/skills"
+	project := promptWithSkills(providers.SkillsInstructions, []string{"review"}, skillsDirFor(api.Chat{Project: "web"}, host), "go")
+	want := "Before you start, read and follow these skill instructions:\n- /workspace/.agents/skills/review/SKILL.md\n\ngo"
+	if project != want {
+		t.Errorf("project chat: %q, want %q", project, want)
+	}
+	loose := promptWithSkills(providers.SkillsInstructions, []string{"review"}, skillsDirFor(api.Chat{}, host), "go")
+	if !strings.Contains(loose, "- /srv/remote/skills/review/SKILL.md\n") {
+		t.Errorf("loose chat: %q, want the host path", loose)
+	}
+}

@@ -263,7 +263,7 @@ func TestRunHost(t *testing.T) {
 			wantErr: func(err error) bool {
 				var pe *runner.ProcessError
 				var ee *providers.ExitError
-				return errors.As(err, &pe) && errors.As(err, &ee) && ee.Code == 3 && len(pe.Stderr) <= TailSize &&
+				return errors.As(err, &pe) && errors.As(err, &ee) && ee.Code == 3 && len(pe.Stderr) <= 4096 &&
 					strings.Contains(pe.Stderr, "fatal: model quota exhausted") && strings.Contains(pe.Stderr, "line 199") &&
 					!strings.Contains(pe.Stderr, "line 000") && !errors.Is(err, providers.ErrRunFailed)
 			},

@@ -94,6 +94,11 @@ func fakeAppServer(scenario string) int {
 	case "no-model":
 		p.handshake(`{"thread":{"id":"thr-1"}}`)
 		return 0
+	case "resume-not-found":
+		p.handshake("ERR:thread thr-gone not found")
+		return 0
+	case "late-turn-id":
+		return lateTurnID(p)
 	}
 	if !p.handshake("") {
 		return 1
@@ -162,6 +167,14 @@ func fakeAppServer(scenario string) int {
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"done"}}`, tid)
 		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
 		time.Sleep(time.Hour)
+	case "eof-marker": // finishes the turn, then records that stdin was closed
+		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
+		for {
+			if _, ok := p.next(); !ok {
+				_ = os.WriteFile(os.Getenv("EOF_MARKER"), []byte("stdin closed"), 0o600)
+				return 0
+			}
+		}
 	case "hang":
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"partial"}}`, tid)
 		time.Sleep(time.Hour)

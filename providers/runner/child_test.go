@@ -104,6 +104,12 @@ func runChild(mode string) int {
 		}
 		w.Flush()
 		return 2
+	case "longerr": // one stderr line of CHILD_SIZE bytes, then exit 2
+		n, _ := strconv.Atoi(os.Getenv("CHILD_SIZE"))
+		w := bufio.NewWriter(os.Stderr)
+		w.WriteString(strings.Repeat("e", n) + "\n")
+		w.Flush()
+		return 2
 	case "stdin-lines": // echoes stdin as one "got" line per input line, then "run.completed"
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {

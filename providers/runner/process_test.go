@@ -127,7 +127,7 @@ func TestRunProcess(t *testing.T) {
 			name:    "stderr capture bounded to 64 KiB",
 			mode:    "bigerr",
 			env:     []string{"CHILD_SIZE=" + fmt.Sprint(200<<10)},
-			wantErr: true, wantCode: 2, stderrBytes: MaxStderrKept,
+			wantErr: true, wantCode: 2, stderrBytes: 64 << 10,
 		},
 		{
 			name:       "stdout line over the limit emits a stdout error",
