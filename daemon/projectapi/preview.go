@@ -18,6 +18,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
+	"remote/provisioning"
 )
 
 // previewPattern is the daemon route that reverse-proxies HTTP and
@@ -108,6 +109,11 @@ func (p *Projects) preview(w http.ResponseWriter, r *http.Request) error {
 	if p.o.Preparer.PreviewSocket(proj, port) == "" {
 		return errPreviewsOff
 	}
+	if proj.Status == provisioning.StatusStopped || proj.Status == provisioning.StatusMissing {
+		// Known stopped: say so at once rather than racing LXD's proxy
+		// device as it goes away (a reset answered 502 under load).
+		return notRunning(proj, port)
+	}
 	// The app's path: what follows the port, escaped as the caller sent it.
 	prefix := "/v1/projects/" + proj.Name + "/ports/" + ps
 	rawPath, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
@@ -150,8 +156,7 @@ func (p *Projects) preview(w http.ResponseWriter, r *http.Request) error {
 	// The dial's error stays out of the envelope's class: it is the
 	// project's state, not LXD's reachability.
 	if errors.Is(proxyErr, syscall.ENOENT) || errors.Is(proxyErr, syscall.ECONNREFUSED) {
-		return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
-			Message: fmt.Sprintf("project %q is not running (its container serves port %d only while it runs): start it with POST /v1/projects/%s/start", proj.Name, port, proj.Name)}
+		return notRunning(proj, port)
 	}
 	return &daemon.Error{Status: http.StatusBadGateway, Code: api.CodeUnavailable,
 		Message: fmt.Sprintf("nothing answered on port %d in project %q's container: %v", port, proj.Name, proxyErr)}
@@ -194,4 +199,11 @@ func (p *Projects) setPorts(ctx context.Context, proj api.Project, ports []int) 
 	}
 	p.log.Info("project ports set", "project", proj.Name, "ports", fmt.Sprint(ports))
 	return updated, nil
+}
+
+// notRunning is the answer for a preview of a project whose container is
+// not running.
+func notRunning(proj api.Project, port int) error {
+	return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+		Message: fmt.Sprintf("project %q is not running (its container serves port %d only while it runs): start it with POST /v1/projects/%s/start", proj.Name, port, proj.Name)}
 }
