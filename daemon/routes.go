@@ -52,6 +52,10 @@ type RouteProvider interface {
 
 var validMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
 
+// Methods returns the HTTP methods a route may have (a route that answers
+// every method, like a reverse proxy, lists one route per method).
+func Methods() []string { return slices.Clone(validMethods) }
+
 // validateRoutes checks the table: known methods and access levels,
 // absolute patterns, handlers present, no (method, pattern) twice.
 func validateRoutes(routes []Route) error {

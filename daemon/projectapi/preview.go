@@ -28,7 +28,7 @@ const previewPattern = "/v1/projects/{name}/ports/{port}/{path...}"
 // previewRoutes are the preview route for every method of the table.
 func (p *Projects) previewRoutes(route func(method, pattern string, h daemon.HandlerFunc) daemon.Route) []daemon.Route {
 	var out []daemon.Route
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+	for _, m := range daemon.Methods() {
 		out = append(out, route(m, previewPattern, p.preview))
 	}
 	return out
