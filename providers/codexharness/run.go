@@ -211,7 +211,7 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 	// kill() is reserved for protocol failure and timeouts.
 	procCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	defer kill()
-	proc, err := launcher.Start(procCtx, cmd)
+	proc, err := launcher.Start(providers.MainProcess(procCtx), cmd)
 	if err != nil {
 		return fmt.Errorf("start %s app-server %q: %w", cfg.Provider, cmd.Path, err)
 	}
@@ -229,6 +229,9 @@ func Run(ctx context.Context, launcher providers.Launcher, cmd providers.Command
 		cfg: cfg, log: log, emit: stamp, req: req, stdin: proc.Stdin(), lines: lines,
 		parser: NewParser(cfg.Provider), pending: map[string]pendingRequest{},
 		responses: req.InteractionResponses,
+	}
+	if slot := providers.RunSlotFrom(ctx); slot != nil {
+		s.cursor = slot.Cursor
 	}
 	stamp(providers.Event{Type: providers.EventRunStarted, Model: cfg.Settings.Model})
 	runErr := s.run(runCtx)
@@ -299,8 +302,9 @@ var (
 )
 
 type lineResult struct {
-	line []byte
-	err  error
+	line  []byte
+	start int64 // byte offset of the line in stdout (providers.Pos)
+	err   error
 }
 
 // readLines scans stdout into lines until EOF, then keeps draining after
@@ -309,20 +313,29 @@ func readLines(r io.Reader, out chan<- lineResult, quit <-chan struct{}) {
 	defer func() { _, _ = io.Copy(io.Discard, r) }()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
+	var lineStart, read int64
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		advance, token, err := bufio.ScanLines(data, atEOF)
+		if advance > 0 {
+			lineStart = read
+			read += int64(advance)
+		}
+		return advance, token, err
+	})
 	for sc.Scan() {
 		b := sc.Bytes()
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		select {
-		case out <- lineResult{line: append([]byte(nil), b...)}:
+		case out <- lineResult{line: append([]byte(nil), b...), start: lineStart}:
 		case <-quit:
 			return
 		}
 	}
 	if err := sc.Err(); err != nil {
 		select {
-		case out <- lineResult{err: err}:
+		case out <- lineResult{err: err, start: read}:
 		case <-quit:
 			return
 		}
@@ -363,6 +376,7 @@ type session struct {
 	emit   func(providers.Event)
 	req    providers.RunRequest
 	stdin  io.Writer
+	cursor *providers.Cursor // positions events of a supervised run; may be nil
 	lines  <-chan lineResult
 	parser *Parser
 
@@ -538,6 +552,7 @@ func (s *session) pump(ctx context.Context, id int64) (Message, error) {
 			if !ok {
 				return Message{}, &ProtocolError{Op: "read", Err: errClosed}
 			}
+			s.cursor.Line(lr.start)
 			if lr.err != nil {
 				return Message{}, &ProtocolError{Op: "read", Err: fmt.Errorf("stdout: %w", lr.err)}
 			}

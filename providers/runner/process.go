@@ -102,7 +102,7 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 	// uses it.
 	procCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	p, err := launcher.Start(procCtx, cmd)
+	p, err := launcher.Start(providers.MainProcess(procCtx), cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -138,12 +138,23 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 			})
 		}
 	}
-	partial := false // the token being parsed ended at EOF without a newline
+	// The cursor of a supervised run positions each event by the stdout
+	// offset of its line (providers.Pos).
+	var cursor *providers.Cursor
+	if slot := providers.RunSlotFrom(ctx); slot != nil {
+		cursor = slot.Cursor
+	}
+	partial := false          // the token being parsed ended at EOF without a newline
+	var lineStart, read int64 // offset of the token's line; bytes consumed
 	sc := bufio.NewScanner(p.Stdout())
 	sc.Buffer(make([]byte, 0, min(64<<10, maxOut)), maxOut)
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		advance, token, err := bufio.ScanLines(data, atEOF)
 		partial = atEOF && token != nil && advance == len(data) && bytes.IndexByte(data, '\n') < 0
+		if advance > 0 {
+			lineStart = read
+			read += int64(advance)
+		}
 		return advance, token, err
 	})
 	for sc.Scan() {
@@ -151,6 +162,7 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 		if len(line) == 0 {
 			continue
 		}
+		cursor.Line(lineStart)
 		events, err := parser.ParseLine(line)
 		if err != nil {
 			if partial {
@@ -170,6 +182,7 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 			emit(ev)
 		}
 	}
+	cursor.Line(read) // events after the output's end
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			err = fmt.Errorf("line longer than %d bytes: %w", maxOut, err)

@@ -1,0 +1,152 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// A run's CLI is supervised by remote-shim so that it outlives the daemon
+// (docs/architecture.md, "Runs that outlive the daemon"). The daemon hands
+// the provider a RunSlot in the run's context; the launcher that starts the
+// run's main process (the one RunProcess or the codex harness starts, marked
+// by MainProcess) starts it under a shim, or re-attaches to the shim named
+// by RunSlot.Attach after a daemon restart. Every other command of the run
+// (credential sync, readiness probes) runs directly.
+//
+// Exactly once: every event a provider emits has a Pos, the stdout line it
+// came from and its index among that line's events. The daemon stores the
+// newest stored Pos of a run in the transaction that stores the event. On
+// re-attach the shim's spool is read again from its first byte through a
+// fresh parser (parsers are deterministic, so their state is rebuilt) and
+// every event before the stored Pos is dropped; stdin writes made while
+// replaying are dropped too, since the CLI already got them.
+
+// ErrShimGone means the supervisor of a run is gone (host reboot, container
+// deleted or restarted, the shim killed): the run cannot be re-attached.
+var ErrShimGone = errors.New("the run's supervisor (remote-shim) is gone")
+
+// ShimHandle names a run's shim: where its run directory is and, for a
+// project run, the container it runs in.
+type ShimHandle struct {
+	Dir      string `json:"dir"`                // run directory (host path, or path inside the container)
+	Instance string `json:"instance,omitempty"` // container; empty on the host
+}
+
+// RunSlot is what the daemon gives a run's launcher through the context.
+type RunSlot struct {
+	RunID string
+	// Attach, when set, names the shim of a run started before a daemon
+	// restart: the launcher attaches to it instead of starting a process.
+	Attach *ShimHandle
+	// Started is called with the new shim's handle before the CLI starts,
+	// so the daemon can find it after a crash. An error aborts the start.
+	Started func(ShimHandle) error
+	// Cursor positions the run's events (see Pos); never nil.
+	Cursor *Cursor
+}
+
+type runSlotKey struct{}
+type mainProcessKey struct{}
+
+// WithRunSlot returns ctx carrying slot.
+func WithRunSlot(ctx context.Context, slot *RunSlot) context.Context {
+	return context.WithValue(ctx, runSlotKey{}, slot)
+}
+
+// RunSlotFrom returns the slot of ctx, or nil.
+func RunSlotFrom(ctx context.Context) *RunSlot {
+	s, _ := ctx.Value(runSlotKey{}).(*RunSlot)
+	return s
+}
+
+// MainProcess marks ctx as the start of the run's CLI itself.
+func MainProcess(ctx context.Context) context.Context {
+	return context.WithValue(ctx, mainProcessKey{}, true)
+}
+
+// IsMainProcess reports whether ctx was marked by MainProcess.
+func IsMainProcess(ctx context.Context) bool {
+	v, _ := ctx.Value(mainProcessKey{}).(bool)
+	return v
+}
+
+// ShimmedRun returns the slot when ctx starts a run's main process under a
+// shim (a RunSlot is present and ctx is marked MainProcess), else nil.
+func ShimmedRun(ctx context.Context) *RunSlot {
+	if !IsMainProcess(ctx) {
+		return nil
+	}
+	return RunSlotFrom(ctx)
+}
+
+// Pos is the position of one event in a run: the byte offset in the CLI's
+// stdout of the line it came from (-1 before the first line; the stdout's
+// length after its end) and its index among the events of that line.
+type Pos struct {
+	Line  int64 `json:"line"`
+	Index int64 `json:"index"`
+}
+
+// Less orders positions.
+func (p Pos) Less(q Pos) bool {
+	return p.Line < q.Line || (p.Line == q.Line && p.Index < q.Index)
+}
+
+// Cursor tracks the position of a run's events as its stdout is parsed.
+// The process reader calls Line before the events of each line; the
+// daemon's emitter calls Next for each event. A Cursor made by NewCursor
+// with a stored position replays: events before it are dropped.
+type Cursor struct {
+	mu      sync.Mutex
+	cur     Pos
+	skip    Pos  // events before skip were stored before a restart
+	replay  bool // skip is meaningful
+	written bool // the shim got stdin before the restart
+}
+
+// NewCursor returns a cursor for a fresh run (replay false), or for a run
+// re-attached after a restart whose newest stored event was just before
+// next (replay true); stdinSent says the shim had received stdin bytes.
+func NewCursor(replay bool, next Pos, stdinSent bool) *Cursor {
+	return &Cursor{cur: Pos{Line: -1}, skip: next, replay: replay, written: stdinSent}
+}
+
+// Line starts the events of the stdout line that begins at byte offset
+// start (or, at the end of stdout, at its length).
+func (c *Cursor) Line(start int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.cur = Pos{Line: start}
+	c.mu.Unlock()
+}
+
+// Next returns the position of the next event and whether it was already
+// stored before a restart (the event must then be dropped).
+func (c *Cursor) Next() (Pos, bool) {
+	if c == nil {
+		return Pos{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.cur
+	c.cur.Index++
+	return p, c.replay && p.Less(c.skip)
+}
+
+// DropWrite reports whether a stdin write made now is one the CLI got
+// before the restart: while the lines before the stored position are
+// replayed, and before the first line when the shim had received stdin.
+func (c *Cursor) DropWrite() bool {
+	if c == nil || !c.replay {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur.Line < 0 {
+		return c.written || c.skip.Line >= 0
+	}
+	return c.cur.Line < c.skip.Line
+}
