@@ -44,6 +44,65 @@ type RunSlot struct {
 	Started func(ShimHandle) error
 	// Cursor positions the run's events (see Pos); never nil.
 	Cursor *Cursor
+
+	mu               sync.Mutex
+	release, detach  func()
+	detached, closed bool
+}
+
+// ErrDetached is the cause of a run context cancelled because the daemon
+// stops while the run goes on under its shim: the launcher must then leave
+// the shim and its CLI alone (no signal), and the daemon stores nothing
+// more of the run; the next daemon re-attaches.
+var ErrDetached = errors.New("the daemon is stopping; the run goes on under its shim")
+
+// SetControl is called by the launcher once the shim runs: release lets
+// the shim clean up and exit (the run's end is stored), detach drops the
+// daemon's connections to it without signalling anything.
+func (s *RunSlot) SetControl(release, detach func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release, s.detach = release, detach
+	if s.detached && detach != nil {
+		go detach()
+	}
+}
+
+// Release tells the shim the run's end is stored: it removes the run
+// directory and exits. Called once by the daemon; a no-op without a shim
+// or after Detach.
+func (s *RunSlot) Release() {
+	s.mu.Lock()
+	f := s.release
+	if s.detached || s.closed {
+		f = nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Detach drops the daemon's connections to the shim and leaves the run
+// going (daemon shutdown). Reading the run's output then ends with an
+// error; the daemon ignores how the provider returns.
+func (s *RunSlot) Detach() {
+	s.mu.Lock()
+	f := s.detach
+	already := s.detached
+	s.detached = true
+	s.mu.Unlock()
+	if f != nil && !already {
+		f()
+	}
+}
+
+// Detached reports whether Detach was called.
+func (s *RunSlot) Detached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.detached
 }
 
 type runSlotKey struct{}
