@@ -66,3 +66,46 @@ func TestJournalPriorities(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFaultFatalErrorPriority: under journald, the line saying why remoted
+// stops (here a missing config file) carries priority 3, so `journalctl -p
+// err -u remoted` shows why the service failed. Found under a real systemd
+// (scripts/lxd-systemd): the missing secrets key's message reached the
+// journal at priority 6 and `journalctl -p err` showed only systemd's
+// "Failed to start".
+func TestFaultFatalErrorPriority(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "stderr")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "absent.toml")
+	cmd := exec.Command(buildRemoted(t), "-config", missing)
+	cmd.Stderr = f
+	cmd.Env = append(os.Environ(), fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino))
+	if err := cmd.Run(); err == nil {
+		t.Fatal("remoted started without its config file")
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.TrimSpace(string(data))
+	if i := strings.LastIndex(last, "\n"); i >= 0 {
+		last = last[i+1:]
+	}
+	if !strings.HasPrefix(last, "<3>remoted: ") || !strings.Contains(last, missing) {
+		t.Fatalf("the fatal line reached journald as %q; want it to start with <3>remoted: and name %s", last, missing)
+	}
+	// Outside journald the line stays as it was.
+	out, err := exec.Command(buildRemoted(t), "-config", missing).CombinedOutput()
+	if err == nil || !strings.HasPrefix(string(out), "remoted: ") {
+		t.Fatalf("outside journald: %v %q, want a line starting with remoted: ", err, out)
+	}
+}

@@ -36,9 +36,19 @@ var embeddedConfig []byte
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "remoted:", err)
+		fmt.Fprintln(os.Stderr, fatalPrefix(systemd.UnderJournal())+"remoted:", err)
 		os.Exit(1)
 	}
+}
+
+// fatalPrefix is what the line saying why remoted stops begins with: under
+// journald the sd-daemon priority of an error, so that `journalctl -p err`
+// shows it (a plain line reaches the journal at priority 6, info).
+func fatalPrefix(underJournal bool) string {
+	if underJournal {
+		return "<3>"
+	}
+	return ""
 }
 
 type flags struct {
