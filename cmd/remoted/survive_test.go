@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,9 +182,22 @@ func runCLIs(dir string) []int {
 	return out
 }
 
+// killRunCLIs ends what a test's runs left behind: their CLIs and the
+// shims whose run directories are under dir.
 func killRunCLIs(dir string) {
 	for _, pid := range runCLIs(dir) {
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(cmd), "remote-shim") && strings.Contains(string(cmd), dir) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
@@ -394,4 +408,87 @@ env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
 		t.Errorf("run end: %s", summarize(evs))
 	}
 	d.waitRunsEmpty()
+}
+
+// BenchmarkReattach20 measures the time from starting remoted to the first
+// live event of each of 20 runs that outlived the previous daemon (killed
+// with SIGKILL): the re-attach cost a user waits for after a restart.
+//
+//	CI=true go test -run '^$' -bench BenchmarkReattach20 -benchtime 3x ./cmd/remoted/
+func BenchmarkReattach20(b *testing.B) {
+	const runs = 20
+	testkit.ClaudeBinary(b)
+	bins := testkit.Binaries(b, "remoted", "remote-shim")
+	replies := make([]fakeanthropic.Reply, runs)
+	for i := range replies {
+		replies[i] = surviveReply(600, 100*time.Millisecond) // a minute of output each
+	}
+	fake := fakeanthropic.New(b, replies...)
+	dir, err := os.MkdirTemp("", "rdbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { killRunCLIs(dir); os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "remoted.sock")
+	cfg := strings.Replace(testConfig(b, dir, sock, fake), "log_level = \"debug\"", "log_level = \"info\"", 1)
+	cfg = strings.Replace(cfg, "[agent]\n", fmt.Sprintf("[agent]\nshim_binary = %q\n", bins[1]), 1)
+	d := newDaemon(b, bins[0], cfg, sock)
+	d.start()
+	var chats []string
+	for range runs {
+		c := d.createChat(dir)
+		d.prompt(c.ID, "count")
+		chats = append(chats, c.ID)
+	}
+	for _, id := range chats {
+		d.waitEvents(id, 120*time.Second, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 1 })
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		last := map[string]int64{}
+		for _, id := range chats {
+			evs := d.events(id)
+			if ended(evs) {
+				b.Fatalf("run of chat %s ended before the restart: %s", id, summarize(evs))
+			}
+			last[id] = evs[len(evs)-1].Seq
+		}
+		d.kill9()
+		b.StartTimer()
+		d.start()
+		done := make(chan error, runs)
+		for _, id := range chats {
+			go func() { done <- d.firstLiveEvent(id, last[id]) }()
+		}
+		for range chats {
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	d.kill9()
+}
+
+// firstLiveEvent follows the chat's events after seq (NDJSON) until one
+// arrives that the previous daemon had not stored.
+func (d *daemonProc) firstLiveEvent(chatID string, after int64) error {
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://remoted/v1/chats/%s/events?since=%d&follow=true", chatID, after), nil)
+	req.Header.Set(api.HeaderUser, "alice")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev api.Event
+		if err := dec.Decode(&ev); err != nil {
+			return fmt.Errorf("follow %s: %w", chatID, err)
+		}
+		if ev.Seq > after && ev.Type == api.EventAssistantText {
+			return nil
+		}
+	}
 }
