@@ -262,6 +262,29 @@ type UsageRow struct {
 	CostUSD             float64 `json:"costUsd"`
 }
 
+// Run is one run in flight as GET /v1/runs lists it: a chat's turn whose
+// end is not stored yet, and the remote-shim that supervises its CLI.
+type Run struct {
+	ChatID   string    `json:"chatId"`
+	RunID    string    `json:"runId"`
+	Provider string    `json:"provider"`
+	Project  string    `json:"project,omitempty"`
+	Owner    string    `json:"owner,omitempty"`
+	Started  time.Time `json:"started"`
+	// Shim is the run's supervisor: its run directory (on the host, or
+	// inside Instance); nil when the run has none and ends with the daemon.
+	Shim *RunShim `json:"shim"`
+	// Attached: this daemon follows the run (false only for a moment
+	// after a restart, or when the run could not be re-attached yet).
+	Attached bool `json:"attached"`
+}
+
+// RunShim names a run's remote-shim.
+type RunShim struct {
+	Dir      string `json:"dir"`
+	Instance string `json:"instance,omitempty"`
+}
+
 // UsageResponse answers GET /v1/usage.
 type UsageResponse struct {
 	Rows []UsageRow `json:"rows"`

@@ -29,6 +29,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPatch, "/v1/chats/{id}", AccessUser, s.handleUpdateChat},
 		{http.MethodGet, "/v1/chats/{id}/history", AccessUser, s.handleHistory},
 		{http.MethodGet, "/v1/usage", AccessUser, s.handleUsage},
+		{http.MethodGet, "/v1/runs", AccessUser, s.handleRuns},
 		{http.MethodPost, "/v1/chats/{id}/fork", AccessUser, s.handleFork},
 		{http.MethodGet, "/v1/chats/{id}/events", AccessUser, s.handleEvents},
 		{http.MethodPost, "/v1/chats/{id}/prompt", AccessUser, s.handlePrompt},

@@ -31,11 +31,15 @@ func terminal(evs ...api.Event) bool {
 }
 
 func (c *crashStore) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
+	c.AppendAsyncAt(chatID, ev, nil, cond, done)
+}
+
+func (c *crashStore) AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error)) {
 	if c.crashed.Load() {
 		done(api.Event{}, errCrashed)
 		return
 	}
-	c.Store.AppendAsyncIf(chatID, ev, cond, func(stored api.Event, err error) {
+	c.Store.AppendAsyncAt(chatID, ev, mark, cond, func(stored api.Event, err error) {
 		if err == nil && terminal(stored) {
 			c.crashed.Store(true)
 		}

@@ -92,6 +92,9 @@ type Client struct {
 	server  Server
 	// hdr is the file header prefix: "X-LXD-" or "X-Incus-".
 	hdr string
+	// beforeWait, set by tests only, runs between an operation's request
+	// and the wait for it.
+	beforeWait func(opURL string)
 }
 
 // socketCandidates lists the Unix sockets tried by discovery, in order.

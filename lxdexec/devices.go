@@ -43,10 +43,13 @@ func (c *Client) EditDevices(ctx context.Context, name string, edit func(devices
 		}
 		put := instancePut{Architecture: inst.Architecture, Config: inst.Config, Devices: devs,
 			Ephemeral: inst.Ephemeral, Profiles: inst.Profiles, Stateful: inst.Stateful, Description: inst.Description}
-		r, err := c.Query(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag)
-		if err == nil && r.Type == "async" {
-			_, err = c.WaitOperation(ctx, stripQuery(r.Operation))
-		}
+		chk := c.instanceCheck(name, func(inst *Instance) string {
+			if !maps.EqualFunc(inst.Devices, devs, maps.Equal) {
+				return fmt.Sprintf("has devices %v, not %v", inst.Devices, devs)
+			}
+			return ""
+		})
+		_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag, chk)
 		if errors.Is(err, ErrPreconditionFailed) && try < 2 {
 			continue
 		}

@@ -7,7 +7,11 @@
 //
 // Every I/O method takes a context first; no context is kept in a struct.
 // Errors are classes tested with errors.Is (ErrNotFound, ErrConflict, ...);
-// *Error carries LXD's HTTP status and message.
+// *Error carries LXD's HTTP status and message. LXD forgets a finished
+// operation after about 5 s; when it forgot one before the wait read its
+// result, the outcome is decided from the instance or snapshot the
+// operation was to change (ErrOperationForgotten when that does not show
+// the change, or cannot).
 //
 // Exec streams output with backpressure: Stdout and Stderr are pipes fed
 // straight from the websockets, so memory stays constant for any output

@@ -30,6 +30,13 @@ var (
 	ErrOperationFailed = errors.New("lxd: operation failed")
 	// ErrOperationCancelled: a background operation ended Cancelled.
 	ErrOperationCancelled = errors.New("lxd: operation cancelled")
+	// ErrOperationForgotten: LXD no longer knew an operation this client
+	// waited for (404 "Operation not found": it keeps a finished operation
+	// only about 5 s, and none across a restart), so its result was never
+	// read. WaitOperation returns it (matching ErrNotFound too). The
+	// methods that start operations then check the instance or snapshot
+	// instead, and return it only when that does not show the change done.
+	ErrOperationForgotten = errors.New("lxd: operation forgotten before its result was read")
 	// ErrAlreadyInState: a start found the instance already running, or a
 	// stop found it already stopped.
 	ErrAlreadyInState = errors.New("lxd: instance already in requested state")

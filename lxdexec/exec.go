@@ -141,7 +141,7 @@ const execAttempts = 3
 // that the streams did not connect in time and LXD gave up on the
 // operation before running the command, so starting again is safe.
 func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest, body execPost) (_ *Exec, retry bool, _ error) {
-	opURL, op, err := c.startOperation(ctx, http.MethodPost, c.instancePath(instance, "/exec", nil), body)
+	opURL, op, err := c.startOperation(ctx, http.MethodPost, c.instancePath(instance, "/exec", nil), body, "")
 	if err != nil {
 		return nil, false, fmt.Errorf("exec %q in %q: %w", req.Command[0], instance, err)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -137,7 +139,8 @@ func (c *Client) CreateInstance(ctx context.Context, req InstancesPost) error {
 	if t := nonEmpty(req.Target, c.target); t != "" && c.server.Clustered {
 		q = url.Values{"target": {t}}
 	}
-	_, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), req)
+	what := fmt.Sprintf("instance %q", req.Name)
+	_, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), req, "", c.createdCheck(c.instancePath(req.Name, "", nil), what))
 	var lerr *Error
 	// LXD 5.0 reports a duplicate name only through the failed operation;
 	// its message is the only signal.
@@ -156,16 +159,31 @@ func (c *Client) UpdateInstance(ctx context.Context, name string, patch Instance
 	if err := checkName(name); err != nil {
 		return err
 	}
-	r, err := c.Query(ctx, http.MethodPatch, c.instancePath(name, "", nil), patch, etag)
-	if err != nil {
+	if _, err := c.run(ctx, http.MethodPatch, c.instancePath(name, "", nil), patch, etag, c.instanceCheck(name, patch.missing)); err != nil {
 		return fmt.Errorf("update instance %q: %w", name, err)
 	}
-	if r.Type == "async" {
-		if _, err := c.WaitOperation(ctx, stripQuery(r.Operation)); err != nil {
-			return fmt.Errorf("update instance %q: %w", name, err)
+	return nil
+}
+
+// missing says which part of the patch inst lacks ("" when none).
+func (p InstancePatch) missing(inst *Instance) string {
+	for k, v := range p.Config {
+		if got, ok := inst.Config[k]; got != v || ok && v == "" { // "" deletes the key
+			return fmt.Sprintf("has config %s=%q, not %q", k, got, v)
 		}
 	}
-	return nil
+	for d, dev := range p.Devices {
+		if !maps.Equal(inst.Devices[d], dev) {
+			return fmt.Sprintf("has device %s=%v, not %v", d, inst.Devices[d], dev)
+		}
+	}
+	if p.Description != nil && inst.Description != *p.Description {
+		return fmt.Sprintf("has description %q, not %q", inst.Description, *p.Description)
+	}
+	if p.Profiles != nil && !slices.Equal(inst.Profiles, p.Profiles) {
+		return fmt.Sprintf("has profiles %v, not %v", inst.Profiles, p.Profiles)
+	}
+	return ""
 }
 
 // SetState starts, stops, restarts, freezes or unfreezes an instance and
@@ -178,7 +196,17 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 	if req.Timeout == 0 {
 		req.Timeout = DefaultStopTimeout
 	}
-	_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req)
+	chk := c.instanceCheck(name, func(inst *Instance) string {
+		want, known := actionStatus[req.Action]
+		switch {
+		case !known:
+			return fmt.Sprintf("cannot be checked for action %q", req.Action)
+		case inst.Status != want:
+			return fmt.Sprintf("is %s, not %s", inst.Status, want)
+		}
+		return ""
+	})
+	_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
 	var lerr *Error
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) {
 		// Matched by text: LXD has no code for these.
@@ -188,7 +216,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 			if (req.Action == "stop" || req.Action == "restart") && !req.Force {
 				// A graceful stop that failed (timeout, frozen): escalate.
 				req.Force = true
-				_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req)
+				_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
 				if err == nil {
 					return nil
 				}
@@ -216,6 +244,10 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 	}
 	return nil
 }
+
+// actionStatus is the status each state action leaves the instance in.
+var actionStatus = map[string]string{"start": "Running", "restart": "Running", "unfreeze": "Running",
+	"stop": "Stopped", "freeze": "Frozen"}
 
 // stopGrace bounds how long SetState waits for a container whose stop
 // operation failed to reach Stopped anyway.
@@ -246,7 +278,8 @@ func (c *Client) DeleteInstance(ctx context.Context, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if _, err := c.run(ctx, http.MethodDelete, c.instancePath(name, "", nil), nil); err != nil {
+	path := c.instancePath(name, "", nil)
+	if _, err := c.run(ctx, http.MethodDelete, path, nil, "", c.deletedCheck(path, fmt.Sprintf("instance %q", name))); err != nil {
 		return fmt.Errorf("delete instance %q: %w", name, err)
 	}
 	return nil

@@ -89,7 +89,9 @@ const waitPoll = 30
 // on timeout); LXD 5.0.3+ answer HTTP 200 with an error envelope carrying
 // the operation's error or "context deadline exceeded", after which the
 // operation is read directly to learn its real state. ctx ends the wait, not
-// the operation.
+// the operation. An operation LXD no longer knows (it forgets finished ones
+// after about 5 s) gives an error matching ErrOperationForgotten and
+// ErrNotFound.
 func (c *Client) WaitOperation(ctx context.Context, op string) (*Operation, error) {
 	path := op
 	if !strings.HasPrefix(path, "/") {
@@ -119,6 +121,11 @@ func (c *Client) WaitOperation(ctx context.Context, op string) (*Operation, erro
 			// readable directly, for ~5 s after it ends.
 			o, gerr := c.GetOperation(ctx, path)
 			if errors.Is(gerr, ErrNotFound) {
+				if lerr.Message == "context deadline exceeded" {
+					// Our wait timed out, then the op ended and was
+					// forgotten before the read: its result is unknown.
+					return nil, forgotten(gerr)
+				}
 				return nil, &Error{Path: path, StatusCode: lerr.StatusCode, Message: lerr.Message, class: ErrOperationFailed}
 			}
 			if gerr != nil {
@@ -131,12 +138,21 @@ func (c *Client) WaitOperation(ctx context.Context, op string) (*Operation, erro
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lxd wait %s: %w", path, ctx.Err())
 			}
-			return nil, err
+			return nil, forgotten(err)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lxd wait %s: %w", path, ctx.Err())
 		}
 	}
+}
+
+// forgotten classes a 404 for an operation's URL as ErrOperationForgotten.
+func forgotten(err error) error {
+	var lerr *Error
+	if errors.As(err, &lerr) && lerr.StatusCode == http.StatusNotFound {
+		lerr.class = ErrOperationForgotten
+	}
+	return err
 }
 
 // GetOperation reads an operation (URL or bare id) once.
@@ -164,11 +180,12 @@ func (c *Client) CancelOperation(ctx context.Context, op string) error {
 	return err
 }
 
-// startOperation sends a request that should answer async and returns the
-// operation URL and its initial object. A sync answer (some servers finish
-// small things at once) returns "" and nil.
-func (c *Client) startOperation(ctx context.Context, method, path string, body any) (string, *Operation, error) {
-	r, err := c.Query(ctx, method, path, body, "")
+// startOperation sends a request (under If-Match etag when not "") that
+// should answer async and returns the operation URL and its initial
+// object. A sync answer (some servers finish small things at once) returns
+// "" and nil.
+func (c *Client) startOperation(ctx context.Context, method, path string, body any, etag string) (string, *Operation, error) {
+	r, err := c.Query(ctx, method, path, body, etag)
 	if err != nil {
 		return "", nil, err
 	}
@@ -186,17 +203,100 @@ func (c *Client) startOperation(ctx context.Context, method, path string, body a
 	return stripQuery(url), op, nil
 }
 
-// run sends a request and waits for its operation, if any.
-func (c *Client) run(ctx context.Context, method, path string, body any) (*Operation, error) {
-	url, _, err := c.startOperation(ctx, method, path, body)
+// A check decides the outcome of an operation LXD forgot before its result
+// was read, from what the operation was to make or change (the instance,
+// its state, a snapshot): nil when the change is there, else an error
+// saying what was found instead. started is the operation as LXD first
+// answered it.
+type check func(ctx context.Context, started *Operation) error
+
+// run sends a request (under If-Match etag when not "") and waits for its
+// operation, if any. If LXD forgot the operation before the wait read its
+// result (a loaded host, a late wait), chk decides from the resource.
+func (c *Client) run(ctx context.Context, method, path string, body any, etag string, chk check) (*Operation, error) {
+	url, started, err := c.startOperation(ctx, method, path, body, etag)
 	if err != nil || url == "" {
 		return nil, err
 	}
+	if c.beforeWait != nil {
+		c.beforeWait(url)
+	}
 	op, err := c.WaitOperation(ctx, url)
+	if errors.Is(err, ErrOperationForgotten) && ctx.Err() == nil {
+		cerr := chk(ctx, started)
+		if cerr == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("lxd %s %s: LXD forgot operation %s before we read its result, and %w: %w",
+			method, stripQuery(path), started.ID, cerr, ErrOperationForgotten)
+	}
 	var lerr *Error
 	if errors.As(err, &lerr) {
 		// Label the failure with the request that started it.
 		lerr.Method, lerr.Path = method, stripQuery(path)
 	}
 	return op, err
+}
+
+// clockSlack is how much older than its operation a created object may
+// look: cluster members' clocks differ, and a server may store times to
+// the second.
+const clockSlack = time.Second
+
+// createdCheck checks that the instance or snapshot at path (named what)
+// exists and is not older than the operation: a create that failed on a
+// name in use (LXD 5.0 says so only in the operation) leaves the older one.
+func (c *Client) createdCheck(path, what string) check {
+	return func(ctx context.Context, started *Operation) error {
+		var obj struct {
+			CreatedAt time.Time `json:"created_at"`
+		}
+		err := c.syncJSON(ctx, http.MethodGet, path, nil, &obj)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return fmt.Errorf("%s does not exist", what)
+		case err != nil:
+			return fmt.Errorf("reading %s failed: %w", what, err)
+		case obj.CreatedAt.Before(started.CreatedAt.Add(-clockSlack)):
+			return fmt.Errorf("%s is older than the operation (created %s)", what, obj.CreatedAt.Format(time.RFC3339))
+		}
+		return nil
+	}
+}
+
+// deletedCheck checks that the instance or snapshot at path is gone.
+func (c *Client) deletedCheck(path, what string) check {
+	return func(ctx context.Context, _ *Operation) error {
+		err := c.syncJSON(ctx, http.MethodGet, path, nil, nil)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading %s failed: %w", what, err)
+		}
+		return fmt.Errorf("%s still exists", what)
+	}
+}
+
+// instanceCheck checks the instance against ok, which says what differs
+// from the change asked for ("" when nothing).
+func (c *Client) instanceCheck(name string, ok func(*Instance) string) check {
+	return func(ctx context.Context, _ *Operation) error {
+		inst, _, err := c.Instance(ctx, name)
+		if err != nil {
+			return fmt.Errorf("reading instance %q failed: %w", name, err)
+		}
+		if diff := ok(inst); diff != "" {
+			return fmt.Errorf("instance %q %s", name, diff)
+		}
+		return nil
+	}
+}
+
+// unchecked is the check of an operation whose result cannot be read
+// back, e.g. a snapshot restore.
+func unchecked(what string) check {
+	return func(context.Context, *Operation) error {
+		return fmt.Errorf("whether %s cannot be checked", what)
+	}
 }

@@ -34,7 +34,9 @@ func (c *Client) CreateSnapshot(ctx context.Context, instance, name string, expi
 	if !expires.IsZero() {
 		body["expires_at"] = expires.UTC().Format(time.RFC3339)
 	}
-	if _, err := c.run(ctx, http.MethodPost, c.instancePath(instance, "/snapshots", nil), body); err != nil {
+	what := fmt.Sprintf("snapshot %q of %q", name, instance)
+	path := c.instancePath(instance, "/snapshots/"+url.PathEscape(name), nil)
+	if _, err := c.run(ctx, http.MethodPost, c.instancePath(instance, "/snapshots", nil), body, "", c.createdCheck(path, what)); err != nil {
 		return fmt.Errorf("snapshot instance %q as %q: %w", instance, name, err)
 	}
 	return nil
@@ -66,7 +68,9 @@ func (c *Client) DeleteSnapshot(ctx context.Context, instance, name string) erro
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if _, err := c.run(ctx, http.MethodDelete, c.instancePath(instance, "/snapshots/"+url.PathEscape(name), nil), nil); err != nil {
+	what := fmt.Sprintf("snapshot %q of %q", name, instance)
+	path := c.instancePath(instance, "/snapshots/"+url.PathEscape(name), nil)
+	if _, err := c.run(ctx, http.MethodDelete, path, nil, "", c.deletedCheck(path, what)); err != nil {
 		return fmt.Errorf("delete snapshot %q of %q: %w", name, instance, err)
 	}
 	return nil
@@ -82,7 +86,8 @@ func (c *Client) RestoreSnapshot(ctx context.Context, instance, name string) err
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if _, err := c.run(ctx, http.MethodPut, c.instancePath(instance, "", nil), map[string]any{"restore": name}); err != nil {
+	chk := unchecked(fmt.Sprintf("%q was restored from snapshot %q", instance, name))
+	if _, err := c.run(ctx, http.MethodPut, c.instancePath(instance, "", nil), map[string]any{"restore": name}, "", chk); err != nil {
 		return fmt.Errorf("restore %q from snapshot %q: %w", instance, name, err)
 	}
 	return nil
@@ -112,7 +117,8 @@ func (c *Client) CopyFromSnapshot(ctx context.Context, instance, snap, name stri
 	if c.target != "" && c.server.Clustered {
 		q = url.Values{"target": {c.target}}
 	}
-	if _, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), body); err != nil {
+	chk := c.createdCheck(c.instancePath(name, "", nil), fmt.Sprintf("instance %q", name))
+	if _, err := c.run(ctx, http.MethodPost, c.instancePath("", "", q), body, "", chk); err != nil {
 		return fmt.Errorf("copy %s/%s to %q: %w", instance, snap, name, err)
 	}
 	return nil

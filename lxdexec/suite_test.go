@@ -661,3 +661,60 @@ func testMkdirConcurrent(t *testing.T, c *lxdexec.Client, name string) {
 		}
 	}
 }
+
+// TestFaultOperationForgottenLXD waits for each operation only after the
+// real LXD has forgotten it (404 "Operation not found", as a late wait on
+// a loaded host gets): the calls succeed by the resources they changed,
+// and a create that failed (name in use) still fails.
+func TestFaultOperationForgottenLXD(t *testing.T) {
+	t.Parallel()
+	testkit.LXD(t)
+	ctx := testCtx(t)
+	c, err := lxdexec.Connect(ctx, lxdexec.Options{})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	forgotten := 0
+	lxdexec.SetBeforeWait(c, func(op string) {
+		for {
+			if _, err := c.GetOperation(ctx, op); errors.Is(err, lxdexec.ErrNotFound) {
+				forgotten++
+				return
+			} else if ctx.Err() != nil {
+				t.Errorf("LXD never forgot operation %s", op)
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
+	name := testkit.ContainerName("forgot")
+	testkit.CleanupContainer(t, testkit.LXD(t), name)
+	req := lxdexec.InstancesPost{Name: name, Source: lxdexec.InstanceSource{Alias: testkit.TestImage}}
+	if err := c.CreateInstance(ctx, req); err != nil {
+		t.Fatalf("CreateInstance: %v", err)
+	}
+	// LXD 5.0 fails a duplicate only in the operation; later versions at once.
+	err = c.CreateInstance(ctx, req)
+	if !errors.Is(err, lxdexec.ErrOperationForgotten) && !errors.Is(err, lxdexec.ErrConflict) {
+		t.Fatalf("CreateInstance(duplicate) = %v, want ErrOperationForgotten or ErrConflict", err)
+	}
+	t.Logf("duplicate: %v", err)
+	if err := c.SetState(ctx, name, lxdexec.StateRequest{Action: "start"}); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if err := c.CreateSnapshot(ctx, name, "s1", time.Time{}); err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	if err := c.SetState(ctx, name, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if err := c.DeleteInstance(ctx, name); err != nil {
+		t.Fatalf("DeleteInstance: %v", err)
+	}
+	if _, _, err := c.Instance(ctx, name); !errors.Is(err, lxdexec.ErrNotFound) {
+		t.Fatalf("Instance(deleted) = %v, want ErrNotFound", err)
+	}
+	if forgotten < 5 {
+		t.Fatalf("LXD forgot %d operations before their wait, want at least 5", forgotten)
+	}
+}

@@ -97,6 +97,10 @@ func TestWaitOperationDialects(t *testing.T) {
 			waits:   []step{envErr("boom")},
 			gets:    []step{func(w http.ResponseWriter) { writeError(w, 404, 404, "Operation not found") }},
 			wantErr: ErrOperationFailed, wantMsg: "boom", wantCode: -1},
+		{name: "5.0.3+ timeout envelope, op ended and forgotten",
+			waits:   []step{envErr("context deadline exceeded")},
+			gets:    []step{func(w http.ResponseWriter) { writeError(w, 404, 404, "Operation not found") }},
+			wantErr: ErrOperationForgotten, wantMsg: "Operation not found", wantCode: -1},
 		{name: "incus returns the op like 5.0.2",
 			waits: []step{opBody(103, "", nil), opBody(103, "", nil), opBody(200, "", map[string]int{"return": 2})}, wantCode: 2},
 		{name: "cancelled",
@@ -998,4 +1002,117 @@ func TestConnectOptionsErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFaultOperationForgottenChecksResource: LXD forgets a finished
+// operation after about 5 s, so on a loaded host our wait can get 404
+// "Operation not found" for an operation that succeeded (a CI run failed
+// creating its container so). The call then stands or falls by the
+// resource the operation was to make or change, and says what is unknown.
+func TestFaultOperationForgottenChecksResource(t *testing.T) {
+	opAt := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	inst := func(status string, created time.Time) map[string]any {
+		return map[string]any{"name": "c1", "status": status, "created_at": created,
+			"config": map[string]string{"limits.cpu": "2"}, "devices": map[string]any{}}
+	}
+	snap := map[string]any{"name": "s1", "created_at": opAt.Add(time.Second)}
+	for _, tc := range []struct {
+		name       string
+		call       func(*Client) error
+		inst, snap map[string]any // nil: 404
+		wantErr    string         // "": success
+	}{
+		{name: "create, instance exists",
+			call: createC1, inst: inst("Stopped", opAt.Add(100*time.Millisecond))},
+		{name: "create, instance missing",
+			call:    createC1,
+			wantErr: `create instance "c1": lxd POST /1.0/instances: LXD forgot operation op1 before we read its result, and instance "c1" does not exist`},
+		{name: "create, name was in use",
+			call: createC1, inst: inst("Running", opAt.Add(-time.Hour)),
+			wantErr: `LXD forgot operation op1 before we read its result, and instance "c1" is older than the operation (created 2026-12-03T14:00:00Z)`},
+		{name: "stop, stopped",
+			call: stopC1, inst: inst("Stopped", opAt)},
+		{name: "stop, still running",
+			call: stopC1, inst: inst("Running", opAt),
+			wantErr: `LXD forgot operation op1 before we read its result, and instance "c1" is Running, not Stopped`},
+		{name: "delete, gone",
+			call: func(c *Client) error { return c.DeleteInstance(context.Background(), "c1") }},
+		{name: "delete, still there",
+			call: func(c *Client) error { return c.DeleteInstance(context.Background(), "c1") }, inst: inst("Stopped", opAt),
+			wantErr: `LXD forgot operation op1 before we read its result, and instance "c1" still exists`},
+		{name: "snapshot, made",
+			call: func(c *Client) error { return c.CreateSnapshot(context.Background(), "c1", "s1", time.Time{}) }, snap: snap},
+		{name: "snapshot, missing",
+			call:    func(c *Client) error { return c.CreateSnapshot(context.Background(), "c1", "s1", time.Time{}) },
+			wantErr: `LXD forgot operation op1 before we read its result, and snapshot "s1" of "c1" does not exist`},
+		{name: "snapshot delete, gone",
+			call: func(c *Client) error { return c.DeleteSnapshot(context.Background(), "c1", "s1") }},
+		{name: "restore, unknowable",
+			call:    func(c *Client) error { return c.RestoreSnapshot(context.Background(), "c1", "s1") },
+			wantErr: `LXD forgot operation op1 before we read its result, and whether "c1" was restored from snapshot "s1" cannot be checked`},
+		{name: "patch, applied",
+			call: func(c *Client) error {
+				return c.UpdateInstance(context.Background(), "c1", InstancePatch{Config: map[string]string{"limits.cpu": "2"}}, "")
+			}, inst: inst("Stopped", opAt)},
+		{name: "patch, not applied",
+			call: func(c *Client) error {
+				return c.UpdateInstance(context.Background(), "c1", InstancePatch{Config: map[string]string{"limits.cpu": "4"}}, "")
+			}, inst: inst("Stopped", opAt),
+			wantErr: `LXD forgot operation op1 before we read its result, and instance "c1" has config limits.cpu="2", not "4"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, nil)
+			started := func(w http.ResponseWriter, r *http.Request) {
+				o := op("op1", 103, "", nil)
+				o["created_at"] = opAt
+				writeAsync(w, o)
+			}
+			for _, route := range []string{"POST /1.0/instances", "PUT /1.0/instances/c1/state", "DELETE /1.0/instances/c1",
+				"POST /1.0/instances/c1/snapshots", "DELETE /1.0/instances/c1/snapshots/s1", "PUT /1.0/instances/c1",
+				"PATCH /1.0/instances/c1"} {
+				f.mux.HandleFunc(route, started)
+			}
+			var waits atomic.Int32
+			f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+				waits.Add(1)
+				writeError(w, 404, 404, "Operation not found")
+			})
+			serve := func(obj map[string]any, missing string) http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					if obj == nil {
+						writeError(w, 404, 404, missing)
+						return
+					}
+					writeSync(w, obj)
+				}
+			}
+			f.mux.HandleFunc("GET /1.0/instances/c1", serve(tc.inst, "Instance not found"))
+			f.mux.HandleFunc("GET /1.0/instances/c1/snapshots/s1", serve(tc.snap, "Snapshot not found"))
+
+			err := tc.call(f.client(t, Options{}))
+			if waits.Load() == 0 {
+				t.Fatal("the operation was never waited for")
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want success: the resource shows the change done", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
+			}
+			if !errors.Is(err, ErrOperationForgotten) || errors.Is(err, ErrNotFound) {
+				t.Fatalf("err = %v: want ErrOperationForgotten, not ErrNotFound", err)
+			}
+		})
+	}
+}
+
+func createC1(c *Client) error {
+	return c.CreateInstance(context.Background(), InstancesPost{Name: "c1", Source: InstanceSource{Alias: "busybox"}})
+}
+
+func stopC1(c *Client) error {
+	return c.SetState(context.Background(), "c1", StateRequest{Action: "stop", Force: true})
 }

@@ -171,6 +171,17 @@ func NewCursor(replay bool, next Pos, stdinSent bool) *Cursor {
 	return &Cursor{cur: Pos{Line: -1}, skip: next, replay: replay, written: stdinSent}
 }
 
+// StdinSent tells a re-attached run's cursor that its shim had received
+// stdin before the restart (the launcher learns it when it attaches).
+func (c *Cursor) StdinSent() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.written = true
+	c.mu.Unlock()
+}
+
 // Line starts the events of the stdout line that begins at byte offset
 // start (or, at the end of stdout, at its length).
 func (c *Cursor) Line(start int64) {

@@ -104,6 +104,7 @@ type Service struct {
 	mu       sync.Mutex
 	wg       sync.WaitGroup
 	stopping atomic.Bool
+	turns    map[string]*turn // runs in flight by chat id, under mu
 }
 
 // NewService returns a prompt service.
@@ -310,6 +311,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true) // no wg.Add after this: enter checks it under mu
 	s.mu.Unlock()
 	s.guard.close()
+	if n := s.detachShimmed(); n > 0 {
+		s.log.Info("runs left running under their shims for the next daemon", "runs", n)
+	}
 	s.hub.CancelAll(errDaemonStopping)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -336,9 +340,13 @@ func (s *Service) RecoverInterrupted() error {
 		return fmt.Errorf("list chats for restart recovery: %w", err)
 	}
 	for _, c := range chats {
-		if c.Running && !s.hub.Running(c.ID) {
-			s.guard.recoverChat(c)
+		if !c.Running || s.hub.Running(c.ID) {
+			continue
 		}
+		if rec, ok, err := s.store.Run(c.ID); err == nil && ok && s.reattach(c, rec) {
+			continue
+		}
+		s.guard.recoverChat(c)
 	}
 	return s.StartQueued()
 }
@@ -390,7 +398,36 @@ type emitter struct {
 	// follows it: it is stored with the end of the chat's running mark in
 	// one transaction (endRunning), so a restart never finds a run that
 	// stored its end still marked running. A later event flushes it.
-	held *api.Event
+	held     *api.Event
+	heldMark *store.RunMark
+
+	// cursor positions the provider's events; markRun is the run id their
+	// positions are stored under (reattach.go). shimmed is set once the
+	// run's CLI runs under a shim; detached once the daemon let go of it
+	// (stopping): nothing more of the run is stored by this daemon.
+	cursor   *providers.Cursor
+	markRun  string
+	shimmed  atomic.Bool
+	detached bool
+}
+
+// detach stops storing anything of the run; false when the run already
+// ended (its events are being stored with its end).
+func (e *emitter) detach() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.detached = true
+	return true
+}
+
+// isDetached reports whether detach was called.
+func (e *emitter) isDetached() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.detached
 }
 
 // finished reports whether the run's newest event is a terminal one
@@ -408,7 +445,14 @@ func (e *emitter) emit(ev providers.Event) {
 		e.s.log.Warn("event emitted after the run returned; dropped", "chat", e.chatID, "type", ev.Type)
 		return
 	}
+	pos, replayed := e.cursor.Next()
+	if e.detached {
+		return // the next daemon stores it
+	}
 	e.watch.saw(ev)
+	if replayed {
+		return // stored before the restart
+	}
 	if ev.Type == providers.EventSessionUpdated && ev.SessionID != "" {
 		provider := e.provider
 		if ev.Provider != "" {
@@ -438,27 +482,32 @@ func (e *emitter) emit(ev providers.Event) {
 		e.stop(&runStopped{msg: e.limitMsg})
 		return
 	}
-	e.appendLocked(ce)
+	var mark *store.RunMark
+	if e.markRun != "" {
+		mark = &store.RunMark{RunID: e.markRun, Line: pos.Line, Index: pos.Index + 1}
+	}
+	e.appendLocked(ce, mark)
 }
 
-func (e *emitter) appendLocked(ev api.Event) {
+func (e *emitter) appendLocked(ev api.Event, mark *store.RunMark) {
 	e.lastType = ev.Type
 	e.used += eventBytes(ev)
 	if h := e.held; h != nil {
 		e.held = nil
-		e.storeLocked(*h)
+		e.storeLocked(*h, e.heldMark)
 	}
 	if ev.Type == api.EventComplete || ev.Type == api.EventError {
-		e.held = &ev
+		e.held, e.heldMark = &ev, mark
 		return
 	}
-	e.storeLocked(ev)
+	e.storeLocked(ev, mark)
 }
 
-// storeLocked appends ev now, group-committed.
-func (e *emitter) storeLocked(ev api.Event) {
+// storeLocked appends ev now, group-committed, with the run's position
+// after it (mark, when not nil) in the same transaction.
+func (e *emitter) storeLocked(ev api.Event, mark *store.RunMark) {
 	e.pending.Add(1)
-	e.s.hub.AppendAsyncIf(e.chatID, ev, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
+	e.s.hub.AppendAsyncAt(e.chatID, ev, mark, func() bool { return !e.broken.Load() }, func(_ api.Event, err error) {
 		if err != nil && !errors.Is(err, store.ErrSkipped) && e.broken.CompareAndSwap(false, true) {
 			e.failMu.Lock()
 			e.failErr = err
@@ -480,13 +529,13 @@ func (e *emitter) failure() error {
 func (e *emitter) daemonEvent(ev api.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.broken.Load() {
-		return // the run ends with its storage error instead
+	if e.broken.Load() || e.detached {
+		return // the run ends with its storage error instead, or the next daemon ends it
 	}
 	if ev.T == 0 {
 		ev.T = time.Now().UnixMilli()
 	}
-	e.appendLocked(ev)
+	e.appendLocked(ev, nil)
 }
 
 // close stops accepting provider events, waits until every appended
@@ -497,6 +546,9 @@ func (e *emitter) close() *api.Event {
 	e.closed = true
 	held := e.held
 	e.held = nil
+	if e.detached {
+		held = nil // the next daemon stores the run's end
+	}
 	e.mu.Unlock()
 	e.pending.Wait()
 	return held
@@ -531,9 +583,13 @@ type turn struct {
 	caps    providers.Capabilities
 	in      Input
 	userSeq int64
+	// attach is the stored record of a run re-attached after a restart;
+	// nil for a fresh run.
+	attach *store.RunRecord
 
 	log hclog.Logger
 	em  *emitter
+	rs  *providers.RunSlot
 }
 
 // run runs the turn in the background under the hub's run lock and stores
@@ -549,7 +605,13 @@ func (s *Service) run(ctx context.Context, t *turn) {
 	t.log, t.em = log, em
 	started := time.Now()
 	defer func() {
+		s.untrack(t)
 		terminal := em.close()
+		if em.isDetached() {
+			s.hub.FinishRun(run)
+			log.Info("run detached: it goes on under its shim until the next daemon re-attaches it")
+			return
+		}
 		if ferr := em.failure(); ferr != nil {
 			s.metrics.RunFailed()
 			log.Error("run stopped: its events could not be stored", "error", ferr)
@@ -562,14 +624,43 @@ func (s *Service) run(ctx context.Context, t *turn) {
 				s.guard.clearRunning(chat.ID, err)
 			}
 		}
+		s.mu.Lock()
+		rs := t.rs
+		s.mu.Unlock()
+		if rs != nil {
+			rs.Release() // the run's end is stored (or will never be): the shim may go
+		}
 		s.hub.FinishRun(run)
 		run.Cancel(nil)
 		log.Debug("run finished", "duration", time.Since(started))
 		s.startNextQueued(chat.ID)
 	}()
 
-	req, err := s.request(t)
-	ctx = s.checkpointTurn(ctx, chat, t.userSeq, em)
+	var (
+		req providers.RunRequest
+		err error
+	)
+	if t.attach != nil {
+		req, err = decodeRequest(t.attach.Request)
+		req.InteractionResponses = run.Interactions()
+		if err == nil {
+			t.rs, err = attachSlot(*t.attach)
+		}
+		if err == nil {
+			em.shimmed.Store(true)
+		}
+	} else {
+		req, err = s.request(t)
+		ctx = s.checkpointTurn(ctx, chat, t.userSeq, em)
+		if err == nil {
+			t.rs, err = s.startSlot(t, run.ID, req)
+		}
+	}
+	if t.rs != nil {
+		em.cursor, em.markRun = t.rs.Cursor, t.rs.RunID
+		ctx = providers.WithRunSlot(ctx, t.rs)
+	}
+	s.track(t)
 	if err == nil {
 		err = p.Run(ctx, req, em.emit)
 		if errors.Is(err, providers.ErrSessionNotFound) && req.ResumeID != "" && ctx.Err() == nil {
@@ -587,6 +678,13 @@ func (s *Service) endTurn(ctx context.Context, t *turn, err error, idle time.Dur
 	cause := context.Cause(ctx)
 	var stopped *runStopped
 	switch {
+	case errors.Is(cause, providers.ErrDetached) || em.isDetached():
+		log.Info("run detached from its shim: the daemon stops")
+	case t.attach != nil && shimGone(err):
+		data, _ := json.Marshal(map[string]string{"provider": t.chat.Provider})
+		em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeDaemonRestarted, Data: data})
+		em.daemonEvent(api.Event{Type: api.EventError, Message: msgShimGone + ": " + err.Error()})
+		log.Warn("run interrupted by the restart: its shim is gone", "error", err)
 	case errors.As(cause, &stopped):
 		if !stopped.storage { // a storage failure's error is written when the run ends
 			s.metrics.RunFailed()
@@ -645,6 +743,21 @@ func (s *Service) recoverSession(ctx context.Context, t *turn, lost string) erro
 	req, err := s.request(t)
 	if err != nil {
 		return err
+	}
+	if old := t.rs; old != nil { // written only by this goroutine
+		// The retry is a new CLI process: a run directory of its own.
+		old.Release()
+		rs, err := s.startSlot(t, t.run.ID+"-retry", req)
+		if err != nil {
+			return err
+		}
+		em.mu.Lock()
+		em.cursor, em.markRun = rs.Cursor, rs.RunID
+		em.mu.Unlock()
+		s.mu.Lock()
+		t.rs = rs
+		s.mu.Unlock()
+		ctx = providers.WithRunSlot(ctx, rs)
 	}
 	return t.p.Run(ctx, req, em.emit)
 }

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"encoding/json"
 	"time"
 
 	"remote/api"
@@ -20,6 +21,15 @@ type Store interface {
 	// AppendAsyncIf stores ev only if cond, asked inside the commit after
 	// every earlier commit's done callbacks ran, returns true.
 	AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error))
+	// AppendAsyncAt is AppendAsyncIf that also stores the run's position
+	// (runs that outlive the daemon).
+	AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error))
+	// PutRun, SetRunShim, Run and Runs keep the record of each run in
+	// flight; it goes with the chat's running mark.
+	PutRun(chatID string, rec store.RunRecord) error
+	SetRunShim(chatID, runID string, shim json.RawMessage) error
+	Run(chatID string) (store.RunRecord, bool, error)
+	Runs() (map[string]store.RunRecord, error)
 	// UpdateChatAndAppend changes the chat and appends the events fn
 	// returns in one transaction (restart recovery, run ends).
 	UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error)

@@ -43,7 +43,9 @@ var (
 // Store is what the hub needs of the store: appends and paged event reads.
 // *store.Store implements it.
 type Store interface {
-	AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error))
+	// AppendAsyncAt stores ev (only if cond, when not nil) with the run
+	// position mark (when not nil) in one transaction.
+	AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error))
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
 	EventsRaw(chatID string, afterSeq int64, limit int, fn func(seq int64, raw []byte) error) error
 }
@@ -234,7 +236,13 @@ func (h *Hub) AppendAsync(chatID string, ev api.Event, done func(api.Event, erro
 // asked inside the commit, returns true (store AppendAsyncIf); a refused
 // event is not broadcast and done gets an error wrapping store.ErrSkipped.
 func (h *Hub) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
-	h.store.AppendAsyncIf(chatID, ev, cond, func(stored api.Event, err error) {
+	h.AppendAsyncAt(chatID, ev, nil, cond, done)
+}
+
+// AppendAsyncAt is AppendAsyncIf storing mark, the position of the chat's
+// run after ev, in the transaction that stores ev (store AppendAsyncAt).
+func (h *Hub) AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error)) {
+	h.store.AppendAsyncAt(chatID, ev, mark, cond, func(stored api.Event, err error) {
 		switch {
 		case errors.Is(err, store.ErrSkipped):
 		case err != nil:

@@ -92,6 +92,11 @@ func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error
 		if c.ID != id {
 			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
 		}
+		if !c.Running {
+			if err := dropRun(tx, []byte(id)); err != nil {
+				return err
+			}
+		}
 		return putJSON(b, []byte(id), c)
 	})
 	if err != nil {
@@ -113,6 +118,9 @@ func (s *Store) DeleteChat(id string) error {
 			return err
 		}
 		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := dropRun(tx, []byte(id)); err != nil {
 			return err
 		}
 		if c := tx.Bucket(bucketEventBytes); c != nil {
@@ -161,6 +169,11 @@ func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, 
 		}
 		if err := putJSON(b, []byte(id), c); err != nil {
 			return err
+		}
+		if !c.Running {
+			if err := dropRun(tx, []byte(id)); err != nil {
+				return err
+			}
 		}
 		if len(evs) == 0 {
 			return nil

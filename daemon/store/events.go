@@ -27,6 +27,7 @@ type pending struct {
 	evs  []api.Event
 	vals [][]byte
 	cond func() bool // nil: always; else asked inside the transaction
+	mark *RunMark    // stored with the events when not nil (AppendAsyncAt)
 	done func(evs []api.Event, err error)
 }
 
@@ -75,6 +76,10 @@ func (s *Store) AppendAsync(chatID string, ev api.Event, done func(api.Event, er
 // appends failed: the failure's done sets what cond reads, before any
 // later commit asks. cond must be quick and must not call the store.
 func (s *Store) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, done func(api.Event, error)) {
+	s.appendAsync(chatID, ev, nil, cond, done)
+}
+
+func (s *Store) appendAsync(chatID string, ev api.Event, mark *RunMark, cond func() bool, done func(api.Event, error)) {
 	if done == nil {
 		done = func(api.Event, error) {}
 	}
@@ -84,6 +89,7 @@ func (s *Store) AppendAsyncIf(chatID string, ev api.Event, cond func() bool, don
 		return
 	}
 	p.cond = cond
+	p.mark = mark
 	p.done = func(evs []api.Event, err error) {
 		if err != nil {
 			done(ev, err)
@@ -176,6 +182,11 @@ func (s *Store) commit(batch []*pending) {
 			}
 			if err := w.put(p.chat, p.evs, p.vals); err != nil {
 				return err
+			}
+			if p.mark != nil {
+				if err := putMark(tx, []byte(p.chat), *p.mark); err != nil {
+					return err
+				}
 			}
 		}
 		return w.finish()

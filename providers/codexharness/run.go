@@ -547,6 +547,13 @@ func (s *session) pump(ctx context.Context, id int64) (Message, error) {
 		if !s.cancelled {
 			cancel = ctx.Done()
 		}
+		// A re-attached run answers nothing while it replays what the CLI
+		// said before the restart: the request an answer names may not be
+		// pending again yet.
+		responses := s.responses
+		if s.cursor.DropWrite() {
+			responses = nil
+		}
 		select {
 		case lr, ok := <-s.lines:
 			if !ok {
@@ -585,7 +592,7 @@ func (s *session) pump(ctx context.Context, id int64) (Message, error) {
 					s.emit(ev)
 				}
 			}
-		case r, ok := <-s.responses:
+		case r, ok := <-responses:
 			if !ok {
 				s.responses = nil
 				continue
@@ -594,6 +601,11 @@ func (s *session) pump(ctx context.Context, id int64) (Message, error) {
 				return Message{}, err
 			}
 		case <-cancel:
+			if errors.Is(context.Cause(ctx), providers.ErrDetached) {
+				// The daemon stops and the run goes on under its shim:
+				// nothing is sent, the next daemon re-attaches.
+				return Message{}, providers.ErrDetached
+			}
 			s.cancelled = true
 			s.deadline = time.After(s.cfg.InterruptTimeout)
 			if err := s.maybeInterrupt(); err != nil {

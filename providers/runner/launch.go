@@ -32,6 +32,9 @@ func AdapterLogger(l hclog.Logger, name string) hclog.Logger {
 // cfg.Preparer (S9, S10; its system events go to emit) and returns the
 // prepared target and the launcher of its container.
 //
+// A run re-attached to its shim after a daemon restart (its RunSlot names
+// the container) is not prepared again.
+//
 // Without cfg.Preparer or cfg.Containers it returns an error wrapping
 // notWired, the adapter's own class for that. A preparation failure is
 // returned wrapped with the project id; when ctx ended during preparation
@@ -41,6 +44,12 @@ func PrepareProject(ctx context.Context, cfg providers.AdapterConfig, provider p
 	req providers.RunRequest, emit func(providers.Event)) (providers.Target, providers.Launcher, error) {
 	if cfg.Preparer == nil || cfg.Containers == nil {
 		return providers.Target{}, nil, fmt.Errorf("project %q: %w", req.ProjectID, notWired)
+	}
+	if slot := providers.RunSlotFrom(ctx); slot != nil && slot.Attach != nil && slot.Attach.Instance != "" {
+		// A run re-attached after a daemon restart: its CLI already runs
+		// in that container, which was prepared when the run started.
+		target := providers.Target{ProjectID: req.ProjectID, Container: slot.Attach.Instance}
+		return target, cfg.Containers.Container(target.Container), nil
 	}
 	target, err := cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
 		Provider: provider, ProjectID: req.ProjectID, ProjectUID: req.ProjectUID, EnableBrowser: req.EnableBrowser,
