@@ -46,15 +46,24 @@ type sdBed struct {
 
 // sdHostLXC runs the host's lxc against this machine's LXD (never a
 // test's LXD_CONF).
+// A call that has not returned after 3 minutes is killed (an exec LXD
+// lost track of would otherwise hang the test until its timeout).
 func sdHostLXC(stdin io.Reader, args ...string) ([]byte, error) {
-	cmd := exec.Command("lxc", args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "lxc", args...)
+	cmd.WaitDelay = 5 * time.Second
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LXD_CONF=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Stdin = stdin
-	return cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("lxc %s: no answer in 3 minutes: %w", strings.Join(args, " "), err)
+	}
+	return out, err
 }
 
 // sdWait polls cond every 200 ms until it holds, failing t after limit.
@@ -157,6 +166,12 @@ func (b *sdBed) must0(out []byte, err error) {
 func (b *sdBed) sh(script string) (string, error) {
 	out, err := b.exec(nil, "sh", "-c", script)
 	return strings.TrimSpace(string(out)), err
+}
+
+// write puts content at path in the container with mode.
+func (b *sdBed) write(path, mode, content string) {
+	b.t.Helper()
+	b.must0(b.exec(strings.NewReader(content), "sh", "-c", `mkdir -p "$(dirname "$1")" && cat > "$1" && chmod "$2" "$1"`, "sh", path, mode))
 }
 
 // show returns one property of a unit (systemctl show -P).
@@ -381,6 +396,36 @@ func TestSystemdUnit(t *testing.T) {
 		// Without double timestamps: the journal adds its own.
 		if all := b.journal("-p", "info"); !strings.Contains("\n"+all, "\n[INFO]  remoted: serving: socket=/run/remote/remoted.sock") {
 			t.Errorf("no serving line at info, or a line with its own timestamp:\n%s", all)
+		}
+	})
+
+	t.Run("watchdog", func(t *testing.T) {
+		b := b.with(t)
+		// The shipped WatchdogSec=30s, shortened by a drop-in (as `systemctl
+		// edit` makes) so that the test need not wait a minute: remoted
+		// must ping every 1.5 s from WATCHDOG_USEC, and a hung one is aborted
+		// and restarted.
+		b.write("/etc/systemd/system/remoted.service.d/watchdog.conf", "0644", "[Service]\nWatchdogSec=3s\nTimeoutAbortSec=1s\n")
+		b.must("systemctl", "daemon-reload")
+		b.must("systemctl", "restart", "remoted.service")
+		pid, restarts := b.show("remoted.service", "MainPID"), b.show("remoted.service", "NRestarts")
+		time.Sleep(7 * time.Second) // > 2 × WatchdogSec: alive on its pings
+		if got := b.show("remoted.service", "MainPID"); got != pid || b.show("remoted.service", "NRestarts") != restarts {
+			t.Fatalf("MainPID %s (was %s): a healthy remoted was restarted by the watchdog:\n%s", got, pid, b.journal("-n", "20"))
+		}
+		b.must("sh", "-c", `kill -STOP "$1"`, "sh", pid) // hung (the shell's kill: no procps)
+		sdWait(t, "the hung remoted restarted", time.Minute, func() bool {
+			again := b.show("remoted.service", "MainPID")
+			return again != pid && again != "0" && b.show("remoted.service", "ActiveState") == "active"
+		})
+		if log := b.journal(); !strings.Contains(log, "remoted.service: Watchdog timeout (limit 3s)!") {
+			t.Errorf("no watchdog timeout in the journal:\n%s", log)
+		}
+		b.must("rm", "-r", "/etc/systemd/system/remoted.service.d")
+		b.must("systemctl", "daemon-reload")
+		b.must("systemctl", "restart", "remoted.service")
+		if got := b.show("remoted.service", "WatchdogUSec"); got != "30s" {
+			t.Errorf("WatchdogUSec=%s without the drop-in, want the shipped 30s", got)
 		}
 	})
 
