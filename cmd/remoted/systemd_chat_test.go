@@ -125,12 +125,13 @@ func (b *sdBed) waitRunsEmpty() {
 // /etc/remote/remoted.toml. Under the shipped unit every agent CLI runs in
 // remoted.service's sandbox, where /etc/remote is read-only
 // (ReadOnlyPaths=, ProtectSystem=strict): the write fails and the file is
-// unchanged. A supervisor that starts the CLI outside the service (a
-// transient unit, a detached session) must keep that sandbox.
+// unchanged, and its capability bound is the unit's. A supervisor that
+// starts the CLI outside the service (a transient unit, a detached
+// session) must keep that sandbox.
 func TestAttackSystemdAgentWritesConfig(t *testing.T) {
 	t.Parallel() // its own container
 	b := newRunBed(t,
-		fakeanthropic.ToolUse("Bash", `{"command":"echo pwned >> /etc/remote/remoted.toml; touch /etc/remote/pwned","description":"edit"}`),
+		fakeanthropic.ToolUse("Bash", `{"command":"echo pwned >> /etc/remote/remoted.toml; touch /etc/remote/pwned; grep CapBnd /proc/self/status","description":"edit"}`),
 		fakeanthropic.AfterToolResult(fakeanthropic.Text("done")))
 	chat := b.createChat()
 	b.prompt(chat.ID, "edit the daemon's configuration")
@@ -149,5 +150,11 @@ func TestAttackSystemdAgentWritesConfig(t *testing.T) {
 	}
 	if !strings.Contains(out, "Read-only file system") {
 		t.Errorf("tool output %q, want the write refused with Read-only file system; events: %s", out, summarize(evs))
+	}
+	// The unit's CapabilityBoundingSet= (CHOWN, DAC_OVERRIDE,
+	// DAC_READ_SEARCH, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP):
+	// a root agent has no CAP_SYS_ADMIN, CAP_NET_ADMIN and the like.
+	if !strings.Contains(out, "CapBnd:\t00000000000001ff") {
+		t.Errorf("tool output %q, want the agent's capability bound CapBnd: 00000000000001ff", out)
 	}
 }
