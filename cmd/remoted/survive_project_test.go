@@ -295,11 +295,27 @@ func (d *daemonProc) runs() []api.Run {
 func (b *projectBed) procs() ([]string, error) {
 	const script = `for p in /proc/[0-9]*; do c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null) && [ -n "$c" ] && ` +
 		`set -- $(sed 's/.*) //' $p/stat) && echo "${p#/proc/} ppid=$2 pgid=$3 sid=$4 $c"; done; true`
+	out, err := b.sh(script)
+	if err != nil {
+		return nil, fmt.Errorf("list the processes of %s: %w", b.container, err)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		// The listing's own shell shows up too.
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "/proc/[0-9]*") {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// sh runs script in the bed's container; err is set unless it exits 0.
+func (b *projectBed) sh(script string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ex, err := b.lxd.Exec(ctx, b.container, lxdexec.ExecRequest{Command: []string{"sh", "-c", script}})
 	if err != nil {
-		return nil, fmt.Errorf("list the processes of %s: %w", b.container, err)
+		return "", err
 	}
 	_ = ex.Stdin().Close()
 	var out strings.Builder
@@ -307,17 +323,11 @@ func (b *projectBed) procs() ([]string, error) {
 	go func() { _, _ = io.Copy(&out, ex.Stdout()); close(done) }()
 	_, _ = io.Copy(io.Discard, ex.Stderr())
 	<-done
-	if code, err := ex.Wait(); err != nil || code != 0 {
-		return nil, fmt.Errorf("list the processes of %s: exit %d, %v", b.container, code, err)
+	code, err := ex.Wait()
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
 	}
-	var lines []string
-	for _, l := range strings.Split(out.String(), "\n") {
-		// The listing's own shell shows up too.
-		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "/proc/[0-9]*") {
-			lines = append(lines, l)
-		}
-	}
-	return lines, nil
+	return out.String(), err
 }
 
 // runCLI marks the command line of a run's CLI (not the provisioning's
@@ -391,7 +401,6 @@ func TestProjectRunSurvivesKill9(t *testing.T) {
 	if ended(before) {
 		t.Fatalf("the run ended before the kill: %s", summarize(before))
 	}
-	t.Logf("before the kill: %s", summarize(before))
 	d.kill9()
 	if ps := b.runProcs(t); !anyContains(ps, runCLI) {
 		t.Fatalf("the CLI in the container died with remoted; run processes:\n%s", strings.Join(ps, "\n"))
@@ -406,6 +415,12 @@ func TestProjectRunSurvivesKill9(t *testing.T) {
 	checkExactlyOnce(t, evs, surviveText(parts))
 	b.waitProcs(t, "the run's CLI and shim gone", 30*time.Second, func(ps []string) bool { return len(ps) == 0 })
 	d.waitRunsEmpty()
+	if len(runs) == 1 && runs[0].Shim != nil {
+		// The shim removes its run directory once the end is stored.
+		if out, err := b.sh("test ! -e " + runs[0].Shim.Dir); err != nil {
+			t.Errorf("the run directory %s is still in the container: %v %s", runs[0].Shim.Dir, err, out)
+		}
+	}
 }
 
 // sleepMarker is in the commands the fake model has the CLI run through
@@ -474,17 +489,109 @@ func TestProjectCancelLeavesNothing(t *testing.T) {
 // why, and the next prompt resumes the CLI's native session.
 func TestProjectRunShimGoneAfterContainerRestart(t *testing.T) {
 	b := projectSurviveBed(t)
-	const first = "remember the word pelican-4711"
+	g := b.shimGone(t, "lxc restart --force", lxcCommand("restart", "--force", b.container))
+
+	// The next prompt resumes the native session: the CLI runs with
+	// --resume, and the model sees the first prompt as an earlier turn.
+	ps, evs, last := g.next(t, b)
+	if !anyContains(ps, "--resume "+g.session) {
+		t.Errorf("the next prompt's CLI does not resume session %s:\n%s", g.session, strings.Join(ps, "\n"))
+	}
+	for _, ev := range evs {
+		if ev.Subtype == api.SubtypeSessionRecovered {
+			t.Errorf("the session was not resumed but recovered from the visible history: %s", summarize(evs))
+		}
+	}
+	// Resumed, the first prompt is a block of its own in an earlier turn;
+	// recovered from the visible history, it would be quoted inside the
+	// new prompt's transcript.
+	var own, next bool
+	for _, m := range last.Messages {
+		for _, c := range m.Blocks() {
+			own = own || (m.Role == "user" && strings.Contains(c.Text, shimGoneFirst) && !strings.Contains(c.Text, shimGoneNext))
+			next = next || strings.Contains(c.Text, shimGoneNext)
+		}
+	}
+	if !own || !next {
+		t.Errorf("the model's request for the next prompt does not carry the first turn as conversation: %d messages, user text %q", len(last.Messages), last.UserText())
+	}
+}
+
+// TestProjectRunShimGoneAfterContainerDelete: as above, the container
+// deleted instead. The session went with the container: the next prompt
+// recreates it and carries the chat on from its visible history.
+func TestProjectRunShimGoneAfterContainerDelete(t *testing.T) {
+	b := projectSurviveBed(t)
+	g := b.shimGone(t, "lxc delete --force", lxcCommand("delete", "--force", b.container))
+	_, evs, last := g.next(t, b)
+	if !slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Subtype == api.SubtypeSessionRecovered }) {
+		t.Errorf("no system/session_recovered after the container (and the session in it) was deleted: %s", summarize(evs))
+	}
+	if !strings.Contains(last.UserText(), shimGoneFirst) {
+		t.Errorf("the next prompt's request lacks the first prompt (visible history): %q", last.UserText())
+	}
+}
+
+// TestProjectContainerRestartMidRun: the container restarts behind the
+// back of a running remoted while a run streams: the run's shim goes with
+// it, and the run ends (it does not hang) with an error; the chat takes
+// the next prompt.
+func TestProjectContainerRestartMidRun(t *testing.T) {
+	b := projectSurviveBed(t)
 	model := b.model(t, surviveReply(300, 200*time.Millisecond))
 	d := b.daemon(t)
 	chat := d.projectChat(b.project)
-	d.promptRun(chat.ID, first)
-	before := d.waitEvents(chat.ID, firstRun, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 2 })
+	d.promptRun(chat.ID, "count for long")
+	before := d.waitEvents(chat.ID, firstRun, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 4 })
+	if ended(before) {
+		t.Fatalf("the run ended early: %s", summarize(before))
+	}
+	testkit.BehindTheBack(t, "lxc restart --force", lxcCommand("restart", "--force", b.container))
+	evs := d.waitEvents(chat.ID, 2*time.Minute, ended)
+	if count(evs, api.EventError) != 1 || count(evs, api.EventComplete) != 0 {
+		t.Errorf("the run whose container restarted: %s; want it ended by one error", summarize(evs))
+	}
+	if d.chat(chat.ID).Running {
+		t.Error("the chat is still running")
+	}
+	d.waitRunsEmpty()
+	model.Push(fakeanthropic.Text("after the container restart"))
+	skip := len(evs)
+	d.promptRun(chat.ID, "still there?")
+	evs = d.waitEvents(chat.ID, 2*time.Minute, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })[skip:]
+	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 || assistantText(evs) != "after the container restart" {
+		t.Errorf("the next prompt: %s", summarize(evs))
+	}
+}
+
+const (
+	shimGoneFirst = "remember the word pelican-4711"
+	shimGoneNext  = "what was the word?"
+)
+
+// shimGoneRun is a project run whose shim went while remoted was down.
+type shimGoneRun struct {
+	d       *daemonProc
+	model   *fakeanthropic.Server
+	chat    api.Chat
+	session string // the chat's Claude session
+}
+
+// shimGone streams a long run, kills remoted, does what to the container
+// behind the daemon's back, starts remoted again and checks that the run
+// ended as one whose shim is gone.
+func (b *projectBed) shimGone(t *testing.T, what string, behind func() ([]byte, error)) shimGoneRun {
+	t.Helper()
+	model := b.model(t, surviveReply(300, 200*time.Millisecond))
+	d := b.daemon(t)
+	chat := d.projectChat(b.project)
+	d.promptRun(chat.ID, shimGoneFirst)
+	before := d.waitEvents(chat.ID, firstRun, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 4 })
 	if ended(before) {
 		t.Fatalf("the run ended before the kill: %s", summarize(before))
 	}
 	d.kill9()
-	testkit.BehindTheBack(t, "lxc restart --force", lxcCommand("restart", "--force", b.container))
+	testkit.BehindTheBack(t, what, behind)
 	d.start()
 	evs := d.waitEvents(chat.ID, 2*time.Minute, ended)
 	var restarted bool
@@ -508,50 +615,31 @@ func TestProjectRunShimGoneAfterContainerRestart(t *testing.T) {
 	if got.Running {
 		t.Error("the chat is still running")
 	}
-	session := got.Sessions["claude"]
-	if session == "" {
-		t.Fatalf("the chat kept no Claude session to resume: %+v", got.Sessions)
+	if got.Sessions["claude"] == "" {
+		t.Fatalf("the chat kept no Claude session: %+v", got.Sessions)
 	}
 	d.waitRunsEmpty()
+	return shimGoneRun{d: d, model: model, chat: chat, session: got.Sessions["claude"]}
+}
 
-	// The next prompt resumes the native session: the CLI runs with
-	// --resume, and the model sees the first prompt as an earlier turn.
-	const second = "what was the word?"
-	seen := len(model.MessageRequests())
-	model.Push(surviveReply(10, 300*time.Millisecond))
-	skip := len(d.events(chat.ID))
-	d.promptRun(chat.ID, second)
-	ps := b.waitProcs(t, "the CLI of the next prompt", 2*time.Minute, func(ps []string) bool {
-		return anyContains(ps, runCLI)
-	})
-	if !anyContains(ps, "--resume "+session) {
-		t.Errorf("the next prompt's CLI does not resume session %s:\n%s", session, strings.Join(ps, "\n"))
-	}
-	evs = d.waitEvents(chat.ID, 2*time.Minute, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })[skip:]
-	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 {
+// next sends the next prompt (a slow reply, so its CLI can be seen) and
+// returns the container's run processes while it ran, its events and the
+// model's last request for it.
+func (g shimGoneRun) next(t *testing.T, b *projectBed) ([]string, []api.Event, *fakeanthropic.Request) {
+	t.Helper()
+	d := g.d
+	seen := len(g.model.MessageRequests())
+	g.model.Push(surviveReply(10, 300*time.Millisecond))
+	skip := len(d.events(g.chat.ID))
+	d.promptRun(g.chat.ID, shimGoneNext)
+	ps := b.waitProcs(t, "the CLI of the next prompt", 2*time.Minute, func(ps []string) bool { return anyContains(ps, runCLI) })
+	evs := d.waitEvents(g.chat.ID, 2*time.Minute, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })[skip:]
+	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 || assistantText(evs) != surviveText(10) {
 		t.Errorf("the next prompt: %s", summarize(evs))
 	}
-	for _, ev := range evs {
-		if ev.Subtype == api.SubtypeSessionRecovered {
-			t.Errorf("the session was not resumed but recovered from the visible history: %s", summarize(evs))
-		}
-	}
-	reqs := model.MessageRequests()[seen:]
+	reqs := g.model.MessageRequests()[seen:]
 	if len(reqs) == 0 {
 		t.Fatal("the model got no request for the next prompt")
 	}
-	// Resumed, the first prompt is a block of its own in an earlier turn;
-	// recovered from the visible history, it would be quoted inside the
-	// new prompt's transcript.
-	last := reqs[len(reqs)-1]
-	var own, next bool
-	for _, m := range last.Messages {
-		for _, c := range m.Blocks() {
-			own = own || (m.Role == "user" && strings.Contains(c.Text, first) && !strings.Contains(c.Text, second))
-			next = next || strings.Contains(c.Text, second)
-		}
-	}
-	if !own || !next {
-		t.Errorf("the model's request for the next prompt does not carry the first turn as conversation: %d messages, user text %q", len(last.Messages), last.UserText())
-	}
+	return ps, evs, reqs[len(reqs)-1]
 }
