@@ -517,6 +517,21 @@ func TestProjectRunShimGoneAfterContainerRestart(t *testing.T) {
 	}
 }
 
+// TestProjectRunShimGoneAfterContainerStop: as above, the container left
+// stopped: the daemon does not start it to re-attach (the shim went with
+// it); the next prompt starts it and resumes the session.
+func TestProjectRunShimGoneAfterContainerStop(t *testing.T) {
+	b := projectSurviveBed(t)
+	g := b.shimGone(t, "lxc stop --force", lxcCommand("stop", "--force", b.container))
+	ps, evs, _ := g.next(t, b)
+	if !anyContains(ps, "--resume "+g.session) {
+		t.Errorf("the next prompt's CLI does not resume session %s:\n%s", g.session, strings.Join(ps, "\n"))
+	}
+	if slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Subtype == api.SubtypeSessionRecovered }) {
+		t.Errorf("the session was not resumed but recovered from the visible history: %s", summarize(evs))
+	}
+}
+
 // TestProjectRunShimGoneAfterContainerDelete: as above, the container
 // deleted instead. The session went with the container: the next prompt
 // recreates it and carries the chat on from its visible history.
