@@ -87,8 +87,27 @@ var (
 	bed   *projectBed
 )
 
-// projectSurviveBed returns the shared bed, making it on first use.
+// projectSurviveBed returns the shared bed, making it on first use. What
+// a test's runs leave in the container is killed when it ends, so one
+// failing test does not fail the next.
 func projectSurviveBed(t *testing.T) *projectBed {
+	t.Helper()
+	b := makeProjectBed(t)
+	t.Cleanup(func() {
+		ps, _ := b.procs()
+		var pids []string
+		for _, l := range filterRunProcs(ps, sleepMarker) {
+			pids = append(pids, strings.Fields(l)[0])
+		}
+		if len(pids) > 0 {
+			t.Logf("killing what the test's runs left in %s:\n%s", b.container, strings.Join(filterRunProcs(ps, sleepMarker), "\n"))
+			_, _ = b.sh("kill -9 " + strings.Join(pids, " ") + "; rm -rf /var/lib/remote/runs/*")
+		}
+	})
+	return b
+}
+
+func makeProjectBed(t *testing.T) *projectBed {
 	t.Helper()
 	claude := testkit.ClaudeBinary(t)
 	cl := testkit.LXD(t)
@@ -280,6 +299,22 @@ func (d *daemonProc) chat(chatID string) api.Chat {
 	return chat
 }
 
+// runEnd waits for the run after the chat's first skip events to end and
+// for the chat to be idle (nothing more is stored for the run), and
+// returns the events after skip.
+func (d *daemonProc) runEnd(chatID string, skip int, within time.Duration) []api.Event {
+	d.t.Helper()
+	d.waitEvents(chatID, within, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })
+	deadline := time.Now().Add(within)
+	for d.chat(chatID).Running {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("chat %s still running %v after its run ended: %s", chatID, within, summarize(d.events(chatID)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return d.events(chatID)[skip:]
+}
+
 func (d *daemonProc) runs() []api.Run {
 	d.t.Helper()
 	st, body := d.do("GET", "/v1/runs", nil)
@@ -411,7 +446,7 @@ func TestProjectRunSurvivesKill9(t *testing.T) {
 		!strings.Contains(runs[0].Shim.Dir, runID) {
 		t.Errorf("GET /v1/runs after the restart: %+v; want the run %s with its shim in %s", runs, runID, b.container)
 	}
-	evs := d.waitEvents(chat.ID, 2*time.Minute, ended)
+	evs := d.runEnd(chat.ID, 0, 2*time.Minute)
 	checkExactlyOnce(t, evs, surviveText(parts))
 	b.waitProcs(t, "the run's CLI and shim gone", 30*time.Second, func(ps []string) bool { return len(ps) == 0 })
 	d.waitRunsEmpty()
@@ -469,14 +504,11 @@ func TestProjectCancelLeavesNothing(t *testing.T) {
 			if st, body := d.do("POST", "/v1/chats/"+chat.ID+"/cancel", nil); st/100 != 2 {
 				t.Errorf("cancel: %d %s", st, body) // and see what the run left
 			}
-			evs := d.waitEvents(chat.ID, time.Minute, ended)
+			evs := d.runEnd(chat.ID, 0, time.Minute)
 			if n := count(evs, api.EventError); n != 0 {
 				t.Errorf("the cancel ended in an error: %s", summarize(evs))
 			}
 			b.waitProcs(t, "no process of the cancelled run", 30*time.Second, func(ps []string) bool { return len(ps) == 0 }, sleepMarker)
-			if d.chat(chat.ID).Running {
-				t.Error("the chat is still running after the cancel")
-			}
 			d.waitRunsEmpty()
 		})
 	}
@@ -562,19 +594,70 @@ func TestProjectContainerRestartMidRun(t *testing.T) {
 		t.Fatalf("the run ended early: %s", summarize(before))
 	}
 	testkit.BehindTheBack(t, "lxc restart --force", lxcCommand("restart", "--force", b.container))
-	evs := d.waitEvents(chat.ID, 2*time.Minute, ended)
+	evs := d.runEnd(chat.ID, 0, 2*time.Minute)
 	if count(evs, api.EventError) != 1 || count(evs, api.EventComplete) != 0 {
 		t.Errorf("the run whose container restarted: %s; want it ended by one error", summarize(evs))
 	}
-	if d.chat(chat.ID).Running {
-		t.Error("the chat is still running")
+	for _, ev := range evs {
+		if ev.Type == api.EventError {
+			t.Logf("the run ended with: %s", ev.Message)
+		}
 	}
 	d.waitRunsEmpty()
 	model.Push(fakeanthropic.Text("after the container restart"))
 	skip := len(evs)
 	d.promptRun(chat.ID, "still there?")
-	evs = d.waitEvents(chat.ID, 2*time.Minute, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })[skip:]
+	evs = d.runEnd(chat.ID, skip, 2*time.Minute)
 	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 || assistantText(evs) != "after the container restart" {
+		t.Errorf("the next prompt: %s", summarize(evs))
+	}
+}
+
+// TestProjectShimKilledMidRun: the run's shim is killed (SIGKILL) in the
+// container while the run streams: the run ends with one error naming the
+// shim, its CLI does not go on alone, and the chat takes the next prompt.
+func TestProjectShimKilledMidRun(t *testing.T) {
+	b := projectSurviveBed(t)
+	model := b.model(t, surviveReply(300, 200*time.Millisecond))
+	d := b.daemon(t)
+	chat := d.projectChat(b.project)
+	d.promptRun(chat.ID, "count for long")
+	before := d.waitEvents(chat.ID, firstRun, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 4 })
+	if ended(before) {
+		t.Fatalf("the run ended early: %s", summarize(before))
+	}
+	ps := b.runProcs(t)
+	var shims []string
+	for _, l := range ps {
+		if strings.Contains(l, "remote-shim") && strings.Contains(l, " serve ") {
+			shims = append(shims, strings.Fields(l)[0])
+		}
+	}
+	if len(shims) != 1 {
+		t.Fatalf("want one remote-shim serving the run in the container:\n%s", strings.Join(ps, "\n"))
+	}
+	if out, err := b.sh("kill -9 " + shims[0]); err != nil {
+		t.Fatalf("kill the shim: %v %s", err, out)
+	}
+	evs := d.runEnd(chat.ID, 0, 2*time.Minute)
+	var errs []string
+	for _, ev := range evs {
+		if ev.Type == api.EventError {
+			errs = append(errs, ev.Message)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "remote-shim") || count(evs, api.EventComplete) != 0 {
+		t.Errorf("the run whose shim was killed: %s; want it ended by one error naming remote-shim", summarize(evs))
+	} else {
+		t.Logf("the run ended with: %s", errs[0])
+	}
+	b.waitProcs(t, "the run's CLI gone with its shim", time.Minute, func(ps []string) bool { return len(ps) == 0 })
+	d.waitRunsEmpty()
+	model.Push(fakeanthropic.Text("after the shim was killed"))
+	skip := len(evs)
+	d.promptRun(chat.ID, "still there?")
+	evs = d.runEnd(chat.ID, skip, 2*time.Minute)
+	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 || assistantText(evs) != "after the shim was killed" {
 		t.Errorf("the next prompt: %s", summarize(evs))
 	}
 }
@@ -608,7 +691,7 @@ func (b *projectBed) shimGone(t *testing.T, what string, behind func() ([]byte, 
 	d.kill9()
 	testkit.BehindTheBack(t, what, behind)
 	d.start()
-	evs := d.waitEvents(chat.ID, 2*time.Minute, ended)
+	evs := d.runEnd(chat.ID, 0, 2*time.Minute)
 	var restarted bool
 	var errs []string
 	for _, ev := range evs {
@@ -627,9 +710,6 @@ func (b *projectBed) shimGone(t *testing.T, what string, behind func() ([]byte, 
 		t.Errorf("%d complete events for a run whose shim is gone: %s", n, summarize(evs))
 	}
 	got := d.chat(chat.ID)
-	if got.Running {
-		t.Error("the chat is still running")
-	}
 	if got.Sessions["claude"] == "" {
 		t.Fatalf("the chat kept no Claude session: %+v", got.Sessions)
 	}
@@ -648,7 +728,7 @@ func (g shimGoneRun) next(t *testing.T, b *projectBed) ([]string, []api.Event, *
 	skip := len(d.events(g.chat.ID))
 	d.promptRun(g.chat.ID, shimGoneNext)
 	ps := b.waitProcs(t, "the CLI of the next prompt", 2*time.Minute, func(ps []string) bool { return anyContains(ps, runCLI) })
-	evs := d.waitEvents(g.chat.ID, 2*time.Minute, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })[skip:]
+	evs := d.runEnd(g.chat.ID, skip, 2*time.Minute)
 	if count(evs, api.EventComplete) != 1 || count(evs, api.EventError) != 0 || assistantText(evs) != surviveText(10) {
 		t.Errorf("the next prompt: %s", summarize(evs))
 	}
