@@ -458,6 +458,27 @@ func TestProjectRunSurvivesKill9(t *testing.T) {
 	}
 }
 
+// TestProjectRunFinishesWhileDaemonDown: the CLI in the container ends its
+// turn while remoted is down; the next daemon drains the shim's spool and
+// completes the run, every delta exactly once.
+func TestProjectRunFinishesWhileDaemonDown(t *testing.T) {
+	const parts = 12
+	b := projectSurviveBed(t)
+	b.model(t, surviveReply(parts, 100*time.Millisecond))
+	d := b.daemon(t)
+	chat := d.projectChat(b.project)
+	d.promptRun(chat.ID, "count in the container")
+	d.waitEvents(chat.ID, firstRun, func(evs []api.Event) bool { return count(evs, api.EventAssistantText) >= 1 })
+	d.kill9()
+	// The turn ends while no daemon runs: the CLI exits, its shim stays.
+	b.waitProcs(t, "the CLI's exit", time.Minute, func(ps []string) bool { return !anyContains(ps, runCLI) })
+	d.start()
+	evs := d.runEnd(chat.ID, 0, 2*time.Minute)
+	checkExactlyOnce(t, evs, surviveText(parts))
+	b.waitProcs(t, "the run's shim gone", 30*time.Second, func(ps []string) bool { return len(ps) == 0 })
+	d.waitRunsEmpty()
+}
+
 // sleepMarker is in the commands the fake model has the CLI run through
 // its Bash tool: one in the foreground (the tool call goes on until the
 // cancel) and one in the background, orphaned (the CLI no longer knows
