@@ -99,6 +99,7 @@ func serve(args []string, stderr io.Writer) int {
 		Dir: *dir, StartTimeout: *startTimeout, Linger: *linger,
 		Logf: logger.Printf,
 		Ready: func() {
+			notifySystemd()
 			if ready != nil {
 				_, _ = io.WriteString(ready, "ok\n")
 				ready.Close()
@@ -115,6 +116,24 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// notifySystemd tells systemd the shim is ready when it runs as a
+// transient unit of Type=notify (the daemon's start job then completes).
+func notifySystemd() {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	if addr[0] == '@' {
+		addr = "\x00" + addr[1:]
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("READY=1"))
 }
 
 // detachServe re-executes the shim in a new session with its stdio on
