@@ -122,7 +122,7 @@ func (c *ShimConfig) startHostShim(ctx context.Context, runID, dir string) error
 	}
 	err := c.startUnit(ctx, runID, dir)
 	if errors.Is(err, errNoSystemdBus) {
-		c.logger().Warn("systemd's D-Bus does not answer; starting the run's shim detached, inside remoted's cgroup (a restart of remoted.service may stop it)", "error", err)
+		c.logger().Warn("systemd's D-Bus did not start the run's shim; starting it detached, inside remoted's cgroup (a restart of remoted.service may stop it)", "error", err)
 		return c.startDetached(ctx, dir)
 	}
 	return err
@@ -143,7 +143,7 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	return nil
 }
 
-var errNoSystemdBus = errors.New("no systemd D-Bus")
+var errNoSystemdBus = errors.New("no systemd D-Bus to start a transient unit")
 
 // UnitName is the transient systemd unit of a host run's shim.
 func UnitName(runID string) string { return "remote-run-" + runID + ".service" }
@@ -172,7 +172,8 @@ func (c *ShimConfig) startUnit(ctx context.Context, runID, dir string) error {
 	ch := make(chan string, 1)
 	name := UnitName(runID)
 	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", unitProperties(c.Binary, runID, dir), ch); err != nil {
-		return fmt.Errorf("start transient unit %s: %w", name, err)
+		// Refused (no permission, an old systemd): the detached way still works.
+		return fmt.Errorf("%w: start transient unit %s: %w", errNoSystemdBus, name, err)
 	}
 	select {
 	case res := <-ch:

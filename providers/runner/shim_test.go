@@ -21,7 +21,7 @@ import (
 
 var runSeq atomic.Int64
 
-func newRunID(t *testing.T) string {
+func newRunID(testing.TB) string {
 	return fmt.Sprintf("t%d-%d", os.Getpid(), runSeq.Add(1))
 }
 
@@ -335,7 +335,7 @@ func TestShimSystemdAlwaysWithoutSystemd(t *testing.T) {
 	l := &HostLauncher{Shim: cfg}
 	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false)}
 	_, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "true"})
-	if err == nil || !strings.Contains(err.Error(), "no systemd D-Bus") {
+	if err == nil || !strings.Contains(err.Error(), "no systemd D-Bus to start a transient unit") {
 		t.Fatalf("Start = %v", err)
 	}
 }
