@@ -376,3 +376,21 @@ func TestAttackCancelInContainerLeavesNothing(t *testing.T) {
 		t.Fatalf("processes of the cancelled run are left in the container:\n%s", containerExec(t, client, name, "ps"))
 	}
 }
+
+// TestShimHostRunsAsTheHostUser: a shimmed run drops to the command's
+// uid/gid (HostUserLauncher's) with no supplementary groups, as the direct
+// path does.
+func TestShimHostRunsAsTheHostUser(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		testkit.Missing(t, "root (to run as another user)")
+	}
+	l := HostUserLauncher(&HostLauncher{Shim: hostShim(t)}, HostUser{Name: "nobody", UID: 65534, GID: 65534, Home: "/nonexistent"})
+	var evs []providers.Event
+	ctx := shimmed(t)(context.Background())
+	err := RunProcess(ctx, l, providers.Command{Path: "sh", Args: []string{"-c", `echo "run.completed $(id -u):$(id -g):$(id -G):$HOME"`},
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}, lineParser, func(e providers.Event) { evs = append(evs, e) }, ProcessOptions{})
+	if err != nil || summary(evs) != "run.completed[65534:65534:65534:/nonexistent];" {
+		t.Fatalf("events %s, %v", summary(evs), err)
+	}
+}

@@ -44,22 +44,31 @@ func Dial(ctx context.Context, dir string) (net.Conn, error) {
 // Stderr must both be read (concurrently) until they end; Wait then
 // returns the CLI's exit status.
 type Client struct {
-	conn   io.ReadWriteCloser
-	info   Info
-	wmu    sync.Mutex
-	stdout *io.PipeReader
-	stderr *io.PipeReader
-	outW   *io.PipeWriter
-	errW   *io.PipeWriter
+	conn io.ReadWriteCloser
+	r    io.Reader
+	info Info
+	wmu  sync.Mutex
 
 	closeOnce sync.Once
 	stdinOnce sync.Once
 	done      chan struct{}
-	status    ExitStatus
-	err       error // set before done closes
-	dropped   bool  // Close was called
-	mu        sync.Mutex
+
+	// The output is demultiplexed in the readers' own Read calls (no
+	// goroutine in between): the reader that finds its buffer empty reads
+	// the next frame, and a frame of the other stream is buffered for it.
+	mu      sync.Mutex
+	cond    *sync.Cond
+	bufs    [2][]byte
+	reading bool // a reader is reading a frame from r
+	ended   bool // the exit frame arrived or the connection ended
+	status  ExitStatus
+	err     error // why the stream ended before the exit frame
+	dropped bool  // Close was called
 }
+
+// maxBuffered bounds the output buffered for a stream whose reader lags;
+// the other stream's reader then waits for it.
+const maxBuffered = 4 << 20
 
 // Start sends spec over conn, which then streams the new CLI's output. The
 // connection is closed when Start fails.
@@ -74,7 +83,7 @@ func Attach(ctx context.Context, conn io.ReadWriteCloser, stdoutOff, stderrOff i
 }
 
 func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, error) {
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := bufio.NewReaderSize(conn, 4*chunk)
 	type result struct {
 		info Info
 		err  error
@@ -115,11 +124,8 @@ func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, 
 		conn.Close()
 		return nil, res.err
 	}
-	c := &Client{conn: conn, info: res.info, done: make(chan struct{})}
-	outR, outW := io.Pipe()
-	errR, errW := io.Pipe()
-	c.stdout, c.stderr, c.outW, c.errW = outR, errR, outW, errW
-	go c.demux(r, outW, errW)
+	c := &Client{conn: conn, r: r, info: res.info, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
 	return c, nil
 }
 
@@ -127,47 +133,91 @@ func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, 
 func (c *Client) Info() Info { return c.info }
 
 // Stdout is the CLI's stdout from the attach offset on.
-func (c *Client) Stdout() io.Reader { return c.stdout }
+func (c *Client) Stdout() io.Reader { return streamReader{c, 0} }
 
 // Stderr is the CLI's stderr from the attach offset on.
-func (c *Client) Stderr() io.Reader { return c.stderr }
+func (c *Client) Stderr() io.Reader { return streamReader{c, 1} }
 
-func (c *Client) demux(r io.Reader, outW, errW *io.PipeWriter) {
-	var err error
+type streamReader struct {
+	c *Client
+	i int
+}
+
+func (s streamReader) Read(p []byte) (int, error) { return s.c.read(s.i, p) }
+
+// read returns buffered output of stream i, or reads frames until there
+// is some or the stream ended.
+func (c *Client) read(i int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for {
-		var f Frame
-		f, err = ReadFrame(r)
+		if b := c.bufs[i]; len(b) > 0 {
+			n := copy(p, b)
+			c.bufs[i] = b[n:]
+			if len(c.bufs[i]) == 0 {
+				c.bufs[i] = nil
+			}
+			c.cond.Broadcast()
+			return n, nil
+		}
+		if c.ended {
+			if c.err != nil {
+				return 0, c.err
+			}
+			return 0, io.EOF
+		}
+		if c.reading || len(c.bufs[1-i]) >= maxBuffered {
+			c.cond.Wait()
+			continue
+		}
+		c.reading = true
+		c.mu.Unlock()
+		f, err := ReadFrame(c.r)
+		c.mu.Lock()
+		c.reading = false
+		c.cond.Broadcast()
 		if err != nil {
-			break
+			c.end(err)
+			continue
 		}
 		switch f.Type {
-		case FrameStdout:
-			_, _ = outW.Write(f.Payload)
-			continue
-		case FrameStderr:
-			_, _ = errW.Write(f.Payload)
-			continue
+		case FrameStdout, FrameStderr:
+			j := 0
+			if f.Type == FrameStderr {
+				j = 1
+			}
+			if j == i && len(c.bufs[i]) == 0 && len(f.Payload) <= len(p) {
+				return copy(p, f.Payload), nil
+			}
+			c.bufs[j] = append(c.bufs[j], f.Payload...)
 		case FrameExit:
 			st, _ := DecodeExit(f.Payload)
 			c.status = st
+			c.end(nil)
 		default:
-			err = fmt.Errorf("%w: remote-shim sent a frame of type %q", ErrProtocol, f.Type)
+			c.end(fmt.Errorf("%w: remote-shim sent a frame of type %q", ErrProtocol, f.Type))
 		}
-		break
+	}
+}
+
+// end records the end of the stream; c.mu is held.
+func (c *Client) end(err error) {
+	if c.ended {
+		return
 	}
 	if err != nil {
-		c.mu.Lock()
-		dropped := c.dropped
-		c.mu.Unlock()
-		if dropped {
+		if c.dropped {
 			err = fmt.Errorf("%w: the daemon dropped it", ErrLost)
 		} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 			err = fmt.Errorf("%w: %w", ErrLost, err)
 		}
-		c.err = err
+		c.bufs = [2][]byte{} // what arrived is not delivered after a loss
 	}
-	outW.CloseWithError(c.err)
-	errW.CloseWithError(c.err)
+	c.ended, c.err = true, err
+	c.cond.Broadcast()
 	close(c.done)
 }
 
@@ -179,6 +229,8 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 // lost or dropped).
 func (c *Client) Wait() (ExitStatus, error) {
 	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.status, c.err
 }
 
@@ -236,12 +288,11 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.dropped = true
+		// Readers that are not reading now, or none at all, must not
+		// hold Wait up.
+		c.end(errors.New("dropped"))
 		c.mu.Unlock()
 		c.conn.Close()
-		// A demux blocked on an unread pipe must not hold Wait up.
-		lost := fmt.Errorf("%w: the daemon dropped it", ErrLost)
-		c.outW.CloseWithError(lost)
-		c.errW.CloseWithError(lost)
 	})
 	return nil
 }
