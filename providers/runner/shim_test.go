@@ -173,6 +173,22 @@ func TestShimContainerReattachExactlyOnce(t *testing.T) {
 	if !eventually(func() bool { return containerExec(t, client, name, "ls", "-A", ContainerRunsDir) == "" }) {
 		t.Fatalf("run directories left in the container: %q", containerExec(t, client, name, "ls", "-A", ContainerRunsDir))
 	}
+
+	// Re-attaching to a released run, or in a container that is gone,
+	// says the shim is gone and why.
+	attach := func(instance string) error {
+		slot := &providers.RunSlot{RunID: "gone", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/gone", Instance: instance},
+			Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+		l := (&LXDLauncher{Client: client, Shim: cfg}).Container(instance)
+		_, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "true"})
+		return err
+	}
+	if err := attach(name); !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "run directory /var/lib/remote/runs/gone is gone") {
+		t.Fatalf("attach to a missing run directory: %v", err)
+	}
+	if err := attach("t-no-such-container"); !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "container t-no-such-container is gone") {
+		t.Fatalf("attach in a missing container: %v", err)
+	}
 }
 
 // eventually polls cond for up to 30 s (a bound, not a timing assertion).
