@@ -150,8 +150,13 @@ func (d *remoted) wireProviders() error {
 	if d.projects.Run != nil {
 		d.goJoined(d.projects.Run) // writes project status to the store
 	}
+	shim := shimConfig(d.cfg, d.log)
+	if cl, ok := d.projects.Containers.(connLaunchers); ok {
+		cl.shim = shim
+		d.projects.Containers = cl
+	}
 	d.ports = providers.AdapterConfig{
-		Host:       runner.HostUserLauncher(&runner.HostLauncher{}, hostUser),
+		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim}, hostUser),
 		Containers: d.projects.Containers,
 		Preparer:   d.projects.Preparer,
 		Logger:     d.log.Named("providers"),
