@@ -162,9 +162,10 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 `, sock, filepath.Join(dir, "state"), dir, testkit.ClaudeBinary(t), home, fake.URL)
 }
 
-// TestCrashRecovery kills remoted with SIGKILL in the middle of a streamed
-// reply and restarts it: every event a client saw is still there, seq is
-// gapless, and the run ends with daemon_restarted and a terminal error (S5).
+// TestCrashRecovery kills remoted, running without remote-shim, with
+// SIGKILL in the middle of a streamed reply and restarts it: the CLI died
+// with it, every event a client saw is still there, seq is gapless, and
+// the run ends with daemon_restarted and a terminal error (S5).
 func TestCrashRecovery(t *testing.T) {
 	testkit.ClaudeBinary(t)
 	var blocks []fakeanthropic.Block
@@ -178,7 +179,9 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "remoted.sock")
-	d := newDaemon(t, buildRemoted(t), testConfig(t, dir, sock, fake), sock)
+	// No remote-shim: runs go direct and end with the daemon.
+	cfg := strings.Replace(testConfig(t, dir, sock, fake), "[agent]\n", "[agent]\nshim_binary = \"/nonexistent/remote-shim\"\n", 1)
+	d := newDaemon(t, buildRemoted(t), cfg, sock)
 	d.start()
 
 	st, body := d.do("POST", "/v1/chats", api.CreateChatRequest{Provider: "claude", Cwd: dir})
@@ -212,6 +215,12 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.cmd.Wait()
+	if !strings.Contains(d.logs.String(), "runs go direct and will not survive a restart") {
+		t.Errorf("no warning that runs will not survive a restart without remote-shim:\n%s", d.logs)
+	}
+	// A CLI run directly dies with the daemon (parent-death signal), even
+	// after SIGKILL: nothing is left running orphaned.
+	waitNoCLI(t, dir, 10*time.Second)
 
 	d.start()
 	evs := d.events(chat.ID)

@@ -71,7 +71,10 @@ func (l *HostLauncher) Start(ctx context.Context, cmd providers.Command) (provid
 	if c.Env == nil {
 		c.Env = []string{} // never inherit the daemon's environment
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a child run directly (not under remote-shim) never
+	// outlives the daemon, even one killed with SIGKILL; its run is
+	// recorded as interrupted by the next daemon anyway.
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cmd.UID != nil || cmd.GID != nil {
 		uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 		if cmd.UID != nil {
