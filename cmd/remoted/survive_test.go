@@ -492,3 +492,35 @@ func (d *daemonProc) firstLiveEvent(chatID string, after int64) error {
 		}
 	}
 }
+
+// TestFaultDirectCLIDiesWithDaemon: without remote-shim a run's CLI is the
+// daemon's child; killed with SIGKILL while the CLI waits on a slow model
+// (writing nothing, so no broken pipe would end it), the daemon takes the
+// CLI along (parent-death signal) instead of leaving it running orphaned.
+func TestFaultDirectCLIDiesWithDaemon(t *testing.T) {
+	testkit.ClaudeBinary(t)
+	fake := fakeanthropic.New(t, fakeanthropic.Slow(60*time.Second, fakeanthropic.Text("too late")))
+	dir, err := os.MkdirTemp("", "rdorphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killRunCLIs(dir); os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "remoted.sock")
+	cfg := strings.Replace(testConfig(t, dir, sock, fake), "[agent]\n", "[agent]\nshim_binary = \"/nonexistent/remote-shim\"\n", 1)
+	d := newDaemon(t, buildRemoted(t), cfg, sock)
+	d.start()
+	chat := d.createChat(dir)
+	d.prompt(chat.ID, "wait for the model")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(fake.MessageRequests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the CLI never asked the model:\n%s", d.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(runCLIs(dir)) == 0 {
+		t.Fatal("no CLI process found for the run")
+	}
+	d.kill9()
+	waitNoCLI(t, dir, 10*time.Second)
+}
