@@ -410,3 +410,44 @@ func TestShimHostRunsAsTheHostUser(t *testing.T) {
 		t.Fatalf("events %s, %v", summary(evs), err)
 	}
 }
+
+// TestShimInfoOnReattach: a re-attached process reports what the shim
+// knows (stdin received and closed, the CLI exited), and replays the
+// output from the first byte.
+func TestShimInfoOnReattach(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stdin().Write([]byte("abc"))
+	p.Stdin().Close()
+	go p.Stderr().Read(make([]byte, 1))
+	buf := make([]byte, 10)
+	n, _ := p.Stdout().Read(buf)
+	if string(buf[:n]) != "abc" || p.Wait() != nil {
+		t.Fatalf("first run read %q", buf[:n])
+	}
+	slot.Detach()
+
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: 3}, true)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	info := p2.(ShimProcess).ShimInfo()
+	if info.PID <= 0 || info.StdinBytes != 3 || !info.StdinClosed || !info.Exited {
+		t.Fatalf("info %+v", info)
+	}
+	go p2.Stderr().Read(make([]byte, 1))
+	n, _ = p2.Stdout().Read(buf)
+	if string(buf[:n]) != "abc" || p2.Wait() != nil {
+		t.Fatalf("replay read %q", buf[:n])
+	}
+}
