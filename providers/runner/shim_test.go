@@ -315,7 +315,7 @@ func TestShimNotUsedOffTheMainProcess(t *testing.T) {
 }
 
 func TestUnitProperties(t *testing.T) {
-	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1")
+	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1", "")
 	got := map[string]string{}
 	for _, p := range props {
 		got[p.Name] = fmt.Sprint(p.Value.Value())
@@ -337,6 +337,24 @@ func TestUnitProperties(t *testing.T) {
 	}
 	if n := UnitName("r1"); n != "remote-run-r1.service" {
 		t.Errorf("unit name %q", n)
+	}
+	// Under a daemon unit with PrivateTmp=, the run joins its /tmp.
+	got = map[string]string{}
+	for _, p := range unitProperties("/b", "r1", "/d", "remoted.service") {
+		got[p.Name] = fmt.Sprint(p.Value.Value())
+	}
+	if got["PrivateTmp"] != "true" || got["JoinsNamespaceOf"] != "[remoted.service]" {
+		t.Errorf("joined tmp properties %v", got)
+	}
+	for cg, want := range map[string]string{
+		"0::/system.slice/remoted.service\n":                                  "remoted.service",
+		"12:pids:/x\n1:name=systemd:/system.slice/remoted.service\n0::/foo\n": "remoted.service",
+		"0::/user.slice/user-0.slice/session-3.scope\n":                       "",
+		"0::/\n": "",
+	} {
+		if got := unitFromCgroup(cg); got != want {
+			t.Errorf("unitFromCgroup(%q) = %q, want %q", cg, got, want)
+		}
 	}
 }
 
