@@ -149,9 +149,12 @@ var errNoSystemdBus = errors.New("no systemd D-Bus to start a transient unit")
 func UnitName(runID string) string { return "remote-run-" + runID + ".service" }
 
 // unitProperties are the transient unit's properties: the shim's serve as
-// a notify service, collected once it ended, whatever its result.
-func unitProperties(binary, runID, dir string) []sdbus.Property {
-	return []sdbus.Property{
+// a notify service, collected once it ended, whatever its result. With
+// joinTmp set (the daemon's own unit, which has PrivateTmp=) the run sees
+// the daemon's /tmp, as a CLI the daemon ran directly did: a loose chat
+// may run in a directory under /tmp.
+func unitProperties(binary, runID, dir, joinTmp string) []sdbus.Property {
+	props := []sdbus.Property{
 		sdbus.PropDescription("Remote run " + runID + " (remote-shim)"),
 		sdbus.PropType("notify"),
 		sdbus.PropExecStart([]string{binary, "serve", "--dir", dir}, false),
@@ -159,6 +162,35 @@ func unitProperties(binary, runID, dir string) []sdbus.Property {
 		// Only the shim's own notification counts.
 		{Name: "NotifyAccess", Value: godbus.MakeVariant("main")},
 	}
+	if joinTmp != "" {
+		props = append(props,
+			sdbus.Property{Name: "PrivateTmp", Value: godbus.MakeVariant(true)},
+			sdbus.Property{Name: "JoinsNamespaceOf", Value: godbus.MakeVariant([]string{joinTmp})})
+	}
+	return props
+}
+
+// ownUnit returns the systemd service the daemon runs in, from
+// /proc/self/cgroup ("" when it runs in none).
+func ownUnit() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	return unitFromCgroup(string(b))
+}
+
+func unitFromCgroup(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || (parts[1] != "" && parts[1] != "name=systemd") {
+			continue
+		}
+		if base := filepath.Base(parts[2]); strings.HasSuffix(base, ".service") {
+			return base
+		}
+	}
+	return ""
 }
 
 // startUnit starts the shim as transient unit remote-run-<runID>.service
@@ -169,9 +201,18 @@ func (c *ShimConfig) startUnit(ctx context.Context, runID, dir string) error {
 		return fmt.Errorf("%w: %w", errNoSystemdBus, err)
 	}
 	defer conn.Close()
+	// The daemon's private /tmp, if it has one, is the run's too.
+	joinTmp := ""
+	if own := ownUnit(); own != "" {
+		if p, err := conn.GetUnitTypePropertyContext(ctx, own, "Service", "PrivateTmp"); err == nil {
+			if v, ok := p.Value.Value().(bool); ok && v {
+				joinTmp = own
+			}
+		}
+	}
 	ch := make(chan string, 1)
 	name := UnitName(runID)
-	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", unitProperties(c.Binary, runID, dir), ch); err != nil {
+	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", unitProperties(c.Binary, runID, dir, joinTmp), ch); err != nil {
 		// Refused (no permission, an old systemd): the detached way still works.
 		return fmt.Errorf("%w: start transient unit %s: %w", errNoSystemdBus, name, err)
 	}

@@ -145,6 +145,18 @@ func newShimProcess(ctx context.Context, cl *shim.Client, slot *providers.RunSlo
 	return p
 }
 
+// ShimProcess is implemented by a process running under remote-shim: the
+// shim's answer to the daemon's hello (the CLI's pid, the stdin bytes it
+// has received, whether stdin was closed and the CLI has exited).
+type ShimProcess interface {
+	ShimInfo() shim.Info
+}
+
+var _ ShimProcess = (*shimProcess)(nil)
+
+// ShimInfo returns the shim's answer to this connection's hello.
+func (p *shimProcess) ShimInfo() shim.Info { return p.cl.Info() }
+
 func (p *shimProcess) Stdin() io.WriteCloser { return p.stdin }
 func (p *shimProcess) Stdout() io.Reader     { return p.stdout }
 func (p *shimProcess) Stderr() io.Reader     { return p.stderr }

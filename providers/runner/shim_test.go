@@ -315,7 +315,7 @@ func TestShimNotUsedOffTheMainProcess(t *testing.T) {
 }
 
 func TestUnitProperties(t *testing.T) {
-	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1")
+	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1", "")
 	got := map[string]string{}
 	for _, p := range props {
 		got[p.Name] = fmt.Sprint(p.Value.Value())
@@ -337,6 +337,24 @@ func TestUnitProperties(t *testing.T) {
 	}
 	if n := UnitName("r1"); n != "remote-run-r1.service" {
 		t.Errorf("unit name %q", n)
+	}
+	// Under a daemon unit with PrivateTmp=, the run joins its /tmp.
+	got = map[string]string{}
+	for _, p := range unitProperties("/b", "r1", "/d", "remoted.service") {
+		got[p.Name] = fmt.Sprint(p.Value.Value())
+	}
+	if got["PrivateTmp"] != "true" || got["JoinsNamespaceOf"] != "[remoted.service]" {
+		t.Errorf("joined tmp properties %v", got)
+	}
+	for cg, want := range map[string]string{
+		"0::/system.slice/remoted.service\n":                                  "remoted.service",
+		"12:pids:/x\n1:name=systemd:/system.slice/remoted.service\n0::/foo\n": "remoted.service",
+		"0::/user.slice/user-0.slice/session-3.scope\n":                       "",
+		"0::/\n": "",
+	} {
+		if got := unitFromCgroup(cg); got != want {
+			t.Errorf("unitFromCgroup(%q) = %q, want %q", cg, got, want)
+		}
 	}
 }
 
@@ -408,5 +426,46 @@ func TestShimHostRunsAsTheHostUser(t *testing.T) {
 		Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}, lineParser, func(e providers.Event) { evs = append(evs, e) }, ProcessOptions{})
 	if err != nil || summary(evs) != "run.completed[65534:65534:65534:/nonexistent];" {
 		t.Fatalf("events %s, %v", summary(evs), err)
+	}
+}
+
+// TestShimInfoOnReattach: a re-attached process reports what the shim
+// knows (stdin received and closed, the CLI exited), and replays the
+// output from the first byte.
+func TestShimInfoOnReattach(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stdin().Write([]byte("abc"))
+	p.Stdin().Close()
+	go p.Stderr().Read(make([]byte, 1))
+	buf := make([]byte, 10)
+	n, _ := p.Stdout().Read(buf)
+	if string(buf[:n]) != "abc" || p.Wait() != nil {
+		t.Fatalf("first run read %q", buf[:n])
+	}
+	slot.Detach()
+
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: 3}, true)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	info := p2.(ShimProcess).ShimInfo()
+	if info.PID <= 0 || info.StdinBytes != 3 || !info.StdinClosed || !info.Exited {
+		t.Fatalf("info %+v", info)
+	}
+	go p2.Stderr().Read(make([]byte, 1))
+	n, _ = p2.Stdout().Read(buf)
+	if string(buf[:n]) != "abc" || p2.Wait() != nil {
+		t.Fatalf("replay read %q", buf[:n])
 	}
 }
