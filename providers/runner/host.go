@@ -49,8 +49,13 @@ var _ providers.Launcher = (*HostLauncher)(nil)
 // runs as that user with its supplementary groups cleared. The returned
 // process must have Stdout and Stderr read to EOF before Wait.
 func (l *HostLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	if slot := providers.ShimmedRun(ctx); slot != nil && l.Shim != nil {
-		return l.startShimmed(ctx, slot, cmd)
+	if slot := providers.ShimmedRun(ctx); slot != nil {
+		if l.Shim != nil {
+			return l.startShimmed(ctx, slot, cmd)
+		}
+		if slot.Attach != nil { // never start a second CLI for a run that has one
+			return nil, noShimToAttach(slot.Attach)
+		}
 	}
 	if cmd.Path == "" {
 		return nil, fmt.Errorf("%w: empty command path", ErrLaunch)

@@ -49,8 +49,13 @@ func (l *LXDLauncher) Start(ctx context.Context, cmd providers.Command) (provide
 	if l.Client == nil || l.Instance == "" {
 		return nil, fmt.Errorf("%w: LXD launcher without client or container", ErrLaunch)
 	}
-	if slot := providers.ShimmedRun(ctx); slot != nil && l.Shim != nil {
-		return l.startShimmed(ctx, slot, cmd)
+	if slot := providers.ShimmedRun(ctx); slot != nil {
+		if l.Shim != nil {
+			return l.startShimmed(ctx, slot, cmd)
+		}
+		if slot.Attach != nil { // never start a second CLI for a run that has one
+			return nil, noShimToAttach(slot.Attach)
+		}
 	}
 	if cmd.Path == "" {
 		return nil, fmt.Errorf("%w in container %s: empty command path", ErrLaunch, l.Instance)

@@ -137,6 +137,9 @@ type shimProcess struct {
 func newShimProcess(ctx context.Context, cl *shim.Client, slot *providers.RunSlot, grace time.Duration, drop func(), release func()) *shimProcess {
 	p := &shimProcess{cl: cl, slot: slot, done: make(chan struct{})}
 	p.drop = func() { p.dropOnce.Do(drop) }
+	if slot.Attach != nil && cl.Info().StdinBytes > 0 {
+		slot.Cursor.StdinSent() // the CLI got stdin before the restart
+	}
 	p.stdin = &shimStdin{cl: cl, cursor: slot.Cursor}
 	p.stdout = &goneReader{r: cl.Stdout(), p: p, name: "stdout"}
 	p.stderr = &goneReader{r: cl.Stderr(), p: p, name: "stderr"}
@@ -262,4 +265,10 @@ func goneError(err error) error {
 		return fmt.Errorf("%w: %w", providers.ErrShimGone, err)
 	}
 	return err
+}
+
+// noShimToAttach is the error of a re-attach on a daemon without
+// remote-shim configured.
+func noShimToAttach(h *providers.ShimHandle) error {
+	return fmt.Errorf("%w: remote-shim is not configured on this daemon ([agent] shim_binary), so the run in %s cannot be re-attached", providers.ErrShimGone, h.Dir)
 }

@@ -255,6 +255,27 @@ func TestShimHostReattachToAGoneShim(t *testing.T) {
 	}
 }
 
+// TestFaultReattachWithoutShimStartsNothing: a daemon without remote-shim
+// configured never starts a second CLI for a run that has one: the
+// re-attach fails as gone, on the host and in a container, and the
+// command is not run.
+func TestFaultReattachWithoutShimStartsNothing(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: "/state/runs/r1", Instance: "c1"}, Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+	ctx := providers.MainProcess(providers.WithRunSlot(context.Background(), slot))
+	for _, l := range []providers.Launcher{&HostLauncher{}, &LXDLauncher{Client: &lxdexec.Client{}, Instance: "c1"}} {
+		_, err := l.Start(ctx, providers.Command{Path: "/bin/sh", Args: []string{"-c", "touch " + marker}})
+		if !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "remote-shim is not configured") {
+			t.Errorf("%T: re-attach without a shim: %v", l, err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a second CLI was started for a run that already has one")
+	}
+}
+
 // TestFaultShimKilledEndsTheRun: kill -9 of a run's shim ends the run
 // with an error that names the shim being gone, and takes the CLI along.
 func TestFaultShimKilledEndsTheRun(t *testing.T) {
