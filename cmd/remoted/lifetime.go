@@ -48,6 +48,7 @@ type remoted struct {
 	metrics  *daemon.Metrics
 	lxd      *lxdLink
 	hostUser runner.HostUser
+	shim     *runner.ShimConfig // nil: runs go direct
 	projects projectWiring
 	ports    providers.AdapterConfig
 	reg      *prompt.Registry
@@ -151,6 +152,7 @@ func (d *remoted) wireProviders() error {
 		d.goJoined(d.projects.Run) // writes project status to the store
 	}
 	shim := shimConfig(d.cfg, d.log)
+	d.shim = shim
 	if cl, ok := d.projects.Containers.(connLaunchers); ok {
 		cl.shim = shim
 		d.projects.Containers = cl
@@ -206,6 +208,17 @@ func (d *remoted) newServer() error {
 	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
+	}
+	if runs, err := srv.Service().Runs(); err == nil {
+		keep := make(map[string]bool, len(runs))
+		for _, r := range runs {
+			keep[r.RunID] = true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if n := d.shim.ReleaseOrphans(ctx, func(id string) bool { return keep[id] }); n > 0 {
+			d.log.Info("released remote-shims of runs whose end was already stored", "shims", n)
+		}
+		cancel()
 	}
 	if n := len(srv.Service().Unrepaired()); n > 0 {
 		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)

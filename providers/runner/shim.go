@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -271,4 +272,47 @@ func goneError(err error) error {
 // remote-shim configured.
 func noShimToAttach(h *providers.ShimHandle) error {
 	return fmt.Errorf("%w: remote-shim is not configured on this daemon ([agent] shim_binary), so the run in %s cannot be re-attached", providers.ErrShimGone, h.Dir)
+}
+
+// ReleaseOrphans releases the host shims under c.RunsDir whose run the
+// daemon no longer tracks (keep reports false for its run id): a daemon
+// that stored a run's end and died before telling the shim. A shim that
+// answers is released (it removes its directory and exits); a directory
+// no shim answers for is removed. It returns how many it cleaned up.
+func (c *ShimConfig) ReleaseOrphans(ctx context.Context, keep func(runID string) bool) int {
+	if c == nil || c.RunsDir == "" {
+		return 0
+	}
+	ents, err := os.ReadDir(c.RunsDir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() || checkRunID(e.Name()) != nil || keep(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(c.RunsDir, e.Name())
+		conn, err := shim.Dial(ctx, dir)
+		if err != nil {
+			if errors.Is(err, shim.ErrNoShim) {
+				if err := os.RemoveAll(dir); err == nil {
+					n++
+				}
+			}
+			continue
+		}
+		cl, err := shim.Attach(ctx, conn, 0, 0)
+		if err != nil {
+			conn.Close()
+			continue
+		}
+		if err := cl.Release(); err != nil {
+			c.logger().Warn("release an orphaned remote-shim", "dir", dir, "error", err)
+		} else {
+			n++
+		}
+		cl.Close()
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -489,4 +490,46 @@ func TestShimInfoOnReattach(t *testing.T) {
 	if string(buf[:n]) != "abc" || p2.Wait() != nil {
 		t.Fatalf("replay read %q", buf[:n])
 	}
+}
+
+// TestReleaseOrphans: at start-up the daemon releases the shims of runs
+// whose end it had stored (it died before telling them): a finished,
+// unreleased shim is released and its directory goes; a directory no shim
+// answers for is removed; a run the daemon still tracks is left alone.
+func TestReleaseOrphans(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	l := &HostLauncher{Shim: cfg}
+	start := func(id string) {
+		slot := &providers.RunSlot{RunID: id, Cursor: providers.NewCursor(false, providers.Pos{}, false)}
+		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "/bin/echo", Args: []string{"done"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, p.Stdout())
+		io.Copy(io.Discard, p.Stderr())
+		if err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		slot.Detach() // the daemon dies before it releases the shim
+	}
+	start("orphan")
+	start("tracked")
+	stale := filepath.Join(cfg.RunsDir, "stale")
+	os.MkdirAll(stale, 0o700)
+	if n := cfg.ReleaseOrphans(context.Background(), func(id string) bool { return id == "tracked" }); n != 2 {
+		t.Errorf("ReleaseOrphans cleaned %d, want 2 (orphan, stale)", n)
+	}
+	if !eventually(func() bool {
+		_, e1 := os.Stat(filepath.Join(cfg.RunsDir, "orphan"))
+		_, e2 := os.Stat(stale)
+		return os.IsNotExist(e1) && os.IsNotExist(e2)
+	}) {
+		entries, _ := os.ReadDir(cfg.RunsDir)
+		t.Fatalf("left after ReleaseOrphans: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.RunsDir, "tracked", "stdout")); err != nil {
+		t.Fatalf("a tracked run's directory was touched: %v", err)
+	}
+	cfg.ReleaseOrphans(context.Background(), func(string) bool { return false }) // end the tracked shim too
 }
