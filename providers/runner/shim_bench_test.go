@@ -28,11 +28,19 @@ func BenchmarkShimOverhead(b *testing.B) {
 	b.Run("lines", func(b *testing.B) {
 		shimOverhead(b, 20000, `i=0; while [ $i -lt 20000 ]; do echo '`+line+`'; i=$((i+1)); done`)
 	})
+	// stream: an agent CLI streaming: 1000 events, one write each, 1 ms
+	// apart (1000 events/s, well above a model's token rate).
+	b.Run("stream", func(b *testing.B) {
+		shimOverheadCmd(b, 1000, childCommand(b, "stream", "CHILD_LINES=1000", "CHILD_EVERY=1ms", "CHILD_LINE="+line))
+	})
 }
 
 func shimOverhead(b *testing.B, lines int, script string) {
+	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+}
+
+func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command) {
 	cfg := &ShimConfig{Binary: testkit.ShimBinary(b), RunsDir: b.TempDir(), Systemd: SystemdNever}
-	cmd := providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}}
 	parser := fakeParser{parse: func(line []byte) ([]providers.Event, error) {
 		return []providers.Event{{Type: providers.EventAssistantDelta, Text: string(line[9:19])}}, nil
 	}}
