@@ -400,7 +400,7 @@ func (d *clusterDaemon) turnEnd(t testing.TB, chatID string, skip int, limit tim
 	return evs[skip:]
 }
 
-func summarize(evs []api.Event) string {
+func clusterSummary(evs []api.Event) string {
 	var parts []string
 	for _, ev := range evs {
 		s := ev.Type
@@ -413,16 +413,6 @@ func summarize(evs []api.Event) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func assistantText(evs []api.Event) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		if ev.Type == api.EventAssistantText {
-			b.WriteString(ev.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestCluster runs remoted on the three-member cluster, its [lxd] urls
@@ -650,7 +640,7 @@ func TestCluster(t *testing.T) {
 			}
 			return notice && ended
 		})
-		t.Logf("chat events of the interrupted run: %s", summarize(evs))
+		t.Logf("chat events of the interrupted run: %s", clusterSummary(evs))
 
 		// The next prompt resumes the Claude session on the new member.
 		n := len(d.model.MessageRequests())
