@@ -32,7 +32,11 @@ func (l *HostLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot
 	}
 	if slot.Attach != nil {
 		dir := slot.Attach.Dir
-		cl, err := l.attachHost(ctx, dir)
+		// Attach even when the run was cancelled meanwhile (a cancel right
+		// after a restart): the supervisor then stops the CLI.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shimStartTimeout)
+		defer cancel()
+		cl, err := l.attachHost(actx, dir)
 		if err != nil {
 			return nil, err
 		}

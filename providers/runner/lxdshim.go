@@ -45,14 +45,19 @@ func (l *LXDLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot,
 		if h.Instance != "" && h.Instance != l.Instance {
 			return nil, fmt.Errorf("%w: the run's shim is in container %s, not %s", providers.ErrShimGone, h.Instance, l.Instance)
 		}
-		if err := l.checkRunning(ctx); err != nil {
+		// Attach even when the run was cancelled meanwhile (a cancel right
+		// after a restart): the supervisor then stops the CLI. Giving up
+		// here would leave the CLI and its shim running unsupervised.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shimStartTimeout)
+		defer cancel()
+		if err := l.checkRunning(actx); err != nil {
 			return nil, err
 		}
 		bin, err := l.shimPath()
 		if err != nil {
 			return nil, err
 		}
-		cl, conn, err := l.attachContainer(ctx, bin, h.Dir, nil)
+		cl, conn, err := l.attachContainer(actx, bin, h.Dir, nil)
 		if err != nil {
 			return nil, err
 		}
