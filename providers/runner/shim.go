@@ -224,7 +224,9 @@ type goneReader struct {
 
 func (g *goneReader) Read(b []byte) (int, error) {
 	n, err := g.r.Read(b)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, providers.ErrShimGone) && !g.p.slot.Detached() {
+	// A lost connection wraps io.EOF too (shim.ErrLost): it is no end.
+	lost := errors.Is(err, shim.ErrLost) || !errors.Is(err, io.EOF)
+	if err != nil && lost && !errors.Is(err, providers.ErrShimGone) && !g.p.slot.Detached() {
 		err = fmt.Errorf("%w: %w", providers.ErrShimGone, err)
 	}
 	return n, err
