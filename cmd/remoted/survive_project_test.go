@@ -27,7 +27,7 @@ import (
 // talking to the fake model on the host through an LXD proxy device. The
 // tests share one project and its container (the 373 MB CLI is pushed
 // once per test process): projectBed, made by the first test that needs it
-// and removed after the package's tests (TestMain runs afterTests).
+// and removed after the package's tests (TestMain calls runAfterTests).
 
 // afterTests are run by TestMain once every test has run.
 var afterTests struct {
