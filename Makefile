@@ -11,9 +11,12 @@ all: build
 VERSION := $(shell git describe --always --dirty --tags 2>/dev/null)
 GO_LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
 
+# remote-shim is rebuilt static (no cgo): it runs on the host and in any
+# container.
 build:
 	mkdir -p build/bin
 	$(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/remote-shim ./cmd/remote-shim
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
 test:
@@ -90,7 +93,7 @@ TMPFILESDIR ?= /usr/lib/tmpfiles.d
 SYSCONFDIR  ?= /etc
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DOCDIR      ?= $(PREFIX)/share/doc/remote
-BINARIES    := remoted remotectl remote-web
+BINARIES    := remoted remotectl remote-web remote-shim
 
 .PHONY: install uninstall
 

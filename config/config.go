@@ -109,6 +109,9 @@ type Agent struct {
 	// IdleTimeout ends a run whose CLI produced no output for that long,
 	// with an error; 0 (the default) never does.
 	IdleTimeout Duration `toml:"idle_timeout"`
+	// ShimBinary is the remote-shim that supervises runs so they outlive
+	// the daemon (an absolute path); "" is remote-shim next to remoted.
+	ShimBinary string `toml:"shim_binary"`
 }
 
 // Provider configures one agent CLI, under [providers.<id>].

@@ -72,6 +72,7 @@ host_user = "dev"
 allowed_roots = ["/home/dev", "/srv"]
 exit_grace = "3s"
 idle_timeout = "30m"
+shim_binary = "/opt/remote/remote-shim"
 
 [providers.claude]
 enabled = false
@@ -109,7 +110,7 @@ password_hash = "$2a$10$abc"
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
 	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"},
-		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}}
+		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}, ShimBinary: "/opt/remote/remote-shim"}
 	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
 	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills"}
@@ -206,6 +207,7 @@ func TestParseRejects(t *testing.T) {
 		{"transcript zero", "[agent]\ntranscript_bytes = 0\n", ErrInvalidValue, "remoted.toml:2: [agent] transcript_bytes: must be positive, not 0"},
 		{"host user", "[agent]\nhost_user = \"a:b\"\n", ErrInvalidValue, `remoted.toml:2: [agent] host_user: invalid name "a:b"`},
 		{"relative root", "[agent]\nallowed_roots = [\"/ok\", \"home\"]\n", ErrInvalidValue, `remoted.toml:2: [agent] allowed_roots[1]: "home" must be an absolute path`},
+		{"relative shim binary", "[agent]\nshim_binary = \"remote-shim\"\n", ErrInvalidValue, `remoted.toml:2: [agent] shim_binary: "remote-shim" must be an absolute path`},
 		{"zero exit grace", "[agent]\nexit_grace = \"0s\"\n", ErrInvalidValue, "remoted.toml:2: [agent] exit_grace: must be positive, not 0s"},
 		{"negative idle timeout", "[agent]\nidle_timeout = \"-1m\"\n", ErrInvalidValue, "remoted.toml:2: [agent] idle_timeout: must be 0 (off) or positive, not -1m0s"},
 		{"idle timeout word", "[agent]\nidle_timeout = \"off\"\n", ErrInvalidValue, `remoted.toml:2: [agent] idle_timeout: invalid duration "off"`},

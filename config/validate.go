@@ -148,6 +148,7 @@ func (a Agent) validate(ps *problems) {
 		ps.add(ErrInvalidValue, keyPath("agent", "idle_timeout"), "must be 0 (off) or positive, not %s", a.IdleTimeout.Duration)
 	}
 	requireName(ps, keyPath("agent", "host_user"), a.HostUser, false)
+	requireAbs(ps, keyPath("agent", "shim_binary"), a.ShimBinary, false)
 	for i, r := range a.AllowedRoots {
 		requireAbs(ps, appendIndex(keyPath("agent", "allowed_roots"), i), r, true)
 	}

@@ -207,6 +207,18 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 		return ""
 	})
 	_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
+	// LXD refuses a state change while another operation still holds the
+	// instance ("Instance is busy running a "stop" operation": its lock
+	// outlives the operation by a moment, e.g. right after a stop made
+	// outside the daemon). Wait for it, a bounded time.
+	for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); instanceBusy(err) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
+		case <-time.After(delay):
+		}
+		_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
+	}
 	var lerr *Error
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) {
 		// Matched by text: LXD has no code for these.
@@ -243,6 +255,17 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 		return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
 	}
 	return nil
+}
+
+// busyWait bounds how long SetState waits for another operation on the
+// instance to let go of it.
+const busyWait = 30 * time.Second
+
+// instanceBusy reports whether LXD refused a request because another
+// operation holds the instance.
+func instanceBusy(err error) bool {
+	var lerr *Error
+	return errors.As(err, &lerr) && strings.Contains(lerr.Message, "is busy running a")
 }
 
 // actionStatus is the status each state action leaves the instance in.

@@ -1116,3 +1116,35 @@ func createC1(c *Client) error {
 func stopC1(c *Client) error {
 	return c.SetState(context.Background(), "c1", StateRequest{Action: "stop", Force: true})
 }
+
+// TestFaultInstanceBusy: LXD refuses a start while the lock of a stop made
+// just before (outside the daemon) still holds the instance; SetState
+// waits for it instead of failing the prompt that needed the container.
+func TestFaultInstanceBusy(t *testing.T) {
+	f := newFake(t, nil)
+	var puts atomic.Int32
+	f.mux.HandleFunc("PUT /1.0/instances/c1/state", func(w http.ResponseWriter, r *http.Request) {
+		if puts.Add(1) <= 3 {
+			writeError(w, http.StatusBadRequest, 400, `Failed to create instance start operation: Instance is busy running a "stop" operation`)
+			return
+		}
+		writeAsync(w, op("op1", 103, "", nil))
+	})
+	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+		writeSync(w, op("op1", 200, "", nil))
+	})
+	c := f.client(t, Options{})
+	if err := c.SetState(context.Background(), "c1", StateRequest{Action: "start"}); err != nil {
+		t.Fatalf("start while a stop's lock lingers: %v", err)
+	}
+	if n := puts.Load(); n != 4 {
+		t.Fatalf("%d start requests, want 4", n)
+	}
+	// A cancelled caller stops waiting and gets LXD's reason.
+	puts.Store(-1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := c.SetState(ctx, "c1", StateRequest{Action: "start"}); err == nil || !strings.Contains(err.Error(), `is busy running a "stop" operation`) {
+		t.Fatalf("start while busy, caller gives up: %v", err)
+	}
+}

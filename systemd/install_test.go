@@ -41,6 +41,7 @@ func TestMakeInstall(t *testing.T) {
 		"/usr/bin/remoted":                                 0o755,
 		"/usr/bin/remotectl":                               0o755,
 		"/usr/bin/remote-web":                              0o755,
+		"/usr/bin/remote-shim":                             0o755,
 		"/lib/systemd/system/remoted.service":              0o644,
 		"/lib/systemd/system/remoted.socket":               0o644,
 		"/usr/lib/sysusers.d/remote.conf":                  0o644,

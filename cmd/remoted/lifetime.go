@@ -48,6 +48,7 @@ type remoted struct {
 	metrics  *daemon.Metrics
 	lxd      *lxdLink
 	hostUser runner.HostUser
+	shim     *runner.ShimConfig // nil: runs go direct
 	projects projectWiring
 	ports    providers.AdapterConfig
 	reg      *prompt.Registry
@@ -150,8 +151,14 @@ func (d *remoted) wireProviders() error {
 	if d.projects.Run != nil {
 		d.goJoined(d.projects.Run) // writes project status to the store
 	}
+	shim := shimConfig(d.cfg, d.log)
+	d.shim = shim
+	if cl, ok := d.projects.Containers.(connLaunchers); ok {
+		cl.shim = shim
+		d.projects.Containers = cl
+	}
 	d.ports = providers.AdapterConfig{
-		Host:       runner.HostUserLauncher(&runner.HostLauncher{}, hostUser),
+		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim}, hostUser),
 		Containers: d.projects.Containers,
 		Preparer:   d.projects.Preparer,
 		Logger:     d.log.Named("providers"),
@@ -201,6 +208,17 @@ func (d *remoted) newServer() error {
 	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
+	}
+	if runs, err := srv.Service().Runs(); err == nil {
+		keep := make(map[string]bool, len(runs))
+		for _, r := range runs {
+			keep[r.RunID] = true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if n := d.shim.ReleaseOrphans(ctx, func(id string) bool { return keep[id] }); n > 0 {
+			d.log.Info("released remote-shims of runs whose end was already stored", "shims", n)
+		}
+		cancel()
 	}
 	if n := len(srv.Service().Unrepaired()); n > 0 {
 		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)

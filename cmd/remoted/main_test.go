@@ -44,9 +44,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestMain removes the binaries built for this package's tests.
+// TestMain removes the binaries built for this package's tests and what
+// the tests left for after them (atTestsEnd).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	runAfterTests()
 	testkit.RemoveBinaries()
 	os.Exit(code)
 }

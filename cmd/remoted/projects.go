@@ -176,17 +176,21 @@ func files(in []config.ContainerFile) []provisioning.File {
 // LXD connection as it is when the run starts: while LXD has not been
 // reached yet, a run fails with provisioning.ErrUnavailable instead of
 // the daemon needing a restart.
-type connLaunchers struct{ conn *provisioning.Conn }
+type connLaunchers struct {
+	conn *provisioning.Conn
+	shim *runner.ShimConfig // nil: runs go direct
+}
 
 var _ providers.ContainerLaunchers = connLaunchers{}
 
 func (l connLaunchers) Container(name string) providers.Launcher {
-	return connLauncher{conn: l.conn, name: name}
+	return connLauncher{conn: l.conn, name: name, shim: l.shim}
 }
 
 type connLauncher struct {
 	conn *provisioning.Conn
 	name string
+	shim *runner.ShimConfig
 }
 
 func (l connLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
@@ -194,5 +198,5 @@ func (l connLauncher) Start(ctx context.Context, cmd providers.Command) (provide
 	if cl == nil {
 		return nil, fmt.Errorf("exec %s in %q: %w", cmd.Path, l.name, provisioning.ErrUnavailable)
 	}
-	return (&runner.LXDLauncher{Client: cl, Instance: l.name}).Start(ctx, cmd)
+	return (&runner.LXDLauncher{Client: cl, Instance: l.name, Shim: l.shim}).Start(ctx, cmd)
 }

@@ -34,7 +34,7 @@ func Binaries(t testing.TB, names ...string) []string {
 	t.Helper()
 	paths := make([]string, len(names))
 	for i, name := range names {
-		p, err := buildCmd(name)
+		p, err := buildCmd(name, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,8 +53,20 @@ func RemoveBinaries() {
 	}
 }
 
-// buildCmd builds remote/cmd/<name> once and returns its path.
-func buildCmd(name string) (string, error) {
+// ShimBinary returns the path of remote-shim built the way make build
+// builds it (static: CGO_ENABLED=0), once per test process, like Binaries.
+func ShimBinary(t testing.TB) string {
+	t.Helper()
+	p, err := buildCmd("remote-shim", "remote-shim-static", []string{"CGO_ENABLED=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// buildCmd builds remote/cmd/<name> once, with env added to the build's
+// environment, as the file key, and returns its path.
+func buildCmd(name, key string, env []string) (string, error) {
 	binaries.mu.Lock()
 	if binaries.dir == "" && binaries.dirErr == nil {
 		binaries.dir, binaries.dirErr = os.MkdirTemp("", "remote-testbin-")
@@ -63,10 +75,10 @@ func buildCmd(name string) (string, error) {
 	if binaries.builds == nil {
 		binaries.builds = map[string]*built{}
 	}
-	b := binaries.builds[name]
+	b := binaries.builds[key]
 	if b == nil {
 		b = &built{}
-		binaries.builds[name] = b
+		binaries.builds[key] = b
 	}
 	binaries.mu.Unlock()
 	if dirErr != nil {
@@ -80,9 +92,12 @@ func buildCmd(name string) (string, error) {
 			b.err = fmt.Errorf("go build remote/cmd/%s: the go command is not in PATH (go test puts it there): %w", name, err)
 			return
 		}
-		out := filepath.Join(dir, name)
+		out := filepath.Join(dir, key)
 		cmd := exec.Command(goBin, "build", "-o", out, "remote/cmd/"+name)
 		cmd.Dir = Root()
+		if env != nil {
+			cmd.Env = append(os.Environ(), env...)
+		}
 		if output, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build remote/cmd/%s: %w\n%s", name, err, output)
 			return

@@ -18,7 +18,7 @@ func TestBuildCmd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds remotectl")
 	}
-	first, err := buildCmd("remotectl")
+	first, err := buildCmd("remotectl", "remotectl", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +34,12 @@ func TestBuildCmd(t *testing.T) {
 		t.Fatalf("second request rebuilt or lost %s: %v", first, err)
 	}
 
-	_, err = buildCmd("no-such-command")
+	_, err = buildCmd("no-such-command", "no-such-command", nil)
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
 		t.Fatalf("building a missing command: err = %v, want an *exec.ExitError", err)
 	}
-	if _, again := buildCmd("no-such-command"); again != err { //nolint:errorlint // the cached error itself, not a new one
+	if _, again := buildCmd("no-such-command", "no-such-command", nil); again != err { //nolint:errorlint // the cached error itself, not a new one
 		t.Fatalf("failed build retried: %v, then %v", err, again)
 	}
 }

@@ -52,6 +52,15 @@ func runChild(mode string) int {
 		fmt.Fprint(os.Stdout, os.Getenv("CHILD_STDOUT"))
 		fmt.Fprint(os.Stderr, os.Getenv("CHILD_STDERR"))
 		return code
+	case "stream": // CHILD_LINES lines of CHILD_LINE, one write each, CHILD_EVERY apart
+		n, _ := strconv.Atoi(os.Getenv("CHILD_LINES"))
+		every, _ := time.ParseDuration(os.Getenv("CHILD_EVERY"))
+		line := []byte(os.Getenv("CHILD_LINE") + "\n")
+		for range n {
+			os.Stdout.Write(line)
+			time.Sleep(every)
+		}
+		return 0
 	case "env":
 		for _, kv := range os.Environ() {
 			fmt.Println(kv)

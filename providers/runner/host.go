@@ -32,9 +32,14 @@ var ErrLaunch = errors.New("launch process")
 // HostLauncher starts processes on the host with os/exec. Each child gets
 // its own process group; cancelling the Start context sends SIGTERM to the
 // group and SIGKILL after Grace. The zero value is ready to use.
+//
+// With Shim set, a run's main process (providers.ShimmedRun) runs under
+// remote-shim instead, outside the daemon's process tree, so that it
+// outlives the daemon; every other command runs directly.
 type HostLauncher struct {
 	Grace     time.Duration // SIGTERM → SIGKILL delay on cancel; DefaultGrace when zero
 	WaitDelay time.Duration // bound on draining output after exit; DefaultWaitDelay when zero
+	Shim      *ShimConfig   // nil: every process runs directly
 }
 
 var _ providers.Launcher = (*HostLauncher)(nil)
@@ -44,6 +49,14 @@ var _ providers.Launcher = (*HostLauncher)(nil)
 // runs as that user with its supplementary groups cleared. The returned
 // process must have Stdout and Stderr read to EOF before Wait.
 func (l *HostLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	if slot := providers.ShimmedRun(ctx); slot != nil {
+		if l.Shim != nil {
+			return l.startShimmed(ctx, slot, cmd)
+		}
+		if slot.Attach != nil { // never start a second CLI for a run that has one
+			return nil, noShimToAttach(slot.Attach)
+		}
+	}
 	if cmd.Path == "" {
 		return nil, fmt.Errorf("%w: empty command path", ErrLaunch)
 	}

@@ -24,6 +24,11 @@ type LXDLauncher struct {
 	// KillGrace is the SIGTERM → SIGKILL delay on cancel; zero uses
 	// lxdexec.DefaultKillGrace.
 	KillGrace time.Duration
+	// Shim, when set, runs a run's main process (providers.ShimmedRun)
+	// under remote-shim, pushed into the container once per version, so
+	// that it outlives the daemon and a cancel reaches its whole process
+	// group; every other command is a plain exec.
+	Shim *ShimConfig
 }
 
 var (
@@ -33,7 +38,7 @@ var (
 
 // Container returns a launcher for the named container on the same client.
 func (l *LXDLauncher) Container(name string) providers.Launcher {
-	return &LXDLauncher{Client: l.Client, Instance: name, KillGrace: l.KillGrace}
+	return &LXDLauncher{Client: l.Client, Instance: name, KillGrace: l.KillGrace, Shim: l.Shim}
 }
 
 // Start execs cmd in the container: cmd.Env is passed as the exec
@@ -43,6 +48,14 @@ func (l *LXDLauncher) Container(name string) providers.Launcher {
 func (l *LXDLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
 	if l.Client == nil || l.Instance == "" {
 		return nil, fmt.Errorf("%w: LXD launcher without client or container", ErrLaunch)
+	}
+	if slot := providers.ShimmedRun(ctx); slot != nil {
+		if l.Shim != nil {
+			return l.startShimmed(ctx, slot, cmd)
+		}
+		if slot.Attach != nil { // never start a second CLI for a run that has one
+			return nil, noShimToAttach(slot.Attach)
+		}
 	}
 	if cmd.Path == "" {
 		return nil, fmt.Errorf("%w in container %s: empty command path", ErrLaunch, l.Instance)

@@ -187,7 +187,10 @@ func RunProcess(ctx context.Context, launcher providers.Launcher, cmd providers.
 		if errors.Is(err, bufio.ErrTooLong) {
 			err = fmt.Errorf("line longer than %d bytes: %w", maxOut, err)
 		}
-		if ctx.Err() == nil {
+		// A lost shim is not reported here: Wait says so too, and the
+		// daemon turns that into the run's one error (or, for a run
+		// re-attached after a restart, daemon_restarted and its error).
+		if ctx.Err() == nil && !errors.Is(err, providers.ErrShimGone) {
 			emit(providers.Event{Type: providers.EventError, Message: "stdout: " + err.Error()})
 			terminal = true // the error event ends the turn
 		}

@@ -17,13 +17,22 @@ import (
 // command is a sh script, which both the host and the busybox test image
 // have.
 func launcherSuite(t *testing.T, l providers.Launcher, basePath string) {
+	launcherSuiteCtx(t, l, basePath, nil)
+}
+
+// launcherSuiteCtx is launcherSuite with every Start's context passed
+// through wrap (e.g. to make it a shimmed run's main process).
+func launcherSuiteCtx(t *testing.T, l providers.Launcher, basePath string, wrap func(context.Context) context.Context) {
+	if wrap == nil {
+		wrap = func(ctx context.Context) context.Context { return ctx }
+	}
 	sh := func(script string, env ...string) providers.Command {
 		return providers.Command{Path: "sh", Args: []string{"-c", script}, Env: append([]string{"PATH=" + basePath}, env...), Dir: "/"}
 	}
 	ctx := context.Background()
 	run := func(t *testing.T, cmd providers.Command, stdin string) (string, string, error) {
 		t.Helper()
-		p, err := l.Start(ctx, cmd)
+		p, err := l.Start(wrap(ctx), cmd)
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
@@ -71,7 +80,7 @@ func launcherSuite(t *testing.T, l providers.Launcher, basePath string) {
 	t.Run("cancel stops the command", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		p, err := l.Start(ctx, sh("echo ready; sleep 60"))
+		p, err := l.Start(wrap(ctx), sh("echo ready; sleep 60"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,232 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	sdbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+
+	"remote/providers"
+	"remote/providers/shim"
+)
+
+// shimStartTimeout bounds starting a shim until its socket listens.
+const shimStartTimeout = 30 * time.Second
+
+// startShimmed runs cmd under a new shim on the host, or re-attaches to
+// the shim slot.Attach names.
+func (l *HostLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot, cmd providers.Command) (providers.Process, error) {
+	cfg := l.Shim
+	grace := l.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	if slot.Attach != nil {
+		dir := slot.Attach.Dir
+		// Attach even when the run was cancelled meanwhile (a cancel right
+		// after a restart): the supervisor then stops the CLI.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shimStartTimeout)
+		defer cancel()
+		cl, err := l.attachHost(actx, dir)
+		if err != nil {
+			return nil, err
+		}
+		return newShimProcess(ctx, cl, slot, grace, func() { cl.Close() }, l.hostRelease(cl, dir)), nil
+	}
+
+	if cmd.Path == "" {
+		return nil, fmt.Errorf("%w: empty command path", ErrLaunch)
+	}
+	path, err := lookPath(cmd.Path, cmd.Env)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRunID(slot.RunID); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
+	}
+	dir := filepath.Join(cfg.RunsDir, slot.RunID)
+	if err := os.MkdirAll(cfg.RunsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w %s: create runs directory: %w", ErrLaunch, cmd.Path, err)
+	}
+	if err := cfg.startHostShim(ctx, slot.RunID, dir); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
+	}
+	conn, err := shim.Dial(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
+	}
+	if slot.Started != nil {
+		if err := slot.Started(providers.ShimHandle{Dir: dir}); err != nil {
+			conn.Close() // the shim removes its directory after its start timeout
+			return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
+		}
+	}
+	cl, err := shim.Start(ctx, conn, shimSpec(cmd, path))
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
+	}
+	return newShimProcess(ctx, cl, slot, grace, func() { cl.Close() }, l.hostRelease(cl, dir)), nil
+}
+
+func (l *HostLauncher) attachHost(ctx context.Context, dir string) (*shim.Client, error) {
+	conn, err := shim.Dial(ctx, dir)
+	if err != nil {
+		return nil, goneError(err)
+	}
+	cl, err := shim.Attach(ctx, conn, 0, 0)
+	if err != nil {
+		return nil, goneError(fmt.Errorf("attach to the shim in %s: %w", dir, err))
+	}
+	return cl, nil
+}
+
+// hostRelease returns the release control: over the run's connection,
+// or a new one when that one is gone.
+func (l *HostLauncher) hostRelease(cl *shim.Client, dir string) func() {
+	return func() {
+		if err := cl.Release(); err == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c2, err := l.attachHost(ctx, dir); err == nil {
+			_ = c2.Release()
+		} else if !errors.Is(err, providers.ErrShimGone) {
+			l.Shim.logger().Warn("release remote-shim", "dir", dir, "error", err)
+		}
+	}
+}
+
+// startHostShim starts `remote-shim serve` for dir outside the daemon's
+// process tree (and, under systemd, outside its cgroup) and returns once
+// its socket listens.
+func (c *ShimConfig) startHostShim(ctx context.Context, runID, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, shimStartTimeout)
+	defer cancel()
+	switch c.Systemd {
+	case SystemdNever:
+		return c.startDetached(ctx, dir)
+	case SystemdAlways:
+		return c.startUnit(ctx, runID, dir)
+	}
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return c.startDetached(ctx, dir)
+	}
+	err := c.startUnit(ctx, runID, dir)
+	if errors.Is(err, errNoSystemdBus) {
+		c.logger().Warn("systemd's D-Bus did not start the run's shim; starting it detached, inside remoted's cgroup (a restart of remoted.service may stop it)", "error", err)
+		return c.startDetached(ctx, dir)
+	}
+	return err
+}
+
+// startDetached runs `remote-shim serve --dir D --detach`: the shim
+// double-forks into a session of its own and this returns once it listens.
+func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, c.Binary, "serve", "--dir", dir, "--detach")
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("start remote-shim (%s): %w: %s", c.Binary, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+var errNoSystemdBus = errors.New("no systemd D-Bus to start a transient unit")
+
+// UnitName is the transient systemd unit of a host run's shim.
+func UnitName(runID string) string { return "remote-run-" + runID + ".service" }
+
+// unitProperties are the transient unit's properties: the shim's serve as
+// a notify service, collected once it ended, whatever its result. With
+// joinTmp set (the daemon's own unit, which has PrivateTmp=) the run sees
+// the daemon's /tmp, as a CLI the daemon ran directly did: a loose chat
+// may run in a directory under /tmp.
+func unitProperties(binary, runID, dir, joinTmp string) []sdbus.Property {
+	props := []sdbus.Property{
+		sdbus.PropDescription("Remote run " + runID + " (remote-shim)"),
+		sdbus.PropType("notify"),
+		sdbus.PropExecStart([]string{binary, "serve", "--dir", dir}, false),
+		{Name: "CollectMode", Value: godbus.MakeVariant("inactive-or-failed")},
+		// Only the shim's own notification counts.
+		{Name: "NotifyAccess", Value: godbus.MakeVariant("main")},
+	}
+	if joinTmp != "" {
+		props = append(props,
+			sdbus.Property{Name: "PrivateTmp", Value: godbus.MakeVariant(true)},
+			sdbus.Property{Name: "JoinsNamespaceOf", Value: godbus.MakeVariant([]string{joinTmp})})
+	}
+	return props
+}
+
+// ownUnit returns the systemd service the daemon runs in, from
+// /proc/self/cgroup ("" when it runs in none).
+func ownUnit() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	return unitFromCgroup(string(b))
+}
+
+func unitFromCgroup(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || (parts[1] != "" && parts[1] != "name=systemd") {
+			continue
+		}
+		if base := filepath.Base(parts[2]); strings.HasSuffix(base, ".service") {
+			return base
+		}
+	}
+	return ""
+}
+
+// startUnit starts the shim as transient unit remote-run-<runID>.service
+// through systemd's D-Bus; the job is done once the shim is READY.
+func (c *ShimConfig) startUnit(ctx context.Context, runID, dir string) error {
+	conn, err := sdbus.NewSystemConnectionContext(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNoSystemdBus, err)
+	}
+	defer conn.Close()
+	// The daemon's private /tmp, if it has one, is the run's too.
+	joinTmp := ""
+	if own := ownUnit(); own != "" {
+		if p, err := conn.GetUnitTypePropertyContext(ctx, own, "Service", "PrivateTmp"); err == nil {
+			if v, ok := p.Value.Value().(bool); ok && v {
+				joinTmp = own
+			}
+		}
+	}
+	ch := make(chan string, 1)
+	name := UnitName(runID)
+	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", unitProperties(c.Binary, runID, dir, joinTmp), ch); err != nil {
+		// Refused (no permission, an old systemd): the detached way still works.
+		return fmt.Errorf("%w: start transient unit %s: %w", errNoSystemdBus, name, err)
+	}
+	select {
+	case res := <-ch:
+		if res != "done" {
+			return fmt.Errorf("start transient unit %s: job %s (see journalctl -u %s)", name, res, name)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("start transient unit %s: %w", name, ctx.Err())
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package shim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// ErrLost means the connection to a shim ended before the CLI's exit
+// frame: the shim died, or the connection was dropped (Client.Close).
+var ErrLost = errors.New("the connection to remote-shim ended before the CLI's exit")
+
+// ErrNoShim means no shim serves a run directory: it is gone, or nothing
+// listens on its socket.
+var ErrNoShim = errors.New("no remote-shim serves the run directory")
+
+// Dial connects to the shim of run directory dir. An error wraps ErrNoShim
+// when the directory or its socket is missing or nothing answers on it.
+func Dial(ctx context.Context, dir string) (net.Conn, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: run directory %s is gone", ErrNoShim, dir)
+	}
+	sock := filepath.Join(dir, SocketName)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("%w: no shim answers on %s: %w", ErrNoShim, sock, err)
+		}
+		return nil, fmt.Errorf("connect to remote-shim on %s: %w", sock, err)
+	}
+	return c, nil
+}
+
+// Client is the daemon's side of one connection to a shim. Stdout and
+// Stderr must both be read (concurrently) until they end; Wait then
+// returns the CLI's exit status.
+type Client struct {
+	conn io.ReadWriteCloser
+	r    io.Reader
+	info Info
+	wmu  sync.Mutex
+
+	closeOnce sync.Once
+	stdinOnce sync.Once
+	done      chan struct{}
+
+	// The output is demultiplexed in the readers' own Read calls (no
+	// goroutine in between): the reader that finds its buffer empty reads
+	// the next frame, and a frame of the other stream is buffered for it.
+	mu      sync.Mutex
+	cond    *sync.Cond
+	bufs    [2][]byte
+	reading bool // a reader is reading a frame from r
+	ended   bool // the exit frame arrived or the connection ended
+	status  ExitStatus
+	err     error // why the stream ended before the exit frame
+	dropped bool  // Close was called
+}
+
+// maxBuffered bounds the output buffered for a stream whose reader lags;
+// the other stream's reader then waits for it.
+const maxBuffered = 4 << 20
+
+// Start sends spec over conn, which then streams the new CLI's output. The
+// connection is closed when Start fails.
+func Start(ctx context.Context, conn io.ReadWriteCloser, spec Spec) (*Client, error) {
+	return handshake(ctx, conn, Hello{Version: ProtocolVersion, Spec: &spec})
+}
+
+// Attach asks the shim on conn for the output from the given offsets on.
+// The connection is closed when Attach fails.
+func Attach(ctx context.Context, conn io.ReadWriteCloser, stdoutOff, stderrOff int64) (*Client, error) {
+	return handshake(ctx, conn, Hello{Version: ProtocolVersion, Stdout: stdoutOff, Stderr: stderrOff})
+}
+
+func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, error) {
+	r := bufio.NewReaderSize(conn, 4*chunk)
+	type result struct {
+		info Info
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		if err := writeJSONLine(conn, h); err != nil {
+			ch <- result{err: fmt.Errorf("send hello to remote-shim: %w", err)}
+			return
+		}
+		line, err := readLine(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = fmt.Errorf("%w: it closed the connection before answering", ErrLost)
+			}
+			ch <- result{err: fmt.Errorf("read remote-shim's answer: %w", err)}
+			return
+		}
+		var info Info
+		if err := json.Unmarshal(line, &info); err != nil {
+			ch <- result{err: fmt.Errorf("%w: answer: %w", ErrProtocol, err)}
+			return
+		}
+		ch <- result{info: info}
+	}()
+	var res result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		conn.Close()
+		<-ch
+		return nil, fmt.Errorf("talk to remote-shim: %w", context.Cause(ctx))
+	}
+	if res.err == nil && res.info.Error != "" {
+		res.err = fmt.Errorf("remote-shim refused: %s", res.info.Error)
+	}
+	if res.err != nil {
+		conn.Close()
+		return nil, res.err
+	}
+	c := &Client{conn: conn, r: r, info: res.info, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	return c, nil
+}
+
+// Info is the shim's answer to the hello.
+func (c *Client) Info() Info { return c.info }
+
+// Stdout is the CLI's stdout from the attach offset on.
+func (c *Client) Stdout() io.Reader { return streamReader{c, 0} }
+
+// Stderr is the CLI's stderr from the attach offset on.
+func (c *Client) Stderr() io.Reader { return streamReader{c, 1} }
+
+type streamReader struct {
+	c *Client
+	i int
+}
+
+func (s streamReader) Read(p []byte) (int, error) { return s.c.read(s.i, p) }
+
+// read returns buffered output of stream i, or reads frames until there
+// is some or the stream ended.
+func (c *Client) read(i int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if b := c.bufs[i]; len(b) > 0 {
+			n := copy(p, b)
+			c.bufs[i] = b[n:]
+			if len(c.bufs[i]) == 0 {
+				c.bufs[i] = nil
+			}
+			c.cond.Broadcast()
+			return n, nil
+		}
+		if c.ended {
+			if c.err != nil {
+				return 0, c.err
+			}
+			return 0, io.EOF
+		}
+		if c.reading || len(c.bufs[1-i]) >= maxBuffered {
+			c.cond.Wait()
+			continue
+		}
+		c.reading = true
+		c.mu.Unlock()
+		f, err := ReadFrame(c.r)
+		c.mu.Lock()
+		c.reading = false
+		c.cond.Broadcast()
+		if err != nil {
+			c.end(err)
+			continue
+		}
+		switch f.Type {
+		case FrameStdout, FrameStderr:
+			j := 0
+			if f.Type == FrameStderr {
+				j = 1
+			}
+			if j == i && len(c.bufs[i]) == 0 && len(f.Payload) <= len(p) {
+				return copy(p, f.Payload), nil
+			}
+			c.bufs[j] = append(c.bufs[j], f.Payload...)
+		case FrameExit:
+			st, _ := DecodeExit(f.Payload)
+			c.status = st
+			c.end(nil)
+		default:
+			c.end(fmt.Errorf("%w: remote-shim sent a frame of type %q", ErrProtocol, f.Type))
+		}
+	}
+}
+
+// end records the end of the stream; c.mu is held.
+func (c *Client) end(err error) {
+	if c.ended {
+		return
+	}
+	if err != nil {
+		if c.dropped {
+			err = fmt.Errorf("%w: the daemon dropped it", ErrLost)
+		} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
+			err = fmt.Errorf("%w: %w", ErrLost, err)
+		}
+		c.bufs = [2][]byte{} // what arrived is not delivered after a loss
+	}
+	c.ended, c.err = true, err
+	c.cond.Broadcast()
+	close(c.done)
+}
+
+// Done is closed once the exit frame arrived or the connection ended.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Wait returns the CLI's exit status once the output was delivered, or
+// the error that ended the connection first (wrapping ErrLost when it was
+// lost or dropped).
+func (c *Client) Wait() (ExitStatus, error) {
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status, c.err
+}
+
+func (c *Client) send(f Frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := WriteFrame(c.conn, f); err != nil {
+		return fmt.Errorf("write to remote-shim: %w", err)
+	}
+	return nil
+}
+
+// WriteStdin sends p for the CLI's stdin.
+func (c *Client) WriteStdin(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		part := p[:min(len(p), chunk)]
+		if err := c.send(Frame{Type: FrameStdin, Payload: part}); err != nil {
+			return n, err
+		}
+		n += len(part)
+		p = p[len(part):]
+	}
+	return n, nil
+}
+
+// CloseStdin asks the shim to close the CLI's stdin; only the first call
+// sends anything.
+func (c *Client) CloseStdin() error {
+	var err error
+	c.stdinOnce.Do(func() { err = c.send(Frame{Type: FrameStdinClose}) })
+	return err
+}
+
+// Signal sends sig to the CLI's whole process group.
+func (c *Client) Signal(sig syscall.Signal) error {
+	if sig < 1 || sig > 64 {
+		return fmt.Errorf("signal %d out of range", sig)
+	}
+	return c.send(SignalFrame(int(sig)))
+}
+
+// Release tells the shim the run's end is stored: it kills what is left
+// of the CLI's group, removes the run directory and exits. The connection
+// is closed.
+func (c *Client) Release() error {
+	err := c.send(Frame{Type: FrameRelease})
+	c.Close()
+	return err
+}
+
+// Close drops the connection without telling the shim anything: the CLI
+// runs on, and reads end with an error wrapping ErrLost.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.dropped = true
+		// Readers that are not reading now, or none at all, must not
+		// hold Wait up.
+		c.end(errors.New("dropped"))
+		c.mu.Unlock()
+		c.conn.Close()
+	})
+	return nil
+}

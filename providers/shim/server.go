@@ -1,0 +1,581 @@
+package shim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults of ServeOptions.
+const (
+	DefaultStartTimeout = 60 * time.Second
+	DefaultLinger       = 24 * time.Hour
+	DefaultWaitDelay    = 2 * time.Second
+)
+
+// maxStdinQueued bounds the stdin bytes the shim holds for a CLI that does
+// not read them; a daemon writing more waits.
+const maxStdinQueued = 16 << 20
+
+// helloTimeout bounds how long a connection may take to send its hello.
+const helloTimeout = 30 * time.Second
+
+// defaultPath resolves a bare command name when the spec has no PATH.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ServeOptions configures Serve.
+type ServeOptions struct {
+	Dir string // the run directory; created by Serve, must not exist
+	// StartTimeout bounds the wait for the start request; Linger how long
+	// the shim waits for a release after the CLI exited; WaitDelay how long
+	// after the CLI exited its pipes may stay open (a grandchild holding
+	// them) before the group is killed. Zero means the defaults.
+	StartTimeout, Linger, WaitDelay time.Duration
+	// Ready is called once the socket accepts connections.
+	Ready func()
+	// Logf logs what the shim does (never the spec's environment).
+	Logf func(format string, args ...any)
+}
+
+// server is one shim's state.
+type server struct {
+	opts ServeOptions
+	dir  string
+	ln   net.Listener
+
+	mu   sync.Mutex
+	cond *sync.Cond // stdin queue changes
+	gen  chan struct{}
+
+	started     bool
+	pgid        int
+	stdinQ      [][]byte
+	stdinQueued int
+	stdinBytes  int64
+	stdinClose  bool
+	sizes       [2]int64 // bytes spooled to stdout, stderr
+	final       bool     // the CLI exited and both spools are complete
+	status      ExitStatus
+	conn        net.Conn // the current client
+
+	startedCh chan struct{}
+	finalCh   chan struct{}
+	released  chan struct{}
+	relOnce   sync.Once
+}
+
+// Serve runs a shim in opts.Dir until it is released, its linger ends, or
+// no start request came within the start timeout; it then removes the
+// directory. Its error is for the shim's own log.
+func Serve(opts ServeOptions) error {
+	if opts.Dir == "" || !filepath.IsAbs(opts.Dir) {
+		return fmt.Errorf("run directory %q must be an absolute path", opts.Dir)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.Linger <= 0 {
+		opts.Linger = DefaultLinger
+	}
+	if opts.WaitDelay <= 0 {
+		opts.WaitDelay = DefaultWaitDelay
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	dir := filepath.Clean(opts.Dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("create the parent of run directory %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("run directory %s already exists", dir)
+		}
+		return fmt.Errorf("create run directory %s: %w", dir, err)
+	}
+	s := &server{opts: opts, dir: dir, gen: make(chan struct{}),
+		startedCh: make(chan struct{}), finalCh: make(chan struct{}), released: make(chan struct{})}
+	s.cond = sync.NewCond(&s.mu)
+	err := s.run()
+	if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
+		err = fmt.Errorf("remove run directory: %w", rmErr)
+	}
+	return err
+}
+
+func (s *server) run() error {
+	if err := os.WriteFile(filepath.Join(s.dir, PIDName), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	sock := filepath.Join(s.dir, SocketName)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	s.ln = ln
+	defer ln.Close()
+	if err := os.Chmod(sock, 0o600); err != nil {
+		return fmt.Errorf("chmod %s: %w", sock, err)
+	}
+	go s.accept()
+	if s.opts.Ready != nil {
+		s.opts.Ready()
+	}
+
+	startTimer := time.NewTimer(s.opts.StartTimeout)
+	defer startTimer.Stop()
+	select {
+	case <-s.startedCh:
+		startTimer.Stop()
+	case <-startTimer.C:
+		return fmt.Errorf("no start request within %v", s.opts.StartTimeout)
+	case <-s.released:
+		return nil
+	}
+	select {
+	case <-s.finalCh:
+		linger := time.NewTimer(s.opts.Linger)
+		defer linger.Stop()
+		select {
+		case <-s.released:
+		case <-linger.C:
+			s.opts.Logf("not released within %v of the CLI's exit; cleaning up", s.opts.Linger)
+		}
+	case <-s.released:
+	}
+	// Nothing the run started outlives it.
+	s.killGroup(syscall.SIGKILL)
+	select {
+	case <-s.finalCh:
+	case <-time.After(s.opts.WaitDelay + 3*time.Second):
+	}
+	s.mu.Lock()
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *server) killGroup(sig syscall.Signal) {
+	s.mu.Lock()
+	pgid := s.pgid
+	s.mu.Unlock()
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+func (s *server) release() { s.relOnce.Do(func() { close(s.released) }) }
+
+// changed wakes every streamer; s.mu is held.
+func (s *server) changed() {
+	close(s.gen)
+	s.gen = make(chan struct{})
+	s.cond.Broadcast()
+}
+
+func (s *server) accept() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.handle(c)
+	}
+}
+
+// handle serves one client: its hello, then the output stream one way and
+// its frames the other, until either side ends or a newer client
+// replaces it.
+func (s *server) handle(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	r := bufio.NewReaderSize(c, 64<<10)
+	line, err := readLine(r)
+	if err != nil {
+		s.opts.Logf("reading a hello: %v", err)
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	h, err := DecodeHello(line)
+	if err != nil {
+		_ = writeJSONLine(c, Info{Version: ProtocolVersion, Error: err.Error()})
+		c.Close()
+		return
+	}
+	if h.Spec != nil {
+		if err := s.start(*h.Spec); err != nil {
+			s.opts.Logf("start: %v", err)
+			_ = writeJSONLine(c, Info{Version: ProtocolVersion, Error: err.Error()})
+			c.Close()
+			s.release() // nothing runs: clean up
+			return
+		}
+	}
+	s.mu.Lock()
+	info := Info{Version: ProtocolVersion, PID: s.pgid, StdinBytes: s.stdinBytes, StdinClosed: s.stdinClose, Exited: s.final}
+	var refuse string
+	switch {
+	case !s.started:
+		refuse = "the CLI was not started yet"
+	case h.Stdout > s.sizes[0] || h.Stderr > s.sizes[1]:
+		refuse = fmt.Sprintf("offsets stdout %d, stderr %d are past the spools' ends (%d, %d)", h.Stdout, h.Stderr, s.sizes[0], s.sizes[1])
+	}
+	if refuse == "" {
+		if s.conn != nil {
+			s.conn.Close() // a newer client replaces the old one
+		}
+		s.conn = c
+	}
+	s.mu.Unlock()
+	if refuse != "" {
+		_ = writeJSONLine(c, Info{Version: ProtocolVersion, Error: refuse})
+		c.Close()
+		return
+	}
+	if err := writeJSONLine(c, info); err != nil {
+		c.Close()
+		return
+	}
+	stop := make(chan struct{})
+	go func() {
+		s.stream(c, h.Stdout, h.Stderr, stop)
+	}()
+	s.readFrames(r)
+	close(stop)
+	c.Close()
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+}
+
+// readFrames applies the client's frames until its connection ends.
+func (s *server) readFrames(r io.Reader) {
+	for {
+		f, err := ReadFrame(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.opts.Logf("client: %v", err)
+			}
+			return
+		}
+		switch f.Type {
+		case FrameStdin:
+			s.mu.Lock()
+			for s.stdinQueued >= maxStdinQueued && !s.stdinClose && !s.final {
+				s.cond.Wait()
+			}
+			if !s.stdinClose {
+				s.stdinQ = append(s.stdinQ, f.Payload)
+				s.stdinQueued += len(f.Payload)
+				s.stdinBytes += int64(len(f.Payload))
+				s.cond.Broadcast()
+			}
+			s.mu.Unlock()
+		case FrameStdinClose:
+			s.mu.Lock()
+			s.stdinClose = true
+			s.cond.Broadcast()
+			s.mu.Unlock()
+		case FrameSignal:
+			s.killGroup(syscall.Signal(f.Signal()))
+		case FrameRelease:
+			s.release()
+			return
+		default:
+			s.opts.Logf("client sent a frame of type %q, which only the shim sends", f.Type)
+			return
+		}
+	}
+}
+
+// stream sends the spools from the given offsets, follows them, and ends
+// with the exit frame.
+func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
+	files := [2]*os.File{}
+	for i, name := range []string{StdoutName, StderrName} {
+		f, err := os.Open(filepath.Join(s.dir, name))
+		if err != nil {
+			s.opts.Logf("open spool: %v", err)
+			c.Close()
+			return
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	offs := [2]int64{off0, off1}
+	types := [2]byte{FrameStdout, FrameStderr}
+	buf := make([]byte, 5+chunk)
+	for {
+		s.mu.Lock()
+		sizes, final, status, gen := s.sizes, s.final, s.status, s.gen
+		s.mu.Unlock()
+		sent := false
+		for i := range files {
+			if offs[i] >= sizes[i] {
+				continue
+			}
+			n := min(int64(chunk), sizes[i]-offs[i])
+			m, err := files[i].ReadAt(buf[5:5+n], offs[i])
+			if m == 0 && err != nil {
+				s.opts.Logf("read spool: %v", err)
+				c.Close()
+				return
+			}
+			buf[0] = types[i]
+			buf[1], buf[2], buf[3], buf[4] = byte(m>>24), byte(m>>16), byte(m>>8), byte(m)
+			if _, err := c.Write(buf[:5+m]); err != nil {
+				return
+			}
+			offs[i] += int64(m)
+			sent = true
+		}
+		if sent {
+			continue
+		}
+		if final {
+			b, _ := jsonMarshal(status)
+			_ = WriteFrame(c, Frame{Type: FrameExit, Payload: b})
+			return
+		}
+		select {
+		case <-gen:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// start starts the CLI of spec.
+func (s *server) start(spec Spec) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("the CLI was already started")
+	}
+	s.started = true // one start only, even a failed one
+	s.mu.Unlock()
+
+	path, err := lookPath(spec.Path, spec.Env)
+	if err != nil {
+		return err
+	}
+	var spools [2]*os.File
+	for i, name := range []string{StdoutName, StderrName} {
+		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create spool: %w", err)
+		}
+		spools[i] = f
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("stderr pipe: %w", err)
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.Path}, spec.Args...), Env: env, Dir: spec.Dir,
+		Stdin: stdinR, Stdout: outW, Stderr: errW}
+	// Pdeathsig: a killed shim takes its CLI along.
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if spec.UID != nil || spec.GID != nil {
+		uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+		if spec.UID != nil {
+			uid = *spec.UID
+		}
+		if spec.GID != nil {
+			gid = *spec.GID
+		}
+		// Groups empty: setgroups(0) clears the shim's supplementary groups.
+		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	}
+	cmd.SysProcAttr = attr
+
+	startErr := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the thread that forked the child ends: keep
+		// this goroutine on its thread until the child is reaped.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		waited <- cmd.Wait()
+	}()
+	err = <-startErr
+	stdinR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("start %s: %w", spec.Path, err)
+	}
+	s.mu.Lock()
+	s.pgid = cmd.Process.Pid
+	s.mu.Unlock()
+	s.opts.Logf("started %s, pid %d", spec.Path, cmd.Process.Pid)
+	close(s.startedCh)
+
+	var drained [2]chan struct{}
+	for i, r := range []*os.File{outR, errR} {
+		drained[i] = make(chan struct{})
+		go s.spool(i, r, spools[i], drained[i])
+	}
+	go s.feedStdin(stdinW)
+	go s.supervise(waited, [2]*os.File{outR, errR}, drained)
+	return nil
+}
+
+// spool copies one pipe of the CLI to its spool file.
+func (s *server) spool(i int, r, f *os.File, drained chan struct{}) {
+	defer close(drained)
+	defer f.Close()
+	buf := make([]byte, chunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := f.Write(buf[:n]); werr != nil {
+				s.opts.Logf("write spool: %v", werr)
+			}
+			s.mu.Lock()
+			s.sizes[i] += int64(n)
+			s.changed()
+			s.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// feedStdin writes the queued stdin to the CLI and closes it when asked.
+func (s *server) feedStdin(w *os.File) {
+	defer w.Close()
+	broken := false
+	for {
+		s.mu.Lock()
+		for len(s.stdinQ) == 0 && !s.stdinClose && !s.final {
+			s.cond.Wait()
+		}
+		if len(s.stdinQ) == 0 {
+			s.mu.Unlock()
+			return // closed, or the CLI is gone
+		}
+		b := s.stdinQ[0]
+		s.stdinQ = s.stdinQ[1:]
+		s.stdinQueued -= len(b)
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if !broken {
+			if _, err := w.Write(b); err != nil {
+				broken = true // the CLI closed its stdin: drop the rest
+			}
+		}
+	}
+}
+
+// supervise waits for the CLI, then for its output (at most WaitDelay),
+// and records the exit.
+func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]chan struct{}) {
+	err := <-waited
+	st := exitStatus(err)
+	expired := time.After(s.opts.WaitDelay)
+	complete := true
+	for _, d := range drained {
+		select {
+		case <-d:
+		case <-expired:
+			complete = false
+		}
+	}
+	if !complete {
+		// A process of the group still holds the pipes.
+		s.killGroup(syscall.SIGKILL)
+		for _, p := range pipes {
+			p.Close()
+		}
+	}
+	for _, d := range drained {
+		<-d
+	}
+	for _, p := range pipes {
+		p.Close()
+	}
+	b, _ := jsonMarshal(st)
+	tmp := filepath.Join(s.dir, ExitName+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err == nil {
+		_ = os.Rename(tmp, filepath.Join(s.dir, ExitName))
+	}
+	s.opts.Logf("the CLI exited: code %d", st.Code)
+	s.mu.Lock()
+	s.final, s.status = true, st
+	s.changed()
+	s.mu.Unlock()
+	close(s.finalCh)
+}
+
+func exitStatus(err error) ExitStatus {
+	if err == nil {
+		return ExitStatus{}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ExitStatus{Code: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
+		}
+		return ExitStatus{Code: ee.ExitCode() & 0xff}
+	}
+	return ExitStatus{Code: 255}
+}
+
+// lookPath resolves a bare name on the spec's PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathEnv := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found on PATH: %w", name, exec.ErrNotFound)
+}
