@@ -174,6 +174,49 @@ func unitProperties(binary, runID, dir, joinTmp string) []sdbus.Property {
 	return props
 }
 
+// sandboxProperties are the Service properties of the daemon's own unit
+// that a run's transient unit inherits, as read from systemd (drop-ins
+// included): started outside remoted.service, the CLI must stay as
+// confined as when remoted ran it itself — /etc/remote read-only
+// (ProtectSystem=strict, ReadOnlyPaths=), the capability bound, the
+// address families. PrivateTmp= goes with JoinsNamespaceOf= (joinTmp).
+var sandboxProperties = []string{
+	"NoNewPrivileges", "ProtectSystem", "ProtectHome", "ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths",
+	"PrivateDevices", "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups",
+	"ProtectClock", "ProtectHostname", "RestrictSUIDSGID", "LockPersonality", "RestrictRealtime",
+	"SystemCallArchitectures", "RestrictAddressFamilies", "CapabilityBoundingSet", "UMask",
+	"LimitNOFILE", "LimitNOFILESoft",
+}
+
+// inherited is the run unit's value of the daemon unit's property name:
+// the same, except that ReadWritePaths= also names runsDir, where the
+// shim makes, spools into and removes its run directory (the daemon's
+// StateDirectory= holds it, which the run's unit does not have).
+func inherited(name string, v godbus.Variant, runsDir string) sdbus.Property {
+	switch name {
+	case "ReadWritePaths":
+		paths, _ := v.Value().([]string)
+		v = godbus.MakeVariant(append(append([]string(nil), paths...), runsDir))
+	case "RestrictAddressFamilies":
+		// (bas) arrives as []interface{}, which godbus would send back as
+		// an array: the bus drops a client whose message says otherwise.
+		var af addressFamilies
+		if fields, ok := v.Value().([]interface{}); ok && len(fields) == 2 {
+			af.Allow, _ = fields[0].(bool)
+			af.Families, _ = fields[1].([]string)
+		}
+		v = godbus.MakeVariant(af)
+	}
+	return sdbus.Property{Name: name, Value: v}
+}
+
+// addressFamilies is RestrictAddressFamilies= on the bus: (bas), whether
+// the list allows or denies, and the families.
+type addressFamilies struct {
+	Allow    bool
+	Families []string
+}
+
 // ownUnit returns the systemd service the daemon runs in, from
 // /proc/self/cgroup ("" when it runs in none).
 func ownUnit() string {
@@ -205,18 +248,27 @@ func (c *ShimConfig) startUnit(ctx context.Context, runID, dir string) error {
 		return fmt.Errorf("%w: %w", errNoSystemdBus, err)
 	}
 	defer conn.Close()
-	// The daemon's private /tmp, if it has one, is the run's too.
+	// The daemon's private /tmp, if it has one, is the run's too, and so
+	// is the rest of its unit's sandbox.
 	joinTmp := ""
+	var sandbox []sdbus.Property
 	if own := ownUnit(); own != "" {
 		if p, err := conn.GetUnitTypePropertyContext(ctx, own, "Service", "PrivateTmp"); err == nil {
 			if v, ok := p.Value.Value().(bool); ok && v {
 				joinTmp = own
 			}
 		}
+		for _, prop := range sandboxProperties {
+			// One this systemd does not have is left out.
+			if p, err := conn.GetUnitTypePropertyContext(ctx, own, "Service", prop); err == nil {
+				sandbox = append(sandbox, inherited(prop, p.Value, filepath.Dir(dir)))
+			}
+		}
 	}
 	ch := make(chan string, 1)
 	name := UnitName(runID)
-	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", unitProperties(c.Binary, runID, dir, joinTmp), ch); err != nil {
+	props := append(unitProperties(c.Binary, runID, dir, joinTmp), sandbox...)
+	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", props, ch); err != nil {
 		// Refused (no permission, an old systemd): the detached way still works.
 		return fmt.Errorf("%w: start transient unit %s: %w", errNoSystemdBus, name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	godbus "github.com/godbus/dbus/v5"
 
 	"remote/internal/testkit"
 	"remote/lxdexec"
@@ -367,6 +370,24 @@ func TestUnitProperties(t *testing.T) {
 	}
 	if got["PrivateTmp"] != "true" || got["JoinsNamespaceOf"] != "[remoted.service]" {
 		t.Errorf("joined tmp properties %v", got)
+	}
+	// The daemon unit's sandbox goes over as read, ReadWritePaths= with
+	// the runs directory added.
+	rw := inherited("ReadWritePaths", godbus.MakeVariant([]string{"-/var/lib/lxd", "/root"}), "/var/lib/remote/runs")
+	if got := fmt.Sprint(rw.Value.Value()); rw.Name != "ReadWritePaths" || got != "[-/var/lib/lxd /root /var/lib/remote/runs]" {
+		t.Errorf("inherited ReadWritePaths = %s %s", rw.Name, got)
+	}
+	if ps := inherited("ProtectSystem", godbus.MakeVariant("strict"), "/r"); ps.Value.Signature().String() != "s" || ps.Value.Value() != "strict" {
+		t.Errorf("inherited ProtectSystem = %v", ps.Value)
+	}
+	af := inherited("RestrictAddressFamilies", godbus.MakeVariant([]interface{}{true, []string{"AF_UNIX", "AF_INET"}}), "/r")
+	if sig := af.Value.Signature().String(); sig != "(bas)" || fmt.Sprint(af.Value.Value()) != "{true [AF_UNIX AF_INET]}" {
+		t.Errorf("inherited RestrictAddressFamilies = %s %v, want (bas) {true [AF_UNIX AF_INET]}", sig, af.Value.Value())
+	}
+	for _, want := range []string{"ProtectSystem", "ReadOnlyPaths", "ReadWritePaths", "CapabilityBoundingSet", "NoNewPrivileges", "RestrictAddressFamilies"} {
+		if !slices.Contains(sandboxProperties, want) {
+			t.Errorf("the run's unit does not inherit %s", want)
+		}
 	}
 	for cg, want := range map[string]string{
 		"0::/system.slice/remoted.service\n":                                  "remoted.service",
