@@ -96,7 +96,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	syscall.Umask(0o077)
 	err := shim.Serve(shim.ServeOptions{
-		Dir: *dir, StartTimeout: *startTimeout, Linger: *linger,
+		Dir: *dir, StartTimeout: *startTimeout, Linger: *linger, Subreaper: true,
 		Logf: logger.Printf,
 		Ready: func() {
 			notifySystemd()

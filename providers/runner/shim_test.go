@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -553,4 +555,56 @@ func TestReleaseOrphans(t *testing.T) {
 		t.Fatalf("a tracked run's directory was touched: %v", err)
 	}
 	cfg.ReleaseOrphans(context.Background(), func(string) bool { return false }) // end the tracked shim too
+}
+
+// TestAttackCancelLeavesNoDetachedProcess: a CLI that started a process
+// in a session of its own (as Claude Code runs each Bash tool command) is
+// cancelled and, its grace spent, killed. The detached process is not in
+// the CLI's group, so the group signal misses it; the shim, a child
+// subreaper, kills what the cancelled run left behind — on the host and
+// in a container. (Without it the process ran on, re-parented to init.)
+func TestAttackCancelLeavesNoDetachedProcess(t *testing.T) {
+	t.Parallel()
+	// The CLI ignores SIGTERM, so the cancel ends with SIGKILL and the CLI
+	// cannot clean up after itself.
+	check := func(t *testing.T, l providers.Launcher, ps func() string) {
+		// A duration of its own marks this run's sleeps (not the shell's
+		// command line, nor another run's).
+		d := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1_000_000)
+		script := "trap '' TERM; setsid sleep " + d + " & sleep " + d + " & wait"
+		sleepLine := regexp.MustCompile(`(?m)\ssleep ` + regexp.QuoteMeta(d) + `\s*$`)
+		ctx, cancel := context.WithCancel(shimmed(t)(context.Background()))
+		defer cancel()
+		p, err := l.Start(ctx, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, p.Stderr())
+		go io.Copy(io.Discard, p.Stdout())
+		sleeps := func() int { return len(sleepLine.FindAllString(ps(), -1)) }
+		if !eventually(func() bool { return sleeps() == 2 }) {
+			t.Fatalf("the run's two sleeps did not start:\n%s", ps())
+		}
+		cancel()
+		if err := p.Wait(); err == nil {
+			t.Fatal("a cancelled run exited 0")
+		}
+		if !eventually(func() bool { return sleeps() == 0 }) {
+			t.Fatalf("processes of the cancelled run are left:\n%s", ps())
+		}
+	}
+	t.Run("host", func(t *testing.T) {
+		t.Parallel()
+		check(t, &HostLauncher{Shim: hostShim(t), Grace: 200 * time.Millisecond}, func() string {
+			out, _ := exec.Command("ps", "-eo", "pid,sid,args").CombinedOutput()
+			return string(out)
+		})
+	})
+	t.Run("container", func(t *testing.T) {
+		t.Parallel()
+		client := testkit.LXD(t)
+		name := testkit.NewContainer(t, client, "rshimsid")
+		l := (&LXDLauncher{Client: client, KillGrace: 200 * time.Millisecond, Shim: &ShimConfig{Binary: testkit.ShimBinary(t)}}).Container(name)
+		check(t, l, func() string { return containerExec(t, client, name, "ps") })
+	})
 }

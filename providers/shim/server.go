@@ -42,6 +42,10 @@ type ServeOptions struct {
 	// after the CLI exited its pipes may stay open (a grandchild holding
 	// them) before the group is killed. Zero means the defaults.
 	StartTimeout, Linger, WaitDelay time.Duration
+	// Subreaper makes the shim a child subreaper that kills what a
+	// cancelled CLI left behind (see reap.go). Only for a shim that is a
+	// process of its own: cmd/remote-shim sets it.
+	Subreaper bool
 	// Ready is called once the socket accepts connections.
 	Ready func()
 	// Logf logs what the shim does (never the spec's environment).
@@ -60,6 +64,7 @@ type server struct {
 
 	started     bool
 	pgid        int
+	signalled   bool // a client signalled the CLI: the run was cancelled
 	stdinQ      [][]byte
 	stdinQueued int
 	stdinBytes  int64
@@ -292,6 +297,9 @@ func (s *server) readFrames(r io.Reader) {
 			s.cond.Broadcast()
 			s.mu.Unlock()
 		case FrameSignal:
+			s.mu.Lock()
+			s.signalled = true
+			s.mu.Unlock()
 			s.killGroup(syscall.Signal(f.Signal()))
 		case FrameRelease:
 			s.release()
@@ -415,6 +423,11 @@ func (s *server) start(spec Spec) error {
 	}
 	cmd.SysProcAttr = attr
 
+	if s.opts.Subreaper {
+		if err := becomeSubreaper(); err != nil {
+			s.opts.Logf("cannot become a child subreaper (a cancel may leave detached processes of the CLI): %v", err)
+		}
+	}
 	startErr := make(chan error, 1)
 	waited := make(chan error, 1)
 	go func() {
@@ -508,7 +521,10 @@ func (s *server) feedStdin(w *os.File) {
 func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]chan struct{}) {
 	err := <-waited
 	st := exitStatus(err)
-	expired := time.After(s.opts.WaitDelay)
+	// Closed, not sent: both pipes' waits below must see it.
+	expired := make(chan struct{})
+	timer := time.AfterFunc(s.opts.WaitDelay, func() { close(expired) })
+	defer timer.Stop()
 	complete := true
 	for _, d := range drained {
 		select {
@@ -529,6 +545,12 @@ func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]ch
 	}
 	for _, p := range pipes {
 		p.Close()
+	}
+	s.mu.Lock()
+	cancelled := s.signalled
+	s.mu.Unlock()
+	if cancelled && s.opts.Subreaper {
+		killDescendants(s.opts.Logf)
 	}
 	b, _ := jsonMarshal(st)
 	tmp := filepath.Join(s.dir, ExitName+".tmp")

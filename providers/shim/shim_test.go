@@ -483,3 +483,27 @@ func unixGetsid(pid int) (int, error) {
 	}
 	return int(sid), nil
 }
+
+// TestFaultBothPipesHeldAfterExit: the CLI exits while a process it left
+// holds both its stdout and its stderr. The shim waits WaitDelay for them,
+// then ends the group and records the exit. (It waited forever: the wait's
+// timer fired once, for the first pipe only.)
+func TestFaultBothPipesHeldAfterExit(t *testing.T) {
+	dir, _ := serveDir(t, ServeOptions{WaitDelay: 300 * time.Millisecond})
+	cl := start(t, dir, "sleep 1000.321 & exit 3")
+	done := make(chan struct{})
+	var st ExitStatus
+	var err error
+	go func() {
+		defer close(done)
+		_, _, st, err = drain(t, cl)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exit was never recorded while a left-behind process held both pipes")
+	}
+	if err != nil || st.Code != 3 {
+		t.Fatalf("status %+v, %v; want exit 3", st, err)
+	}
+}
