@@ -519,3 +519,33 @@ func TestRunAnswerWithEquivalentID(t *testing.T) {
 		t.Fatalf("Run = %v, events:\n%s\nwant the answer delivered", err, strings.Join(rec.lines(), "\n"))
 	}
 }
+
+// The parser's memory is bounded: it tracks at most 1024 streamed
+// messages and 1024 started tools of a turn. The 1024th is still tracked
+// (its completion adds nothing already shown); the 1025th is not (its
+// completion repeats the text / the tool's start).
+func TestParserTracksAtMost1024Items(t *testing.T) {
+	p := NewParser(providers.Codex)
+	for i := 1; i <= 1025; i++ {
+		p.Parse(note("item/agentMessage/delta", fmt.Sprintf(`{%s,"itemId":"m-%d","delta":"x"}`, pt, i)))
+	}
+	if got := types(p.Parse(note("item/completed", fmt.Sprintf(`{%s,"item":{"id":"m-1024","type":"agentMessage","text":"x"}}`, pt)))); got != "" {
+		t.Fatalf("1024th message completed: %q, want nothing new", got)
+	}
+	if got := types(p.Parse(note("item/completed", fmt.Sprintf(`{%s,"item":{"id":"m-1025","type":"agentMessage","text":"x"}}`, pt)))); got != "assistant.delta/" {
+		t.Fatalf("1025th message completed: %q, want its text again", got)
+	}
+	p = NewParser(providers.Codex)
+	for i := 1; i <= 1025; i++ {
+		p.Parse(note("item/started", fmt.Sprintf(`{%s,"item":{"id":"c-%d","type":"commandExecution","status":"inProgress","command":"ls","cwd":"/w"}}`, pt, i)))
+	}
+	done := func(id string) string {
+		return types(p.Parse(note("item/completed", fmt.Sprintf(`{%s,"item":{"id":%q,"type":"commandExecution","status":"completed","command":"ls","cwd":"/w","aggregatedOutput":"","exitCode":0}}`, pt, id))))
+	}
+	if got := done("c-1024"); got != "tool.completed/completed" {
+		t.Fatalf("1024th tool completed: %q", got)
+	}
+	if got := done("c-1025"); got != "tool.started/completed,tool.completed/completed" {
+		t.Fatalf("1025th tool completed: %q, want its start again", got)
+	}
+}
