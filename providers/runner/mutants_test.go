@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,7 +159,10 @@ func TestHostLauncherCancelKillsDetachedGrandchild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := HostLauncher{Grace: time.Minute}
-	p, err := l.Start(ctx, shCommand(`(trap '' TERM; exec sleep 30) >/dev/null 2>&1 </dev/null & echo $!; echo ready; wait`))
+	// The grandchild announces (through a file: it has no stdio) that it
+	// ignores SIGTERM before the parent says ready.
+	ready := filepath.Join(t.TempDir(), "ignoring")
+	p, err := l.Start(ctx, shCommand(`(trap '' TERM; : >`+ready+`; exec sleep 30) >/dev/null 2>&1 </dev/null & echo $!; while [ ! -e `+ready+` ]; do sleep 0.01; done; echo ready; wait`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +177,11 @@ func TestHostLauncherCancelKillsDetachedGrandchild(t *testing.T) {
 	cancel()
 	io.Copy(io.Discard, r)
 	p.Wait()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Second) // it is SIGKILLed before Wait returns
 	for alive(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("grandchild %d still runs 10 s after the cancelled process ended", pid)
+			t.Fatalf("grandchild %d still runs 2 s after the cancelled process ended", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
