@@ -83,6 +83,15 @@ func TestParserUsageOfStartedTurn(t *testing.T) {
 	if len(evs) != 1 || json.Unmarshal(evs[0].Usage, &u) != nil || u.TotalTokens != 40 {
 		t.Fatalf("usage with total 40 = %s", types(evs))
 	}
+	// A usage notification naming no turn is the current turn's.
+	evs = p.Parse(note("thread/tokenUsage/updated", `{"threadId":"T","tokenUsage":{"last":{"inputTokens":1,"outputTokens":2}}}`))
+	if len(evs) != 1 || evs[0].Type != providers.EventUsageUpdated || json.Unmarshal(evs[0].Usage, &u) != nil || u.TotalTokens != 3 {
+		t.Fatalf("usage without turnId = %s, want usage.updated with total 3", types(evs))
+	}
+	// Another turn's usage is not this run's.
+	if evs = p.Parse(note("thread/tokenUsage/updated", `{"threadId":"T","turnId":"V","tokenUsage":{"last":{"inputTokens":1}}}`)); types(evs) != "provider.native/" {
+		t.Fatalf("usage of turn V = %s, want provider.native", types(evs))
+	}
 }
 
 // A reasoning delta without a summary index is the index 0 part.
@@ -547,5 +556,23 @@ func TestParserTracksAtMost1024Items(t *testing.T) {
 	}
 	if got := done("c-1025"); got != "tool.started/completed,tool.completed/completed" {
 		t.Fatalf("1025th tool completed: %q, want its start again", got)
+	}
+}
+
+// Moderation holds back the deltas of at most 1024 hidden answers of a
+// turn: the 1024th stays hidden, the 1025th is past the bound.
+func TestParserWithholdsAtMost1024Answers(t *testing.T) {
+	p := NewParser(providers.Codex)
+	for i := 1; i <= 1025; i++ {
+		p.Parse(note("item/started", fmt.Sprintf(`{%s,"item":{"id":"h-%d","type":"agentMessage","text":"","moderation":{"moderated":true,"display":{"action":"hide"}}}}`, pt, i)))
+	}
+	delta := func(id string) string {
+		return types(p.Parse(note("item/agentMessage/delta", fmt.Sprintf(`{%s,"itemId":%q,"delta":"secret"}`, pt, id))))
+	}
+	if got := delta("h-1024"); got != "" {
+		t.Fatalf("delta of the 1024th hidden answer: %q, want none", got)
+	}
+	if got := delta("h-1025"); got != "assistant.delta/" {
+		t.Fatalf("delta of the 1025th: %q, want it shown (past the bound)", got)
 	}
 }
