@@ -400,18 +400,18 @@ func TestRunAppServerDiesInHandshake(t *testing.T) {
 	}
 }
 
-// thread/start carries the model and service tier when set, not when
+// thread/start carries the model, service tier and cwd when set, not when
 // unset; "initialized" is a notification (the fake exits 5 on an id).
 func TestRunThreadStartParams(t *testing.T) {
 	for _, tc := range []struct {
-		model, tier string
-		want, not   []string
+		model, tier, cwd string
+		want, not        []string
 	}{
-		{"gpt-5.1", "flex", []string{`"model":"gpt-5.1"`, `"serviceTier":"flex"`}, nil},
-		{"", "", nil, []string{`"model"`, `"serviceTier"`}},
+		{"gpt-5.1", "flex", "/workspace", []string{`"model":"gpt-5.1"`, `"serviceTier":"flex"`, `"cwd":"/workspace"`}, nil},
+		{"", "", "", nil, []string{`"model"`, `"serviceTier"`, `"cwd"`}},
 	} {
 		cfg := mutantConfig()
-		cfg.Settings.Model, cfg.Settings.ServiceTier = tc.model, tc.tier
+		cfg.Settings.Model, cfg.Settings.ServiceTier, cfg.Settings.Cwd = tc.model, tc.tier, tc.cwd
 		rec := &recorder{}
 		if err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("answer"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit); err != nil {
 			t.Fatalf("Run = %v", err)
