@@ -576,3 +576,18 @@ func TestParserWithholdsAtMost1024Answers(t *testing.T) {
 		t.Fatalf("delta of the 1025th: %q, want it shown (past the bound)", got)
 	}
 }
+
+// An answer's decision object (Codex's newer shapes) is an approval unless
+// it denies; a decision of another JSON kind is just "answered".
+func TestDecisionStatusShapes(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}}`: "approved",
+		`{"decision":{"denied":{}}}`: "denied",
+		`{"decision":[1]}`:           "answered",
+		`{"decision":"accept"}`:      "approved",
+	} {
+		if got := decisionStatus(json.RawMessage(raw), false); got != want {
+			t.Errorf("decisionStatus(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
