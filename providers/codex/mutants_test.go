@@ -1,0 +1,64 @@
+package codex
+
+// Tests that kill the mutants gremlins found living in this package
+// (make mutate PKGS=./providers/codex; docs/testing.md).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"remote/internal/testkit"
+	"remote/providers"
+	"remote/providers/runner"
+)
+
+// countingLauncher runs commands on the host and counts them.
+type countingLauncher struct {
+	n     atomic.Int32
+	inner runner.HostLauncher
+}
+
+func (l *countingLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
+	l.n.Add(1)
+	return l.inner.Start(ctx, cmd)
+}
+
+// Readiness runs the CLI through the configured host launcher (as the
+// host user), and through a plain host launcher when none is configured.
+func TestReadinessUsesTheHostLauncher(t *testing.T) {
+	bin := testkit.CodexBinary(t)
+	root := t.TempDir()
+	home := filepath.Join(root, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CODEX_HOME": home, "HOME": root}
+	l := &countingLauncher{}
+	r := New(providers.AdapterConfig{Binary: bin, Env: env, Host: l}).Readiness(context.Background())
+	if !r.BinaryFound || l.n.Load() == 0 {
+		t.Fatalf("readiness %+v after %d launches through the configured launcher", r, l.n.Load())
+	}
+	if r := New(providers.AdapterConfig{Binary: bin, Env: env}).Readiness(context.Background()); !r.BinaryFound || r.Binary != bin {
+		t.Fatalf("readiness without a configured launcher: %+v", r)
+	}
+}
+
+// With ModelsTTL unset the CLI's model list is kept 10 minutes: a second
+// call asks nothing.
+func TestModelsCachedTenMinutesByDefault(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	first := e.p.modelsNext
+	if left := time.Until(first); left < 9*time.Minute || left > 10*time.Minute {
+		t.Fatalf("model list kept for %v, want 10 min", left)
+	}
+	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || e.p.modelsNext != first {
+		t.Fatalf("a second call asked the CLI again")
+	}
+}
