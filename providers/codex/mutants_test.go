@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/runner"
+	"remote/providers/runner/runnertest"
 )
 
 // countingLauncher runs commands on the host and counts them.
@@ -60,5 +62,37 @@ func TestModelsCachedTenMinutesByDefault(t *testing.T) {
 	}
 	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || e.p.modelsNext != first {
 		t.Fatalf("a second call asked the CLI again")
+	}
+}
+
+// A host run applies the chosen sandbox policy (a project run's container
+// is the sandbox: there it is always danger-full-access), and plan mode
+// reaches turn/start.
+func TestHostRunSandboxAndPlanMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode             providers.RunMode
+		sandbox, turnMod string
+	}{
+		{providers.ModePlan, `"sandbox":"workspace-write"`, `"mode":"plan"`},
+		{"", `"sandbox":"workspace-write"`, `"mode":"default"`},
+	} {
+		peer := startPeer("completed")
+		p := New(providers.AdapterConfig{
+			Env: map[string]string{"CODEX_HOME": t.TempDir()}, // no auth record
+			Host: runnertest.LauncherFunc(func(context.Context, providers.Command) (providers.Process, error) {
+				return peer, nil
+			}),
+		})
+		err := p.Run(context.Background(), providers.RunRequest{Prompt: "x", Mode: tc.mode,
+			Preferences: providers.RunPreferences{SandboxPolicy: "workspace-write"}}, func(providers.Event) {})
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if start := peer.params("thread/start"); !strings.Contains(start, tc.sandbox) {
+			t.Errorf("thread/start params %s, want %s", start, tc.sandbox)
+		}
+		if turn := peer.params("turn/start"); !strings.Contains(turn, tc.turnMod) {
+			t.Errorf("mode %q: turn/start params %s, want %s", tc.mode, turn, tc.turnMod)
+		}
 	}
 }
