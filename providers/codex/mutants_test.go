@@ -96,3 +96,22 @@ func TestHostRunSandboxAndPlanMode(t *testing.T) {
 		}
 	}
 }
+
+// Only a top-level model_provider of config.toml counts: one inside a
+// table (a profile) does not make Codex ready without a login.
+func TestReadinessModelProviderOnlyTopLevel(t *testing.T) {
+	bin := testkit.CodexBinary(t)
+	root := t.TempDir()
+	home := filepath.Join(root, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[profiles.alt]\nmodel_provider = \"fake\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := New(providers.AdapterConfig{Binary: bin, Env: map[string]string{"CODEX_HOME": home, "HOME": root},
+		Host: &runner.HostLauncher{}}).Readiness(context.Background())
+	if r.Ready || r.LoggedIn || r.Auth != providers.AuthNone {
+		t.Fatalf("got %+v, want not logged in (auth none)", r)
+	}
+}
