@@ -121,7 +121,6 @@ func (s *Service) reattach(chat api.Chat, rec store.RunRecord) bool {
 		s.wg.Done()
 		return false
 	}
-	caps, _ := p.Capabilities(context.Background(), providers.CapabilityRequest{ProjectID: chat.Project})
 	runCtx, cancel := context.WithCancelCause(context.Background())
 	run, err := s.hub.StartRun(chat.ID, cancel)
 	if err != nil {
@@ -130,7 +129,10 @@ func (s *Service) reattach(chat api.Chat, rec store.RunRecord) bool {
 		return false
 	}
 	s.log.Info("re-attaching a run that outlived the daemon", "chat", chat.ID, "run", rec.RunID, "provider", chat.Provider)
-	t := &turn{run: run, chat: chat, p: p, caps: caps, userSeq: rec.UserSeq, attach: &rec,
+	// No capability query here: it may run the CLI, and start-up waits
+	// for this loop. The re-attached run needs none (its request is
+	// stored); a session recovery asks for them.
+	t := &turn{run: run, chat: chat, p: p, userSeq: rec.UserSeq, attach: &rec,
 		in: Input{Skills: chat.SelectedSkills, Mode: chat.Mode}}
 	go s.run(runCtx, t)
 	return true

@@ -740,6 +740,13 @@ func (s *Service) recoverSession(ctx context.Context, t *turn, lost string) erro
 	data, _ := json.Marshal(map[string]string{"provider": chat.Provider, "sessionId": lost})
 	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
 	em.watch.retry()
+	if t.attach != nil { // a re-attached run did not ask for them at start-up
+		caps, err := t.p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project})
+		if err != nil {
+			return fmt.Errorf("%s capabilities: %w", chat.Provider, err)
+		}
+		t.caps = caps
+	}
 	req, err := s.request(t)
 	if err != nil {
 		return err

@@ -38,6 +38,11 @@ const (
 	// run instead, whatever CLIVersionsEnv says.
 	ClaudeBinaryEnv = "REMOTE_CLAUDE_BINARY"
 	CodexBinaryEnv  = "REMOTE_CODEX_BINARY"
+	// CLIRootEnv names the directory holding build/npm (default: the
+	// module root). make mutate sets it: gremlins tests each mutant in a
+	// copy of the module without symlinks, so a worktree's build/npm
+	// symlink would be missing there and every real-CLI test would fail.
+	CLIRootEnv = "REMOTE_CLI_ROOT"
 )
 
 // ClaudeBinary returns the Claude Code native binary the tests run: the
@@ -79,7 +84,11 @@ func binary(t testing.TB, override, rel string) string {
 	default:
 		t.Fatalf("%s=%q: want pinned or latest", CLIVersionsEnv, v)
 	}
-	p := filepath.Join(Root(), dir, rel)
+	root := Root()
+	if r := os.Getenv(CLIRootEnv); r != "" {
+		root = r
+	}
+	p := filepath.Join(root, dir, rel)
 	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
 		Missing(t, "%s/%s not installed (scripts/install-clis %s)", dir, rel, map[bool]string{true: "latest", false: ""}[dir != "build/npm"])
 	}

@@ -13,14 +13,21 @@ import (
 )
 
 // BenchmarkShimRealCLI is the shim overhead as a user meets it: the same
-// streaming turn of the real Claude Code CLI (200 text blocks from the fake
-// model, no delay) run with its stdout piped directly to the daemon and
-// run under remote-shim, in one run. It reports events/s and the time from
+// streaming turn of the real Claude Code CLI run with its stdout piped
+// directly to the daemon and run under remote-shim, in one run. "paced":
+// 200 text blocks 5 ms apart from the fake model (200 events/s, above a
+// model's token rate); "burst": the 200 blocks at once (the worst case:
+// the CLI's whole output as fast as the pipes take it). It reports events/s and the time from
 // Run to the first event of each, and their ratios (direct / shim for
 // latency, shim / direct for rate: 1 means no overhead).
 //
 //	CI=true go test -run '^$' -bench BenchmarkShimRealCLI -benchtime 5x ./providers/claude/
 func BenchmarkShimRealCLI(b *testing.B) {
+	b.Run("paced", func(b *testing.B) { shimRealCLI(b, 5*time.Millisecond) })
+	b.Run("burst", func(b *testing.B) { shimRealCLI(b, 0) })
+}
+
+func shimRealCLI(b *testing.B, delay time.Duration) {
 	bin := testkit.ClaudeBinary(b)
 	shim := &runner.ShimConfig{Binary: testkit.ShimBinary(b), RunsDir: b.TempDir(), Systemd: runner.SystemdNever}
 	var blocks []fakeanthropic.Block
@@ -34,7 +41,7 @@ func BenchmarkShimRealCLI(b *testing.B) {
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
 	}
 	run := func(shimmed bool, id int) (rate float64, first time.Duration) {
-		srv.Push(fakeanthropic.Reply{Blocks: blocks})
+		srv.Push(fakeanthropic.Reply{Blocks: blocks, Delay: delay})
 		l := &runner.HostLauncher{}
 		ctx := context.Background()
 		var slot *providers.RunSlot

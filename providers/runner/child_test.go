@@ -34,10 +34,16 @@ func childCommand(t testing.TB, mode string, extraEnv ...string) providers.Comma
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := []string{childEnv + "=" + mode, "PATH=" + os.Getenv("PATH")}
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		// a coverage-instrumented child (make mutate) warns into the
+		// stderr the tests compare unless it has somewhere to write
+		env = append(env, "GOCOVERDIR="+d)
+	}
 	return providers.Command{
 		Path: exe,
 		Args: []string{"-test.run=^$"},
-		Env:  append([]string{childEnv + "=" + mode, "PATH=" + os.Getenv("PATH")}, extraEnv...),
+		Env:  append(env, extraEnv...),
 	}
 }
 
