@@ -215,9 +215,9 @@ func (b *sdBed) do(method, path string, body any) (int, []byte) {
 	return resp.StatusCode, data
 }
 
-// sdStage is the tree `make install` needs, built once per test process:
-// the Makefile, systemd/, the example config and build/bin with every
-// command of the module built static (CGO_ENABLED=0).
+// sdStage is the tree `make install` needs, built once per test process
+// (removed by TestMain): the Makefile, systemd/, the example config and
+// build/bin with every command of the module built static (CGO_ENABLED=0).
 var sdStage struct {
 	once sync.Once
 	dir  string
@@ -228,6 +228,10 @@ func stageInstallTree(t testing.TB) string {
 	t.Helper()
 	sdStage.once.Do(func() {
 		sdStage.dir, sdStage.err = buildStage()
+		if sdStage.dir != "" {
+			dir := sdStage.dir
+			atTestsEnd(func() { os.RemoveAll(dir) })
+		}
 	})
 	if sdStage.err != nil {
 		t.Fatal(sdStage.err)
@@ -235,12 +239,17 @@ func stageInstallTree(t testing.TB) string {
 	return sdStage.dir
 }
 
-func buildStage() (string, error) {
+func buildStage() (_ string, err error) {
 	root := testkit.Root()
 	dir, err := os.MkdirTemp("", "rs-sd-stage-")
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("the go command is not in PATH (go test puts it there): %w", err)
