@@ -208,6 +208,18 @@ func (s *Service) Runs() ([]RunInfo, error) {
 		}
 		out = append(out, ri)
 	}
+	// A run that started a moment ago may not have its record yet (the
+	// run's goroutine writes it): the hub knows it from the 202 on.
+	for chatID, r := range s.hub.Active() {
+		if _, ok := recs[chatID]; ok {
+			continue
+		}
+		c, err := s.store.Chat(chatID)
+		if err != nil {
+			continue
+		}
+		out = append(out, RunInfo{ChatID: chatID, RunID: r.ID, Provider: c.Provider, Started: r.Started, Attached: true})
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {
 			return out[i].Started.Before(out[j].Started)

@@ -94,9 +94,10 @@ type room struct {
 
 // Run is one active run's in-memory handle.
 type Run struct {
-	ID     string
-	ChatID string
-	cancel context.CancelCauseFunc
+	ID      string
+	ChatID  string
+	Started time.Time
+	cancel  context.CancelCauseFunc
 	// interactions carries explicit client answers to the provider (S21).
 	interactions chan providers.InteractionResponse
 }
@@ -153,7 +154,7 @@ func (h *Hub) StartRun(chatID string, cancel context.CancelCauseFunc) (*Run, err
 	if r.run != nil {
 		return nil, fmt.Errorf("chat %s: %w", chatID, ErrPromptAlreadyRunning)
 	}
-	r.run = &Run{ID: NewID(8), ChatID: chatID, cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
+	r.run = &Run{ID: NewID(8), ChatID: chatID, Started: time.Now(), cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
 	h.broadcastLocked(r, api.Event{Type: api.EventSync, Running: true, T: time.Now().UnixMilli()})
 	h.metrics.RunStarted()
 	return r.run, nil
@@ -172,6 +173,19 @@ func (h *Hub) FinishRun(run *Run) {
 	h.broadcastLocked(r, api.Event{Type: api.EventSync, T: time.Now().UnixMilli()})
 	h.gcLocked(run.ChatID)
 	h.metrics.RunFinished()
+}
+
+// Active returns the active runs (copies), by chat id.
+func (h *Hub) Active() map[string]Run {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]Run{}
+	for id, r := range h.rooms {
+		if r.run != nil {
+			out[id] = Run{ID: r.run.ID, ChatID: r.run.ChatID, Started: r.run.Started}
+		}
+	}
+	return out
 }
 
 // Running reports whether chatID has an active run.
