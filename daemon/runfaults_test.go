@@ -178,9 +178,10 @@ func TestFaultSilentCLI(t *testing.T) {
 	checkNotRunning(t, ts, chat.ID)
 	checkGone(t, pidFile)
 
-	// A CLI that keeps talking outlives the timeout.
-	bin2, _ := fakeClaudeCLI(t, emitLines(claudeInit)+"for i in 1 2 3 4 5 6; do sleep 0.2; "+emitLines(claudeDelta)+"done\n"+emitLines(claudeResult))
-	ts2 := runFaultServer(t, bin2, 500*time.Millisecond)
+	// A CLI that keeps talking outlives the timeout: 3 s of output, a
+	// line every 0.2 s, under a 2 s timeout (margins a loaded machine keeps).
+	bin2, _ := fakeClaudeCLI(t, emitLines(claudeInit)+"for i in $(seq 15); do sleep 0.2; "+emitLines(claudeDelta)+"done\n"+emitLines(claudeResult))
+	ts2 := runFaultServer(t, bin2, 2*time.Second)
 	chat2 := ts2.createChat("alice", "claude")
 	promptAndWait(t, ts2, chat2.ID, "talk slowly")
 	if kinds, errs := lastRun(t, ts2, chat2.ID); len(errs) != 0 || kinds[len(kinds)-1] != api.EventComplete {
