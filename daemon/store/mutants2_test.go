@@ -1,0 +1,129 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"remote/api"
+)
+
+// Chat-store behaviour that mutation testing (make mutate) found unpinned.
+
+func TestCreateChatNotifiesOnlyWhenSaved(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	var mu sync.Mutex
+	var got []string
+	s.OnChange(func(c Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c.Chat != nil {
+			got = append(got, c.Chat.ID)
+		}
+	})
+	c := api.Chat{ID: "c1c1", Title: "one", Provider: "claude", CreatedAt: time.Now().UTC()}
+	if err := s.CreateChat(c); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 {
+		t.Errorf("changes after CreateChat: %q, want one", got)
+	}
+	mu.Unlock()
+	if err := s.CreateChat(c); !errors.Is(err, ErrExists) {
+		t.Fatalf("second CreateChat: %v, want ErrExists", err)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0] != "c1c1" {
+		t.Errorf("changes %q, want one for c1c1", got)
+	}
+	mu.Unlock()
+	// OnChange(nil) stops the notifications.
+	s.OnChange(nil)
+	c.ID = "c2c2"
+	if err := s.CreateChat(c); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("changes after OnChange(nil): %q", got)
+	}
+}
+
+func TestChatsSameCreationTimeByID(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for _, c := range []api.Chat{
+		{ID: "bbbb", Provider: "claude", CreatedAt: at},
+		{ID: "cccc", Provider: "claude", CreatedAt: at.Add(-time.Second)},
+		{ID: "aaaa", Provider: "claude", CreatedAt: at},
+		{ID: "dddd", Provider: "claude", CreatedAt: at},
+	} {
+		if err := s.CreateChat(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chats, err := s.Chats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids string
+	for _, c := range chats {
+		ids += c.ID[:1]
+	}
+	if ids != "cabd" {
+		t.Errorf("Chats order %q, want \"cabd\" (oldest first, then by id)", ids)
+	}
+}
+
+func TestUpdateChatSavesAStoppedChat(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	if err := s.CreateChat(api.Chat{ID: "e1e1", Title: "old", Provider: "claude", CreatedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, running := range []bool{true, false} {
+		title := "new"
+		if running {
+			title = "running"
+		}
+		if _, err := s.UpdateChat("e1e1", func(c *api.Chat) error { c.Title, c.Running = title, running; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Chat("e1e1")
+		if err != nil || c.Title != title || c.Running != running {
+			t.Errorf("after UpdateChat(title %q, running %v): %+v, %v", title, running, c, err)
+		}
+	}
+}
+
+func TestDeleteChatNotifiesOnlyWhenDeleted(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	if err := s.CreateChat(api.Chat{ID: "f1f1", Title: "gone", Provider: "claude", CreatedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Change
+	s.OnChange(func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() })
+	if err := s.DeleteChat("f1f1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 || !got[0].Deleted || got[0].Chat == nil || got[0].Chat.Title != "gone" {
+		t.Errorf("changes after DeleteChat: %+v, want one deletion of \"gone\"", got)
+	}
+	mu.Unlock()
+	if err := s.DeleteChat("f1f1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second DeleteChat: %v, want ErrNotFound", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("a failed DeleteChat notified: %+v", got[1:])
+	}
+}
