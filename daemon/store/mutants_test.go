@@ -27,7 +27,7 @@ var eventCorpus = []string{
 	`{"data":{}}`, `{"usage":{"n":1},"native":{"m":"x"}}`, `{"input":{]}`, `{"input":[}`, `{"input":}`,
 	`{"Type":"user"}`, `{"TYPE":"user"}`, `{"unknown":1,"type":"x"}`, `{"type":"x",}`, `{"type":"x" "t":1}`,
 	`{"type":"x"}x`, `{"type":"x"`, `{"type"`, `{"type":`, `{"type" "x"}`, `{`, ``, `[]`, `null`, `"s"`,
-	`{"type":"a","type":"b"}`, `{"type":"x";}`, `{,}`, `{"t":1,}`,
+	`{"type":"a","type":"b"}`, `{"type":"x";}`, `{,}`, `{"t":1,}`, `{}x`, `{} }`, `{ } 1`,
 }
 
 func TestUnmarshalEventMatchesEncodingJSON(t *testing.T) {
