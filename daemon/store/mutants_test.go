@@ -82,6 +82,14 @@ func TestCanonicalEventsTakeTheFastPath(t *testing.T) {
 			t.Errorf("fast path %s = %+v, want %+v", b, got, ev)
 		}
 	}
+	// A plain zero or false (written by hand: json.Marshal omits them) is
+	// fast too.
+	for _, doc := range []string{`{"t":0,"type":"x"}`, `{"seq":-0,"type":"x"}`, `{"t":0}`, `{"isError":false,"running":false}`} {
+		var ev api.Event
+		if !fastEvent([]byte(doc), &ev) || ev.T != 0 || ev.Seq != 0 || ev.IsError || ev.Running {
+			t.Errorf("fastEvent(%q) declined or wrong: %+v", doc, ev)
+		}
+	}
 	// Forms encoding/json must judge: the fast path declines them.
 	for _, doc := range []string{`{"t":01}`, `{"t":1.5}`, `{"Type":"x"}`, `{"input":null}`, `{"text":"\u00e9"}`,
 		`{"t":9223372036854775808}`, `{"isError":truex}`, `{"t":5x}`, `{"text":"a"`} {
