@@ -67,6 +67,7 @@ func TestCanonicalEventsTakeTheFastPath(t *testing.T) {
 			Snapshot: "snap", Project: "p"},
 		{Type: "assistant_text", Text: "a" + strings.Repeat("é", 10) + "z"},
 		{Type: "x", T: 9223372036854775807},
+		{Type: "raw", Input: json.RawMessage(`5`), Usage: json.RawMessage(`true`), Data: json.RawMessage(`-1.5e3`)},
 	}
 	for _, ev := range evs {
 		b, err := json.Marshal(ev)
