@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +126,23 @@ func TestDeleteChatNotifiesOnlyWhenDeleted(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 1 {
 		t.Errorf("a failed DeleteChat notified: %+v", got[1:])
+	}
+}
+
+// An event of exactly 8 MiB of JSON is stored; one byte more is refused.
+func TestAppendEventOfExactly8MiB(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	mkChat(t, s, "a8a8")
+	overhead := len(`{"t":1,"type":"x","text":""}`)
+	for _, size := range []int{8 << 20, 8<<20 + 1} {
+		ev := api.Event{T: 1, Type: "x", Text: strings.Repeat("a", size-overhead)}
+		_, err := s.Append("a8a8", ev)
+		if size == 8<<20 && err != nil {
+			t.Errorf("event of %d bytes: %v", size, err)
+		}
+		if size > 8<<20 && !errors.Is(err, ErrInvalid) {
+			t.Errorf("event of %d bytes: %v, want ErrInvalid", size, err)
+		}
 	}
 }
