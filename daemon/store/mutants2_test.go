@@ -146,3 +146,33 @@ func TestAppendEventOfExactly8MiB(t *testing.T) {
 		}
 	}
 }
+
+// Events queued behind one stored with its run mark are all stored too:
+// the mark does not end the transaction early.
+func TestAppendAtKeepsTheRestOfTheBatch(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	mkChat(t, s, "b9b9")
+	const n = 200
+	done := make(chan error, n)
+	for i := range n {
+		var mark *RunMark
+		if i%2 == 0 {
+			mark = &RunMark{RunID: "r1", Line: int64(i + 1)}
+		}
+		s.AppendAsyncAt("b9b9", api.Event{T: 1, Type: "x", Text: "hello"}, mark, nil,
+			func(_ api.Event, err error) { done <- err })
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := 0
+	if err := s.Events("b9b9", 0, 0, func(api.Event) error { count++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if count != n {
+		t.Errorf("%d events stored, want %d", count, n)
+	}
+}
