@@ -176,3 +176,33 @@ func TestAppendAtKeepsTheRestOfTheBatch(t *testing.T) {
 		t.Errorf("%d events stored, want %d", count, n)
 	}
 }
+
+// Each chat's byte count stays exact when one transaction appends to
+// several chats.
+func TestEventBytesOfChatsAppendedTogether(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	chats := []string{"c0c0", "c1c1", "c2c2"}
+	for _, id := range chats {
+		mkChat(t, s, id)
+		if _, err := s.Append(id, api.Event{T: 1, Type: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 300
+	done := make(chan error, n)
+	for i := range n {
+		s.AppendAsync(chats[i%3], api.Event{T: 1, Type: "x", Text: "hello"}, func(_ api.Event, err error) { done <- err })
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := int64(len(`{"t":1,"type":"x"}`) + n/3*len(`{"t":1,"type":"x","text":"hello"}`))
+	for _, id := range chats {
+		if got, err := s.EventBytes(id); err != nil || got != want {
+			t.Errorf("EventBytes(%s) = %d, %v; want %d", id, got, err, want)
+		}
+	}
+}
