@@ -206,3 +206,21 @@ func TestEventBytesOfChatsAppendedTogether(t *testing.T) {
 		}
 	}
 }
+
+func TestWireEventFraming(t *testing.T) {
+	t.Parallel()
+	if seq, raw, err := wireEvent(seqKey(5), []byte(`{}`)); err != nil || seq != 5 || string(raw) != `{"seq":5}` {
+		t.Errorf("wireEvent(5, {}) = %d, %s, %v", seq, raw, err)
+	}
+	if seq, raw, err := wireEvent(seqKey(1), []byte(`{"type":"x"}`)); err != nil || seq != 1 || string(raw) != `{"seq":1,"type":"x"}` {
+		t.Errorf("wireEvent(1, ...) = %d, %s, %v", seq, raw, err)
+	}
+	for _, tc := range []struct {
+		seq int64
+		val string
+	}{{0, `{}`}, {-1, `{}`}, {1, `{`}, {1, ``}, {1, `x}`}, {1, `{x`}} {
+		if _, _, err := wireEvent(seqKey(tc.seq), []byte(tc.val)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("wireEvent(%d, %q) error %v, want ErrCorrupt", tc.seq, tc.val, err)
+		}
+	}
+}
