@@ -224,3 +224,34 @@ func TestWireEventFraming(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateProjectNotifiesOnlyWhenSaved(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	var mu sync.Mutex
+	var got []string
+	s.OnChange(func(c Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c.Project != nil {
+			got = append(got, c.Project.Name)
+		}
+	})
+	p := api.Project{Name: "proj"}
+	if err := s.CreateProject(p); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0] != "proj" {
+		t.Errorf("changes after CreateProject: %q, want one for proj", got)
+	}
+	mu.Unlock()
+	if err := s.CreateProject(p); !errors.Is(err, ErrExists) {
+		t.Fatalf("second CreateProject: %v, want ErrExists", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("a failed CreateProject notified: %q", got)
+	}
+}
