@@ -255,3 +255,30 @@ func TestCreateProjectNotifiesOnlyWhenSaved(t *testing.T) {
 		t.Errorf("a failed CreateProject notified: %q", got)
 	}
 }
+
+func TestDeleteProjectNotifiesOnlyWhenDeleted(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	if err := s.CreateProject(api.Project{Name: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Change
+	s.OnChange(func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() })
+	if err := s.DeleteProject("gone"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 || !got[0].Deleted || got[0].Project == nil || got[0].Project.Name != "gone" {
+		t.Errorf("changes after DeleteProject: %+v, want one deletion of gone", got)
+	}
+	mu.Unlock()
+	if err := s.DeleteProject("gone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second DeleteProject: %v, want ErrNotFound", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("a failed DeleteProject notified: %+v", got[1:])
+	}
+}
