@@ -4,10 +4,14 @@ package runhub
 // docs/testing.md): each asserts a behaviour a user or the daemon relies on.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/internal/errdefs"
@@ -276,5 +280,27 @@ func TestHubCancelAllAndRespond(t *testing.T) {
 	}
 	if err := h.Respond(chat, providers.InteractionResponse{ID: "16"}); !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("17th Respond = %v, want a conflict", err)
+	}
+}
+
+// TestHubLogsFailedAppend: an append the store refuses (here: closed) is
+// logged through the hub's logger as "append failed" and returned; with no
+// logger given the hub still works.
+func TestHubLogsFailedAppend(t *testing.T) {
+	for _, withLog := range []bool{true, false} {
+		st := openStore(t, t.TempDir())
+		var buf bytes.Buffer
+		var log hclog.Logger
+		if withLog {
+			log = hclog.New(&hclog.LoggerOptions{Output: &buf})
+		}
+		h := NewHub(st, log, nil, 0)
+		st.Close()
+		if _, err := h.Append("aaaa", api.Event{Type: api.EventAssistantText, Text: "x"}); err == nil {
+			t.Fatal("Append to a closed store succeeded")
+		}
+		if withLog && !strings.Contains(buf.String(), "append failed") {
+			t.Fatalf("log = %q, want an \"append failed\" line", buf.String())
+		}
 	}
 }
