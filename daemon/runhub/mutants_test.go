@@ -265,7 +265,7 @@ func TestHubCancelAllAndRespond(t *testing.T) {
 	}
 	shutdown := errors.New("daemon shutting down")
 	h.CancelAll(shutdown)
-	if len(causes) != 2 || causes[0] != shutdown || causes[1] != shutdown {
+	if len(causes) != 2 || !errors.Is(causes[0], shutdown) || !errors.Is(causes[1], shutdown) {
 		t.Fatalf("CancelAll causes = %v, want the shutdown cause twice", causes)
 	}
 	for _, id := range []string{"1d1e", "dead"} {
