@@ -5,6 +5,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +58,22 @@ func TestProblemsStopAtTwenty(t *testing.T) {
 	}
 	if !strings.Contains(ps.errs[19].Error(), "bad 19") {
 		t.Fatalf("20th problem = %q", ps.errs[19].Error())
+	}
+}
+
+// TestLoadAcceptsOneMiB: a file of exactly 1 MiB is read and parsed; one
+// byte more is refused as too large.
+func TestLoadAcceptsOneMiB(t *testing.T) {
+	for _, size := range []int{1 << 20, 1<<20 + 1} {
+		path := filepath.Join(t.TempDir(), "remoted.toml")
+		data := "#" + strings.Repeat("x", size-2) + "\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		tooLarge := err != nil && strings.Contains(err.Error(), "file larger than 1048576 bytes")
+		if tooLarge != (size > 1<<20) {
+			t.Errorf("Load of %d bytes = %v", size, err)
+		}
 	}
 }
