@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // TestErrorTextEdges: the file:line prefix leaves out an unknown line (0);
@@ -75,5 +77,29 @@ func TestLoadAcceptsOneMiB(t *testing.T) {
 		if tooLarge != (size > 1<<20) {
 			t.Errorf("Load of %d bytes = %v", size, err)
 		}
+	}
+}
+
+// TestProblemsSortedByLineUnknownLast: problems are reported in file
+// order, problems on one line in the order found, and problems with no
+// line (a key not in the file) last.
+func TestProblemsSortedByLineUnknownLast(t *testing.T) {
+	text := "[daemon]\nlog_level = \"x\"\nlog_format = \"y\"\n"
+	var raw map[string]any
+	if _, err := toml.Decode(text, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var ps problems
+	ps.add(ErrInvalidValue, keyPath("daemon", "log_format"), "third")
+	ps.add(ErrInvalidValue, keyPath("nowhere"), "last")
+	ps.add(ErrInvalidValue, keyPath("daemon", "log_level"), "first")
+	ps.add(ErrInvalidValue, keyPath("daemon", "log_level"), "second")
+	err := locate("f.toml", text, raw, &ps)
+	want := "f.toml:2: [daemon] log_level: first\n" +
+		"f.toml:2: [daemon] log_level: second\n" +
+		"f.toml:3: [daemon] log_format: third\n" +
+		"f.toml: nowhere: last"
+	if err == nil || err.Error() != want {
+		t.Fatalf("locate = %v\nwant %s", err, want)
 	}
 }
