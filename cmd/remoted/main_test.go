@@ -84,7 +84,11 @@ func newDaemon(t testing.TB, bin, configText, sock string) *daemonProc {
 	return d
 }
 
-func (d *daemonProc) start() {
+// start starts remoted and returns once it answers GET /v1/info.
+func (d *daemonProc) start() { d.startUntil("/v1/info") }
+
+// startUntil starts remoted and returns once it answers GET path with 200.
+func (d *daemonProc) startUntil(path string) {
 	d.t.Helper()
 	d.logs = &syncBuffer{}
 	d.cmd = exec.Command(d.bin, "-config", d.config)
@@ -100,15 +104,20 @@ func (d *daemonProc) start() {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := d.client.Get("http://remoted/v1/info")
+		req, _ := http.NewRequest("GET", "http://remoted"+path, nil)
+		req.Header.Set(api.HeaderUser, "alice")
+		resp, err := d.client.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("GET %s: %s", path, resp.Status)
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("remoted did not answer: %v\n%s", err, d.logs)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

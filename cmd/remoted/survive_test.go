@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -459,7 +458,9 @@ func BenchmarkReattach20(b *testing.B) {
 		d.kill9()
 		b.StartTimer()
 		t0 := time.Now()
-		d.startServing()
+		// Not start(): /v1/info runs the providers' readiness checks,
+		// which start the CLIs (slow while twenty of them stream).
+		d.startUntil("/v1/runs")
 		serving += time.Since(t0)
 		done := make(chan error, runs)
 		for _, id := range chats {
@@ -474,40 +475,6 @@ func BenchmarkReattach20(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(serving.Milliseconds())/float64(b.N), "ms-to-serving")
 	d.kill9()
-}
-
-// startServing starts remoted and returns once it answers GET /v1/runs
-// (start() waits for /v1/info, whose provider readiness checks run the
-// CLIs: slow while twenty of them stream).
-func (d *daemonProc) startServing() {
-	d.t.Helper()
-	d.logs = &syncBuffer{}
-	d.cmd = exec.Command(d.bin, "-config", d.config)
-	d.cmd.Stderr = d.logs
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			d.cmd.Wait()
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequest("GET", "http://remoted/v1/runs", nil)
-		req.Header.Set(api.HeaderUser, "alice")
-		if resp, err := d.client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("remoted did not answer:\n%s", d.logs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // firstLiveEvent follows the chat's events after seq (NDJSON) until one
