@@ -10,11 +10,13 @@ import (
 )
 
 // bucketUsage holds one record per run that reported usage, keyed by the
-// run's end time (big-endian Unix nanoseconds) and run id; bucketUsageMarks
-// the chats' cumulative-cost marks, keyed chat id "/" provider. Both are
-// created on first use.
+// run's end time (big-endian Unix nanoseconds) and run id; bucketUsageRuns
+// the key of each run's record, keyed by run id, so a run is recorded once;
+// bucketUsageMarks the chats' cumulative-cost marks, keyed chat id "/"
+// provider. All are created on first use.
 var (
 	bucketUsage      = []byte("usage")
+	bucketUsageRuns  = []byte("usageruns")
 	bucketUsageMarks = []byte("usagemarks")
 )
 
@@ -52,6 +54,11 @@ func markKey(chatID, provider string) []byte {
 // store records the difference to the chat's previous total for that
 // provider, or the whole amount when it is smaller (a new session), and
 // keeps the new total for the next run. It returns the record as stored.
+//
+// A run is recorded once: when rec.RunID has a record already (a run
+// re-attached after a crash between its usage and its completion event
+// parses that completion again), RecordUsage returns the stored record
+// and changes nothing.
 func (s *Store) RecordUsage(rec UsageRecord, cumulative bool) (UsageRecord, error) {
 	if err := checkChatID(rec.ChatID); err != nil {
 		return rec, err
@@ -63,6 +70,20 @@ func (s *Store) RecordUsage(rec UsageRecord, cumulative bool) (UsageRecord, erro
 		b, err := tx.CreateBucketIfNotExists(bucketUsage)
 		if err != nil {
 			return err
+		}
+		runs, err := tx.CreateBucketIfNotExists(bucketUsageRuns)
+		if err != nil {
+			return err
+		}
+		if k := runs.Get([]byte(rec.RunID)); k != nil {
+			if raw := b.Get(k); raw != nil {
+				var stored UsageRecord
+				if err := json.Unmarshal(raw, &stored); err != nil {
+					return fmt.Errorf("usage record of run %q: %w", rec.RunID, err)
+				}
+				rec = stored
+				return nil
+			}
 		}
 		if cumulative {
 			marks, err := tx.CreateBucketIfNotExists(bucketUsageMarks)
@@ -81,7 +102,11 @@ func (s *Store) RecordUsage(rec UsageRecord, cumulative bool) (UsageRecord, erro
 				return err
 			}
 		}
-		return putJSON(b, usageKey(rec.T, rec.RunID), rec)
+		k := usageKey(rec.T, rec.RunID)
+		if err := runs.Put([]byte(rec.RunID), k); err != nil {
+			return err
+		}
+		return putJSON(b, k, rec)
 	})
 	return rec, err
 }

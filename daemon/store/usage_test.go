@@ -1,0 +1,49 @@
+package store
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A run re-attached after a crash that fell between its usage record and
+// its stored completion parses that completion again and records its usage
+// a second time: the run must still count once, tokens and cost.
+func TestFaultUsageRecordedAgainAfterCrash(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "state.db"))
+	first := UsageRecord{T: 1_700_000_000_000, RunID: "run-1", ChatID: "c0ffee01", Owner: "alice",
+		Provider: "claude", InputTokens: 100, OutputTokens: 20, CostUSD: 0.5}
+	got, err := s.RecordUsage(first, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CostUSD != 0.5 {
+		t.Fatalf("first record's cost = %v, want 0.5", got.CostUSD)
+	}
+	again := first
+	again.T += 5_000 // recorded again by the next daemon, seconds later
+	got, err = s.RecordUsage(again, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != first {
+		t.Fatalf("second RecordUsage of run-1 returned %+v, want the stored %+v", got, first)
+	}
+	var recs []UsageRecord
+	if err := s.Usage(time.Time{}, time.Time{}, func(r UsageRecord) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0] != first {
+		t.Fatalf("usage records = %+v, want only %+v", recs, first)
+	}
+	// The cumulative mark was not moved: the chat's next run is charged
+	// its own share of the session's total (0.75 - 0.5).
+	next, err := s.RecordUsage(UsageRecord{T: first.T + 60_000, RunID: "run-2", ChatID: "c0ffee01",
+		Owner: "alice", Provider: "claude", CostUSD: 0.75}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.CostUSD != 0.25 {
+		t.Fatalf("next run's cost = %v, want 0.25", next.CostUSD)
+	}
+}
