@@ -10,7 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	bolt "go.etcd.io/bbolt"
 
 	"remote/api"
@@ -223,5 +225,210 @@ func TestKeyFileWriteFailureLeavesNoFile(t *testing.T) {
 	// Without the limit the same path works: nothing was left in the way.
 	if key, err := LoadOrCreateKey(path); err != nil || len(key) != 32 {
 		t.Fatalf("LoadOrCreateKey after the failure: %d bytes, %v", len(key), err)
+	}
+}
+
+// usageOf returns the usage records Usage reports for [from, to), as
+// "runId:cost" strings, oldest first.
+func usageOf(t *testing.T, s *Store, from, to time.Time) []string {
+	t.Helper()
+	var out []string
+	err := s.Usage(from, to, func(r UsageRecord) error {
+		out = append(out, fmt.Sprintf("%s:%g", r.RunID, r.CostUSD))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Usage(%v, %v): %v", from, to, err)
+	}
+	return out
+}
+
+// Usage reports the runs that ended in [from, to) to the millisecond,
+// oldest first; a zero time leaves that side open.
+func TestUsageWindowToTheMillisecond(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for i, ms := range []int64{2, 0, 1, 3} { // stored out of order
+		rec := UsageRecord{T: base.UnixMilli() + ms, RunID: fmt.Sprintf("r%d", ms), ChatID: "c1c1", Provider: "codex", CostUSD: float64(i)}
+		if _, err := s.RecordUsage(rec, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := func(n int64) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	for _, tc := range []struct {
+		from, to time.Time
+		want     string
+	}{
+		{time.Time{}, time.Time{}, "r0:1 r1:2 r2:0 r3:3"},
+		{ms(1), ms(3), "r1:2 r2:0"},
+		{ms(1), time.Time{}, "r1:2 r2:0 r3:3"},
+		{time.Time{}, ms(1), "r0:1"},
+		{ms(3), ms(4), "r3:3"},
+		{ms(4), time.Time{}, ""},
+		{time.Unix(0, 0), ms(1), "r0:1"},
+		{time.Unix(-5, 0), ms(1), "r0:1"},
+	} {
+		if got := strings.Join(usageOf(t, s, tc.from, tc.to), " "); got != tc.want {
+			t.Errorf("Usage(%s, %s) = %q, want %q", tc.from.Format(time.RFC3339Nano), tc.to.Format(time.RFC3339Nano), got, tc.want)
+		}
+	}
+	// fn's error ends the walk and is returned.
+	stop := errors.New("stop")
+	n := 0
+	if err := s.Usage(time.Time{}, time.Time{}, func(UsageRecord) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("Usage with a failing fn: %v after %d calls, want stop after 1", err, n)
+	}
+}
+
+// A usage record needs a run id and a time after 1970 (Unix ms > 0).
+func TestRecordUsageNeedsRunIDAndTime(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	for _, rec := range []UsageRecord{
+		{T: 0, RunID: "r", ChatID: "c1c1"},
+		{T: -1, RunID: "r", ChatID: "c1c1"},
+		{T: 1, RunID: "", ChatID: "c1c1"},
+	} {
+		if _, err := s.RecordUsage(rec, false); !errors.Is(err, ErrInvalid) {
+			t.Errorf("RecordUsage(T %d, run %q): %v, want ErrInvalid", rec.T, rec.RunID, err)
+		}
+	}
+	if _, err := s.RecordUsage(UsageRecord{T: 1, RunID: "r", ChatID: "c1c1"}, false); err != nil {
+		t.Errorf("RecordUsage(T 1): %v", err)
+	}
+	if got := usageOf(t, s, time.Time{}, time.Time{}); len(got) != 1 || got[0] != "r:0" {
+		t.Errorf("usage stored: %q, want the one valid record", got)
+	}
+}
+
+// A provider reporting its session's running total (cumulative) is charged
+// the difference to the chat's previous total: nothing when the total did
+// not grow, the whole total when it is smaller (a new session). Totals are
+// kept per chat and provider.
+func TestCumulativeCostIsChargedTheDifference(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	steps := []struct {
+		chat, provider string
+		total, charged float64
+	}{
+		{"c1c1", "claude", 1.5, 1.5},
+		{"c1c1", "claude", 4, 2.5},
+		{"c1c1", "claude", 4, 0}, // no growth
+		{"c2c2", "claude", 3, 3}, // another chat
+		{"c1c1", "other", 1, 1},  // another provider
+		{"c1c1", "claude", 1, 1}, // a new session
+		{"c1c1", "claude", 1.25, 0.25},
+	}
+	for i, st := range steps {
+		rec, err := s.RecordUsage(UsageRecord{T: int64(1000 + i), RunID: fmt.Sprintf("r%d", i), ChatID: st.chat, Provider: st.provider, CostUSD: st.total}, true)
+		if err != nil || rec.CostUSD != st.charged {
+			t.Errorf("step %d (%s %s total %g): charged %g, %v; want %g", i, st.chat, st.provider, st.total, rec.CostUSD, err, st.charged)
+		}
+	}
+	// Without cumulative the cost is taken as it is, and no total is kept.
+	if rec, err := s.RecordUsage(UsageRecord{T: 2000, RunID: "x", ChatID: "c3c3", Provider: "claude", CostUSD: 0.5}, false); err != nil || rec.CostUSD != 0.5 {
+		t.Errorf("non-cumulative: %g, %v", rec.CostUSD, err)
+	}
+	if rec, _ := s.RecordUsage(UsageRecord{T: 2001, RunID: "y", ChatID: "c3c3", Provider: "claude", CostUSD: 0.5}, true); rec.CostUSD != 0.5 {
+		t.Errorf("first cumulative run after a non-cumulative one charged %g, want 0.5", rec.CostUSD)
+	}
+	want := []string{"r0:1.5", "r1:2.5", "r2:0", "r3:3", "r4:1", "r5:1", "r6:0.25", "x:0.5", "y:0.5"}
+	if got := usageOf(t, s, time.Time{}, time.Time{}); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("stored usage %q, want %q", got, want)
+	}
+}
+
+// A fork gets its parent's running totals, every provider's, so its first
+// run is charged only its own cost; other chats' totals are not copied,
+// nor a key without a provider name.
+func TestForkContinuesTheParentsTotals(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	for i, m := range []struct {
+		chat, provider string
+		total          float64
+	}{{"abcd1", "claude", 2}, {"abcd1", "zeta", 5}, {"abcd10", "claude", 9}, {"abcd", "claude", 7}} {
+		if _, err := s.RecordUsage(UsageRecord{T: int64(10 + i), RunID: fmt.Sprintf("p%d", i), ChatID: m.chat, Provider: m.provider, CostUSD: m.total}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CopyUsageMarks("abcd1", "bbbb"); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []struct {
+		provider       string
+		total, charged float64
+	}{{"claude", 2.75, 0.75}, {"zeta", 6, 1}, {"other", 4, 4}} {
+		rec, err := s.RecordUsage(UsageRecord{T: int64(100 + i), RunID: fmt.Sprintf("f%d", i), ChatID: "bbbb", Provider: st.provider, CostUSD: st.total}, true)
+		if err != nil || rec.CostUSD != st.charged {
+			t.Errorf("fork's first %s run (total %g): charged %g, %v; want %g", st.provider, st.total, rec.CostUSD, err, st.charged)
+		}
+	}
+	// A mark stored without a provider name is no provider's total.
+	if _, err := s.RecordUsage(UsageRecord{T: 200, RunID: "n", ChatID: "cccc", CostUSD: 3}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyUsageMarks("cccc", "dddd"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.RecordUsage(UsageRecord{T: 201, RunID: "m", ChatID: "dddd", CostUSD: 5}, true); err != nil || rec.CostUSD != 5 {
+		t.Errorf("a nameless total was copied: charged %g, %v; want 5", rec.CostUSD, err)
+	}
+}
+
+// A secret key (an environment variable name) may be 256 characters long,
+// not 257.
+func TestSecretKeyOfExactly256Characters(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	if err := s.CreateProject(api.Project{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	key := "K" + strings.Repeat("_", 255)
+	if !ValidSecretKey(key) || ValidSecretKey(key+"_") {
+		t.Errorf("ValidSecretKey: 256 characters %v, 257 %v; want true, false", ValidSecretKey(key), ValidSecretKey(key+"_"))
+	}
+	if err := s.PutSecret("web", key, "v"); err != nil {
+		t.Errorf("a 256-character key: %v", err)
+	}
+	if err := s.PutSecret("web", key+"_", "v"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a 257-character key: %v, want ErrInvalid", err)
+	}
+	if keys, err := s.SecretKeys("web"); err != nil || len(keys) != 1 || keys[0].Key != key {
+		t.Errorf("SecretKeys: %d keys, %v; want the 256-character one", len(keys), err)
+	}
+}
+
+// Errors quote a bad name of up to 64 bytes whole, and the first 64 bytes
+// of a longer one followed by "...".
+func TestErrorsQuoteBadNamesUpTo64Bytes(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	name64 := strings.Repeat("n", 63) + "-"
+	err := s.CreateProject(api.Project{Name: name64})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `project name "`+name64+`":`) {
+		t.Errorf("64-byte bad name: %v, want it quoted whole", err)
+	}
+	err = s.CreateProject(api.Project{Name: name64 + "x"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `project name "`+name64+`...":`) {
+		t.Errorf("65-byte bad name: %v, want its first 64 bytes and ...", err)
+	}
+}
+
+// A new store file logs its schema migrations, "from=0 to=1" for the
+// first.
+func TestOpenLogsSchemaMigration(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	path := filepath.Join(t.TempDir(), "remote.db")
+	s, err := Open(path, Options{Key: testKey, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := logs.String(); !strings.Contains(got, "store schema migrated: from=0 to=1\n") {
+		t.Errorf("logs of a new store file:\n%s\nwant \"store schema migrated: from=0 to=1\"", got)
 	}
 }
