@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -430,5 +432,90 @@ func TestOpenLogsSchemaMigration(t *testing.T) {
 	s.Close()
 	if got := logs.String(); !strings.Contains(got, "store schema migrated: from=0 to=1\n") {
 		t.Errorf("logs of a new store file:\n%s\nwant \"store schema migrated: from=0 to=1\"", got)
+	}
+}
+
+// Appends queued while a transaction is being written are committed
+// together by the next one (group commit): the second one's condition is
+// asked in the same transaction as the first one's write, before the
+// first one's done; then each done runs in order.
+func TestQueuedAppendsCommitTogether(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	mkChat(t, s, "d1d1")
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 3)
+	s.AppendAsyncIf("d1d1", api.Event{Type: "x", Text: "first"}, func() bool {
+		close(entered)
+		<-release // hold the committer inside this transaction
+		return true
+	}, func(_ api.Event, err error) { done <- err })
+	<-entered
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	s.AppendAsync("d1d1", api.Event{Type: "x", Text: "a"}, func(_ api.Event, err error) { note("done a"); done <- err })
+	s.AppendAsyncIf("d1d1", api.Event{Type: "x", Text: "b"}, func() bool { note("cond b"); return true },
+		func(_ api.Event, err error) { note("done b"); done <- err })
+	close(release)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(order, ", "); got != "cond b, done a, done b" {
+		t.Errorf("order %q, want \"cond b, done a, done b\" (a and b in one transaction)", got)
+	}
+	if evs := allEvents(t, s, "d1d1", 0); len(evs) != 3 || evs[1].Text != "a" || evs[2].Text != "b" {
+		t.Errorf("stored %+v", evs)
+	}
+}
+
+// One transaction writes at most 8,192 queued events: appends beyond that
+// wait for the next one, even when already queued.
+func TestAtMost8192EventsPerTransaction(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	mkChat(t, s, "d2d2")
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 4)
+	s.AppendAsyncIf("d2d2", api.Event{Type: "x"}, func() bool {
+		close(entered)
+		<-release // hold the committer inside this transaction
+		return true
+	}, func(_ api.Event, err error) { done <- err })
+	<-entered
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	s.AppendAsync("d2d2", api.Event{Type: "x", Text: "a"}, func(_ api.Event, err error) { note("done a"); done <- err })
+	many := make([]api.Event, 8191) // with a: 8,192 events
+	for i := range many {
+		many[i] = api.Event{Type: "x", Text: "m"}
+	}
+	go func() {
+		_, err := s.Append("d2d2", many...)
+		done <- err
+	}()
+	for len(s.queue) < 2 { // a, then the 8,191 events, are queued
+		runtime.Gosched()
+	}
+	s.AppendAsyncIf("d2d2", api.Event{Type: "x", Text: "b"}, func() bool { note("cond b"); return true },
+		func(_ api.Event, err error) { note("done b"); done <- err })
+	close(release)
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(order, ", "); got != "done a, cond b, done b" {
+		t.Errorf("order %q, want \"done a, cond b, done b\" (b in the next transaction)", got)
+	}
+	if evs := allEvents(t, s, "d2d2", 0); len(evs) != 8194 || evs[8193].Text != "b" {
+		t.Errorf("stored %d events", len(evs))
 	}
 }
