@@ -272,7 +272,7 @@ func TestUsageWindowToTheMillisecond(t *testing.T) {
 		{time.Unix(-5, 0), ms(1), "r0:1"},
 	} {
 		if got := strings.Join(usageOf(t, s, tc.from, tc.to), " "); got != tc.want {
-			t.Errorf("Usage(%s, %s) = %q, want %q", tc.from.Format(time.RFC3339Nano), tc.to.Format(time.RFC3339Nano), got, tc.want)
+			t.Fatalf("Usage(%s, %s) = %q, want %q", tc.from.Format(time.RFC3339Nano), tc.to.Format(time.RFC3339Nano), got, tc.want)
 		}
 	}
 	// fn's error ends the walk and is returned.
@@ -435,6 +435,30 @@ func TestOpenLogsSchemaMigration(t *testing.T) {
 	}
 }
 
+// holdCommitter queues an append to chat whose condition holds the group
+// committer inside its transaction until release is called (at the latest
+// by the test's cleanup, before the store closes). Its done, and those the
+// test adds, report to done (n slots).
+func holdCommitter(t *testing.T, s *Store, chat string, n int) (release func(), done chan error) {
+	t.Helper()
+	entered, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release)
+	done = make(chan error, n)
+	s.AppendAsyncIf(chat, api.Event{Type: "x", Text: "first"}, func() bool {
+		close(entered)
+		<-held
+		return true
+	}, func(_ api.Event, err error) { done <- err })
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the first append ended (%v) without asking its condition", err)
+	}
+	return release, done
+}
+
 // Appends queued while a transaction is being written are committed
 // together by the next one (group commit): the second one's condition is
 // asked in the same transaction as the first one's write, before the
@@ -443,21 +467,14 @@ func TestQueuedAppendsCommitTogether(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestStore(t)
 	mkChat(t, s, "d1d1")
-	entered, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 3)
-	s.AppendAsyncIf("d1d1", api.Event{Type: "x", Text: "first"}, func() bool {
-		close(entered)
-		<-release // hold the committer inside this transaction
-		return true
-	}, func(_ api.Event, err error) { done <- err })
-	<-entered
+	release, done := holdCommitter(t, s, "d1d1", 3)
 	var mu sync.Mutex
 	var order []string
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	s.AppendAsync("d1d1", api.Event{Type: "x", Text: "a"}, func(_ api.Event, err error) { note("done a"); done <- err })
 	s.AppendAsyncIf("d1d1", api.Event{Type: "x", Text: "b"}, func() bool { note("cond b"); return true },
 		func(_ api.Event, err error) { note("done b"); done <- err })
-	close(release)
+	release()
 	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -479,14 +496,7 @@ func TestAtMost8192EventsPerTransaction(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestStore(t)
 	mkChat(t, s, "d2d2")
-	entered, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 4)
-	s.AppendAsyncIf("d2d2", api.Event{Type: "x"}, func() bool {
-		close(entered)
-		<-release // hold the committer inside this transaction
-		return true
-	}, func(_ api.Event, err error) { done <- err })
-	<-entered
+	release, done := holdCommitter(t, s, "d2d2", 4)
 	var mu sync.Mutex
 	var order []string
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
@@ -500,11 +510,16 @@ func TestAtMost8192EventsPerTransaction(t *testing.T) {
 		done <- err
 	}()
 	for len(s.queue) < 2 { // a, then the 8,191 events, are queued
-		runtime.Gosched()
+		select {
+		case err := <-done:
+			t.Fatalf("an append ended (%v) while the committer was held", err)
+		default:
+			runtime.Gosched()
+		}
 	}
 	s.AppendAsyncIf("d2d2", api.Event{Type: "x", Text: "b"}, func() bool { note("cond b"); return true },
 		func(_ api.Event, err error) { note("done b"); done <- err })
-	close(release)
+	release()
 	for range 4 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
