@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -532,5 +533,60 @@ func TestAtMost8192EventsPerTransaction(t *testing.T) {
 	}
 	if evs := allEvents(t, s, "d2d2", 0); len(evs) != 8194 || evs[8193].Text != "b" {
 		t.Errorf("stored %d events", len(evs))
+	}
+}
+
+// EventsBefore pages backwards through a chat's log: the newest limit
+// events with seq < before (before <= 0: from the end), oldest first, and
+// whether older ones remain.
+func TestEventsBeforePagesBackwards(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	mkChat(t, s, "e5e5")
+	mkChat(t, s, "e0e0") // no events
+	for i := 1; i <= 5; i++ {
+		if _, err := s.Append("e5e5", api.Event{T: 1, Type: "x", Text: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		chat     string
+		before   int64
+		limit    int
+		want     string
+		wantMore bool
+	}{
+		{"e5e5", 0, 2, "4 5", true},
+		{"e5e5", -1, 10, "1 2 3 4 5", false},
+		{"e5e5", 0, 5, "1 2 3 4 5", false},
+		{"e5e5", 4, 2, "2 3", true},
+		{"e5e5", 3, 2, "1 2", false},
+		{"e5e5", 1, 5, "", false},
+		{"e5e5", 6, 5, "1 2 3 4 5", false},
+		{"e5e5", 100, 3, "3 4 5", true},
+		{"e5e5", 5, 1, "4", true},
+		{"e0e0", 0, 5, "", false},
+	} {
+		evs, more, err := s.EventsBefore(tc.chat, tc.before, tc.limit)
+		var seqs []string
+		for _, raw := range evs {
+			var ev api.Event
+			if err := json.Unmarshal(raw, &ev); err != nil || fmt.Sprint(ev.Seq) != ev.Text {
+				t.Fatalf("EventsBefore(%s, %d, %d): event %s (%v)", tc.chat, tc.before, tc.limit, raw, err)
+			}
+			seqs = append(seqs, ev.Text)
+		}
+		if got := strings.Join(seqs, " "); err != nil || got != tc.want || more != tc.wantMore {
+			t.Errorf("EventsBefore(%s, %d, %d) = %q, more %v, %v; want %q, more %v", tc.chat, tc.before, tc.limit, got, more, err, tc.want, tc.wantMore)
+		}
+	}
+	for _, tc := range []struct {
+		chat  string
+		limit int
+		want  error
+	}{{"e5e5", 0, ErrInvalid}, {"e5e5", -1, ErrInvalid}, {"ffff", 1, ErrNotFound}, {"XYZ", 1, ErrInvalid}} {
+		if evs, _, err := s.EventsBefore(tc.chat, 0, tc.limit); !errors.Is(err, tc.want) || len(evs) != 0 {
+			t.Errorf("EventsBefore(%s, 0, %d) = %d events, %v; want %v", tc.chat, tc.limit, len(evs), err, tc.want)
+		}
 	}
 }
