@@ -21,8 +21,9 @@ import (
 	"remote/api"
 )
 
-// Run-record, secret and key-file behaviour that mutation testing (make
-// mutate) found unpinned.
+// Behaviour that mutation testing (make mutate) found unpinned or never
+// ran in this package: run records and positions, secret and key-file
+// bounds, usage accounting, group commit, EventsBefore.
 
 // appendAt stores one event of chat with mark as its run position and waits
 // for the commit.
