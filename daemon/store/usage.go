@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -124,7 +125,10 @@ func (s *Store) CopyUsageMarks(fromChat, toChat string) error {
 		type kv struct{ k, v []byte }
 		var marks []kv
 		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(k) == len(prefix) {
+				continue // a mark without a provider name is no provider's total
+			}
 			marks = append(marks, kv{[]byte(toChat + "/" + string(k[len(prefix):])), append([]byte(nil), v...)})
 		}
 		for _, m := range marks {

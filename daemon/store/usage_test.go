@@ -47,3 +47,27 @@ func TestFaultUsageRecordedAgainAfterCrash(t *testing.T) {
 		t.Fatalf("next run's cost = %v, want 0.25", next.CostUSD)
 	}
 }
+
+// A mark stored without a provider name (key "<chat>/") sorts first among
+// the chat's marks; it must not end the copy, or the fork's first Claude
+// run is charged the parent session's whole running total.
+func TestFaultNamelessMarkStopsNoForkCopy(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "state.db"))
+	for i, p := range []string{"", "claude"} {
+		if _, err := s.RecordUsage(UsageRecord{T: int64(10 + i), RunID: "p" + p, ChatID: "c0ffee02", Owner: "alice",
+			Provider: p, CostUSD: 2}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CopyUsageMarks("c0ffee02", "c0ffee03"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.RecordUsage(UsageRecord{T: 20, RunID: "f1", ChatID: "c0ffee03", Owner: "alice",
+		Provider: "claude", CostUSD: 2.5}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.CostUSD != 0.5 {
+		t.Fatalf("fork's first claude run charged %v, want 0.5 (2.5 - the parent's 2)", rec.CostUSD)
+	}
+}
