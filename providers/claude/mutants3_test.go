@@ -174,3 +174,32 @@ func TestOAuthParserURLOnTheNextLine(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// Every streamed message is remembered, not only the last: a message that
+// streamed thinking and then text, and another that streamed before the
+// first one's full record arrived, are not repeated by their records.
+func TestParserRemembersEveryStreamedMessage(t *testing.T) {
+	t.Parallel()
+	delta := func(kind, field, text string) string {
+		return `{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"` + kind + `","` + field + `":"` + text + `"}}}`
+	}
+	got := parseAll(t, NewParser(""),
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}}}`,
+		delta("thinking_delta", "thinking", "hmm"),
+		delta("text_delta", "text", "one"),
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m2"}}}`,
+		delta("text_delta", "text", "two"),
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"one"}]}}`,
+		`{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"two"}]}}`,
+	)
+	want := []string{`reasoning.delta msg=m1 kind=reasoning text="hmm"`, `assistant.delta msg=m1 kind=message text="one"`,
+		`assistant.delta msg=m2 kind=message text="two"`}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
