@@ -130,18 +130,20 @@ func TestParserAssistantErrorHidesTextOnlyWhenSet(t *testing.T) {
 	}
 }
 
-// A line that is valid JSON but no object is skipped with that reason
-// (the warning in the log names it), not as invalid JSON; a literal cut
-// by the end of the line is an unterminated object.
-func TestParserNonObjectLineErrors(t *testing.T) {
+// A skipped line's warning in the log names why: a line that is valid JSON
+// but no object is no "invalid JSON"; a line cut after a whole literal or
+// a whole \u escape is unterminated, not an invalid literal or escape.
+func TestParserSkippedLineReasons(t *testing.T) {
 	t.Parallel()
 	for line, want := range map[string]string{
-		`null`:       "claude stream-json line: JSON value: not an object",
-		`true`:       "claude stream-json line: JSON value: not an object",
-		` false`:     "claude stream-json line: JSON value: not an object",
-		`{"a":true`:  "claude stream-json line: invalid JSON: unterminated object at offset 9",
-		`{"a":nul`:   "claude stream-json line: invalid JSON: invalid literal at offset 5",
-		`{"a":[null`: "claude stream-json line: invalid JSON: unterminated array at offset 10",
+		`null`:         "claude stream-json line: JSON value: not an object",
+		`true`:         "claude stream-json line: JSON value: not an object",
+		` false`:       "claude stream-json line: JSON value: not an object",
+		`{"a":true`:    "claude stream-json line: invalid JSON: unterminated object at offset 9",
+		`{"a":nul`:     "claude stream-json line: invalid JSON: invalid literal at offset 5",
+		`{"a":[null`:   "claude stream-json line: invalid JSON: unterminated array at offset 10",
+		`{"a":"\u0041`: "claude stream-json line: invalid JSON: unterminated string at offset 12",
+		`{"a":"\u004`:  "claude stream-json line: invalid JSON: invalid escape at offset 7",
 	} {
 		_, err := NewParser("").ParseLine([]byte(line))
 		if err == nil || err.Error() != want {
