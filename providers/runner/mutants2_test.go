@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/internal/testkit"
 	"remote/providers"
+	"remote/providers/shim"
 )
 
 // The shim's copy in a container is named by the first 16 hex digits of
@@ -214,4 +216,47 @@ func TestShimContainerEdges(t *testing.T) {
 			t.Fatalf("attach = %v, want %q", err, want)
 		}
 	})
+}
+
+// gone reports whether path disappears within 5 s.
+func gone(path string) bool {
+	for range 100 {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// A run whose connection to its shim was taken over (another client
+// attached) is still released when its end is stored: the release goes
+// over a new connection, and the shim removes the run directory.
+func TestShimHostReleaseOverANewConnection(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "/bin/echo", Args: []string{"done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := drain(t, p); err != nil || out != "done\n" {
+		t.Fatalf("run: %q, %v", out, err)
+	}
+	conn, err := shim.Dial(context.Background(), handle.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := shim.Attach(context.Background(), conn, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	slot.Release()
+	if !gone(handle.Dir) {
+		t.Fatalf("run directory %s left after the release", handle.Dir)
+	}
 }
