@@ -205,6 +205,43 @@ func TestShimContainerEdges(t *testing.T) {
 		}
 	})
 
+	// A run whose attach stream was taken over (another client attached)
+	// is still released when its end is stored: the release goes over a
+	// new attach, and the shim removes the run directory.
+	t.Run("release over a new attach", func(t *testing.T) {
+		var handle providers.ShimHandle
+		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+			Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+			providers.Command{Path: "echo", Args: []string{"done"}, Env: []string{"PATH=" + containerPath}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin().Close()
+		if out, _, err := drain(t, p); err != nil || out != "done\n" {
+			t.Fatalf("run: %q, %v", out, err)
+		}
+		other, conn, err := l.attachContainer(context.Background(), bin, handle.Dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.drop()
+		defer other.Close()
+		// The run's own attach exec ends once the shim closed its socket.
+		attaches := func() int { return strings.Count(containerExec(t, client, name, "ps"), "attach --dir "+handle.Dir) }
+		if !eventually(func() bool { return attaches() == 1 }) {
+			t.Fatalf("the run's attach exec did not end:\n%s", containerExec(t, client, name, "ps"))
+		}
+		slot.Release()
+		for range 50 {
+			if !strings.Contains(containerExec(t, client, name, "ls", "-A", ContainerRunsDir), slot.RunID) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("run directory %s left after the release", handle.Dir)
+	})
+
 	// A run whose shim is in another container is not attached in this
 	// one.
 	t.Run("attach in another container", func(t *testing.T) {
