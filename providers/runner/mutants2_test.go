@@ -242,6 +242,17 @@ func TestShimContainerEdges(t *testing.T) {
 		t.Fatalf("run directory %s left after the release", handle.Dir)
 	})
 
+	// An attach that ends before the shim answers is reported with what it
+	// wrote to stderr, up to its first 4096 bytes.
+	t.Run("attach error quotes 4096 bytes of stderr", func(t *testing.T) {
+		containerExec(t, client, name, "sh", "-c", `printf '#!/bin/sh\nhead -c 4096 /dev/zero | tr "\\0" x >&2\nsleep 0.2\necho more >&2\nexit 5\n' >/tmp/fake-shim; chmod 755 /tmp/fake-shim`)
+		_, _, err := l.attachContainer(context.Background(), "/tmp/fake-shim", ContainerRunsDir+"/r1", nil)
+		want := "the run's supervisor (remote-shim) is gone: remote-shim attach in " + name + " ended (exit 5): " + strings.Repeat("x", 4096)
+		if !errors.Is(err, providers.ErrShimGone) || err.Error() != want {
+			t.Fatalf("attach = %.200q…, want %.200q… (%d bytes)", err, want, len(want))
+		}
+	})
+
 	// A run whose shim is in another container is not attached in this
 	// one.
 	t.Run("attach in another container", func(t *testing.T) {
