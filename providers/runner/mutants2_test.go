@@ -18,6 +18,7 @@ import (
 
 	"remote/internal/testkit"
 	"remote/providers"
+	"remote/providers/runner/runnertest"
 	"remote/providers/shim"
 )
 
@@ -306,5 +307,41 @@ func TestShimHostReleaseOverANewConnection(t *testing.T) {
 	slot.Release()
 	if !gone(handle.Dir) {
 		t.Fatalf("run directory %s left after the release", handle.Dir)
+	}
+}
+
+// A project run re-attached after a daemon restart runs on in the
+// container its handle names, which is not prepared again (the CLI runs in
+// it); a new run, or a handle without a container, is prepared.
+func TestPrepareProjectSkipsAReattachedRun(t *testing.T) {
+	t.Parallel()
+	prepared := 0
+	cfg := providers.AdapterConfig{Containers: fakeContainers, Preparer: runnertest.Preparer{
+		PrepareFunc: func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error) {
+			prepared++
+			return providers.Target{ProjectID: "p1", Container: "fresh"}, nil
+		}}}
+	req := providers.RunRequest{ProjectID: "p1"}
+	for _, tc := range []struct {
+		name      string
+		slot      *providers.RunSlot
+		container string
+		prepared  int
+	}{
+		{"no slot", nil, "fresh", 1},
+		{"new run", &providers.RunSlot{RunID: "r1"}, "fresh", 1},
+		{"re-attached", &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: "c7"}}, "c7", 0},
+		{"re-attached on the host", &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: "/state/runs/r1"}}, "fresh", 1},
+	} {
+		prepared = 0
+		ctx := context.Background()
+		if tc.slot != nil {
+			ctx = providers.WithRunSlot(ctx, tc.slot)
+		}
+		target, l, err := PrepareProject(ctx, cfg, providers.Claude, errTestNotWired, req, func(providers.Event) {})
+		if err != nil || target.ProjectID != "p1" || target.Container != tc.container || l != (namedLauncher{name: tc.container}) || prepared != tc.prepared {
+			t.Errorf("%s: target %+v, launcher %v, %v, prepared %d times; want container %s, prepared %d times",
+				tc.name, target, l, err, prepared, tc.container, tc.prepared)
+		}
 	}
 }
