@@ -77,7 +77,10 @@ func TestShimReattachBeforeStdinDeliversIt(t *testing.T) {
 	slot.Detach() // the daemon stops before it wrote the prompt
 	go io.Copy(io.Discard, p.Stderr())
 	io.Copy(io.Discard, p.Stdout())
-	p.Wait()
+	// Detached, the run is not reported as one whose shim is gone.
+	if err := p.Wait(); errors.Is(err, providers.ErrShimGone) || err == nil || !strings.HasPrefix(err.Error(), "detached from remote-shim: ") {
+		t.Fatalf("Wait after Detach = %v", err)
+	}
 
 	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
 	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
