@@ -348,3 +348,46 @@ func TestPrepareProjectSkipsAReattachedRun(t *testing.T) {
 		}
 	}
 }
+
+// A run whose CLI had got its stdin when the daemon stopped does not get
+// it twice, even when the daemon had not recorded sending it: the shim
+// says it received stdin, and the next daemon's repeated write is dropped.
+func TestShimReattachAfterStdinDropsTheRepeat(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	if _, err := io.WriteString(p.Stdin(), "prompt\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "prompt\n" {
+		t.Fatalf("first read %q, %v", line, err)
+	}
+	slot.Detach()
+	p.Wait()
+
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	if info := p2.(ShimProcess).ShimInfo(); info.StdinBytes != 7 {
+		t.Fatalf("info %+v; want 7 stdin bytes received", info)
+	}
+	if _, err := io.WriteString(p2.Stdin(), "prompt\n"); err != nil {
+		t.Fatal(err)
+	}
+	p2.Stdin().Close()
+	out, _, err := drain(t, p2)
+	if err != nil || out != "prompt\n" {
+		t.Fatalf("stdout after the re-attach %q, %v; want the prompt once", out, err)
+	}
+}
