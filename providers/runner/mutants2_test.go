@@ -1,0 +1,393 @@
+package runner
+
+// Tests that kill the mutants gremlins found living in this package after
+// the run shim landed (shim.go, hostshim.go, lxdshim.go; make mutate
+// PKGS=./providers/runner; docs/testing.md): each asserts a behaviour a
+// user relies on, with literal values.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"remote/internal/testkit"
+	"remote/providers"
+	"remote/providers/runner/runnertest"
+	"remote/providers/shim"
+)
+
+// The shim's copy in a container is named by the first 16 hex digits of
+// the binary's sha256, recomputed when the binary changes.
+func TestShimDigestIsSHA256Prefix(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "remote-shim")
+	if err := os.WriteFile(bin, []byte("abc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &ShimConfig{Binary: bin}
+	for range 2 { // the second answer comes from the cache
+		if d, err := c.Digest(); err != nil || d != "ba7816bf8f01cfea" {
+			t.Fatalf("Digest of %q = %q, %v; want ba7816bf8f01cfea", "abc", d, err)
+		}
+	}
+	if err := os.WriteFile(bin, []byte("abcd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Digest(); err != nil || d != "88d4266fd4e6338d" {
+		t.Fatalf("Digest of %q = %q, %v; want 88d4266fd4e6338d", "abcd", d, err)
+	}
+	if _, err := (&ShimConfig{Binary: filepath.Join(t.TempDir(), "none")}).Digest(); err == nil || !strings.Contains(err.Error(), "remote-shim binary: ") {
+		t.Fatalf("Digest of a missing binary: %v", err)
+	}
+}
+
+// A daemon without remote-shim (a nil ShimConfig) has no orphans to
+// release at start-up, and asks about no run.
+func TestReleaseOrphansWithoutShim(t *testing.T) {
+	t.Parallel()
+	keep := func(string) bool { t.Error("keep called without a shim"); return true }
+	if n := (*ShimConfig)(nil).ReleaseOrphans(context.Background(), keep); n != 0 {
+		t.Fatalf("nil ShimConfig released %d", n)
+	}
+	if n := (&ShimConfig{}).ReleaseOrphans(context.Background(), keep); n != 0 {
+		t.Fatalf("ShimConfig without RunsDir released %d", n)
+	}
+}
+
+// A run whose CLI had got no stdin when the daemon stopped gets its
+// prompt from the next daemon: the stdin write after a re-attach is not
+// dropped as one the CLI already had.
+func TestShimReattachBeforeStdinDeliversIt(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Detach() // the daemon stops before it wrote the prompt
+	go io.Copy(io.Discard, p.Stderr())
+	io.Copy(io.Discard, p.Stdout())
+	// Detached, the run is not reported as one whose shim is gone.
+	if err := p.Wait(); errors.Is(err, providers.ErrShimGone) || err == nil || !strings.HasPrefix(err.Error(), "detached from remote-shim: ") {
+		t.Fatalf("Wait after Detach = %v", err)
+	}
+
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	if info := p2.(ShimProcess).ShimInfo(); info.StdinBytes != 0 || info.StdinClosed || info.Exited {
+		t.Fatalf("info %+v; want no stdin yet, running", info)
+	}
+	if _, err := io.WriteString(p2.Stdin(), "prompt\n"); err != nil {
+		t.Fatal(err)
+	}
+	p2.Stdin().Close()
+	out, _, err := drain(t, p2)
+	if err != nil || out != "prompt\n" {
+		t.Fatalf("stdout after the re-attach %q, %v; want %q", out, err, "prompt\n")
+	}
+}
+
+// termHandler is a CLI whose SIGTERM handler needs 300 ms and exits 3.
+const termHandler = `trap 'sleep 0.3; echo handled; exit 3' TERM; echo ready; while :; do sleep 0.05; done`
+
+// cancelDuringHandler starts termHandler, cancels it once ready and
+// checks the handler finished (exit 3, "handled").
+func cancelDuringHandler(t *testing.T, l providers.Launcher, path string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(shimmed(t)(context.Background()))
+	defer cancel()
+	p, err := l.Start(ctx, providers.Command{Path: "sh", Args: []string{"-c", termHandler}, Env: []string{"PATH=" + path}, Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	r := bufio.NewReader(p.Stdout())
+	waitReady(t, r)
+	cancel()
+	rest, _ := io.ReadAll(r)
+	var ee *providers.ExitError
+	if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 3 || string(rest) != "handled\n" {
+		t.Fatalf("Wait = %v, rest %q; want exit 3 after the handler", err, rest)
+	}
+}
+
+// With Grace unset a cancelled CLI under the host shim gets 5 s to finish
+// its SIGTERM handler, as one run directly does.
+func TestShimHostDefaultGraceLetsHandlerFinish(t *testing.T) {
+	t.Parallel()
+	cancelDuringHandler(t, &HostLauncher{Shim: hostShim(t)}, os.Getenv("PATH"))
+}
+
+const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// TestShimContainerEdges: a shimmed project run, in one container.
+func TestShimContainerEdges(t *testing.T) {
+	t.Parallel()
+	client := testkit.LXD(t)
+	name := testkit.NewContainer(t, client, "rshimedge")
+	cfg := &ShimConfig{Binary: testkit.ShimBinary(t)}
+	l := &LXDLauncher{Client: client, Instance: name, Shim: cfg}
+
+	// run runs cmd to its end; its shim stays until the subtest ends.
+	run := func(t *testing.T, cmd providers.Command) string {
+		t.Helper()
+		p, err := l.Start(shimmed(t)(context.Background()), cmd)
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		p.Stdin().Close()
+		out, _, err := drain(t, p)
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		return out
+	}
+	bin, err := l.shimPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The CLI gets what LXD's exec gives a command (PATH, LANG, and for
+	// root HOME and USER) for the keys its environment leaves out.
+	t.Run("default environment", func(t *testing.T) {
+		env := `echo "$(id -u):$HOME:$USER:$LANG:$PATH"`
+		root, other := uint32(0), uint32(1000)
+		for _, tc := range []struct {
+			name string
+			uid  *uint32
+			want string
+		}{
+			{"no uid", nil, "0:/root:root:C.UTF-8:" + containerPath + "\n"},
+			{"uid 0", &root, "0:/root:root:C.UTF-8:" + containerPath + "\n"},
+			{"uid 1000", &other, "1000:::C.UTF-8:" + containerPath + "\n"},
+		} {
+			if out := run(t, providers.Command{Path: "sh", Args: []string{"-c", env}, Dir: "/", UID: tc.uid}); out != tc.want {
+				t.Errorf("%s: %q, want %q", tc.name, out, tc.want)
+			}
+		}
+		cmd := providers.Command{Path: "sh", Args: []string{"-c", env}, Dir: "/", Env: []string{"PATH=/bin", "HOME=/h", "USER=u", "LANG=C"}}
+		if out := run(t, cmd); out != "0:/h:u:C:/bin\n" {
+			t.Errorf("the command's own environment: %q", out)
+		}
+	})
+
+	// With KillGrace unset a cancelled CLI gets 3 s for its SIGTERM
+	// handler.
+	t.Run("default kill grace", func(t *testing.T) {
+		cancelDuringHandler(t, l, containerPath)
+	})
+
+	// The shim is pushed once per version: a later run uses the copy
+	// already there (its modification time stays) — pushing it again while
+	// an earlier run's shim executes it fails ("text file busy").
+	t.Run("pushed once", func(t *testing.T) {
+		run(t, providers.Command{Path: "true", Env: []string{"PATH=" + containerPath}})
+		containerExec(t, client, name, "touch", "-d", "2000-01-01 00:00:00", bin)
+		before := containerExec(t, client, name, "stat", "-c", "%Y %a", bin)
+		if before != "946684800 755" {
+			t.Fatalf("stat %s = %q", bin, before)
+		}
+		if out := run(t, providers.Command{Path: "echo", Args: []string{"second"}, Env: []string{"PATH=" + containerPath}}); out != "second\n" {
+			t.Fatalf("second run: %q", out)
+		}
+		if after := containerExec(t, client, name, "stat", "-c", "%Y %a", bin); after != before {
+			t.Fatalf("the shim copy changed on a second run: %q, was %q", after, before)
+		}
+	})
+
+	// A run whose attach stream was taken over (another client attached)
+	// is still released when its end is stored: the release goes over a
+	// new attach, and the shim removes the run directory.
+	t.Run("release over a new attach", func(t *testing.T) {
+		var handle providers.ShimHandle
+		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+			Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+			providers.Command{Path: "echo", Args: []string{"done"}, Env: []string{"PATH=" + containerPath}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin().Close()
+		if out, _, err := drain(t, p); err != nil || out != "done\n" {
+			t.Fatalf("run: %q, %v", out, err)
+		}
+		other, conn, err := l.attachContainer(context.Background(), bin, handle.Dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.drop()
+		defer other.Close()
+		// The run's own attach exec ends once the shim closed its socket.
+		attaches := func() int { return strings.Count(containerExec(t, client, name, "ps"), "attach --dir "+handle.Dir) }
+		if !eventually(func() bool { return attaches() == 1 }) {
+			t.Fatalf("the run's attach exec did not end:\n%s", containerExec(t, client, name, "ps"))
+		}
+		slot.Release()
+		for range 50 {
+			if !strings.Contains(containerExec(t, client, name, "ls", "-A", ContainerRunsDir), slot.RunID) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("run directory %s left after the release", handle.Dir)
+	})
+
+	// An attach that ends before the shim answers is reported with what it
+	// wrote to stderr, up to its first 4096 bytes.
+	t.Run("attach error quotes 4096 bytes of stderr", func(t *testing.T) {
+		containerExec(t, client, name, "sh", "-c", `printf '#!/bin/sh\nhead -c 4096 /dev/zero | tr "\\0" x >&2\nsleep 0.2\necho more >&2\nexit 5\n' >/tmp/fake-shim; chmod 755 /tmp/fake-shim`)
+		_, _, err := l.attachContainer(context.Background(), "/tmp/fake-shim", ContainerRunsDir+"/r1", nil)
+		want := "the run's supervisor (remote-shim) is gone: remote-shim attach in " + name + " ended (exit 5): " + strings.Repeat("x", 4096)
+		if !errors.Is(err, providers.ErrShimGone) || err.Error() != want {
+			t.Fatalf("attach = %.200q…, want %.200q… (%d bytes)", err, want, len(want))
+		}
+	})
+
+	// A run whose shim is in another container is not attached in this
+	// one.
+	t.Run("attach in another container", func(t *testing.T) {
+		slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: "t-other"},
+			Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+		_, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "true"})
+		want := "the run's supervisor (remote-shim) is gone: the run's shim is in container t-other, not " + name
+		if !errors.Is(err, providers.ErrShimGone) || err.Error() != want {
+			t.Fatalf("attach = %v, want %q", err, want)
+		}
+	})
+}
+
+// gone reports whether path disappears within 5 s.
+func gone(path string) bool {
+	for range 100 {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// A run whose connection to its shim was taken over (another client
+// attached) is still released when its end is stored: the release goes
+// over a new connection, and the shim removes the run directory.
+func TestShimHostReleaseOverANewConnection(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "/bin/echo", Args: []string{"done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := drain(t, p); err != nil || out != "done\n" {
+		t.Fatalf("run: %q, %v", out, err)
+	}
+	conn, err := shim.Dial(context.Background(), handle.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := shim.Attach(context.Background(), conn, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	slot.Release()
+	if !gone(handle.Dir) {
+		t.Fatalf("run directory %s left after the release", handle.Dir)
+	}
+}
+
+// A project run re-attached after a daemon restart runs on in the
+// container its handle names, which is not prepared again (the CLI runs in
+// it); a new run, or a handle without a container, is prepared.
+func TestPrepareProjectSkipsAReattachedRun(t *testing.T) {
+	t.Parallel()
+	prepared := 0
+	cfg := providers.AdapterConfig{Containers: fakeContainers, Preparer: runnertest.Preparer{
+		PrepareFunc: func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error) {
+			prepared++
+			return providers.Target{ProjectID: "p1", Container: "fresh"}, nil
+		}}}
+	req := providers.RunRequest{ProjectID: "p1"}
+	for _, tc := range []struct {
+		name      string
+		slot      *providers.RunSlot
+		container string
+		prepared  int
+	}{
+		{"no slot", nil, "fresh", 1},
+		{"new run", &providers.RunSlot{RunID: "r1"}, "fresh", 1},
+		{"re-attached", &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: "c7"}}, "c7", 0},
+		{"re-attached on the host", &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: "/state/runs/r1"}}, "fresh", 1},
+	} {
+		prepared = 0
+		ctx := context.Background()
+		if tc.slot != nil {
+			ctx = providers.WithRunSlot(ctx, tc.slot)
+		}
+		target, l, err := PrepareProject(ctx, cfg, providers.Claude, errTestNotWired, req, func(providers.Event) {})
+		if err != nil || target.ProjectID != "p1" || target.Container != tc.container || l != (namedLauncher{name: tc.container}) || prepared != tc.prepared {
+			t.Errorf("%s: target %+v, launcher %v, %v, prepared %d times; want container %s, prepared %d times",
+				tc.name, target, l, err, prepared, tc.container, tc.prepared)
+		}
+	}
+}
+
+// A run whose CLI had got its stdin when the daemon stopped does not get
+// it twice, even when the daemon had not recorded sending it: the shim
+// says it received stdin, and the next daemon's repeated write is dropped.
+func TestShimReattachAfterStdinDropsTheRepeat(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	if _, err := io.WriteString(p.Stdin(), "prompt\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "prompt\n" {
+		t.Fatalf("first read %q, %v", line, err)
+	}
+	slot.Detach()
+	p.Wait()
+
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	if info := p2.(ShimProcess).ShimInfo(); info.StdinBytes != 7 {
+		t.Fatalf("info %+v; want 7 stdin bytes received", info)
+	}
+	if _, err := io.WriteString(p2.Stdin(), "prompt\n"); err != nil {
+		t.Fatal(err)
+	}
+	p2.Stdin().Close()
+	out, _, err := drain(t, p2)
+	if err != nil || out != "prompt\n" {
+		t.Fatalf("stdout after the re-attach %q, %v; want the prompt once", out, err)
+	}
+}
