@@ -1,0 +1,110 @@
+package runner
+
+// Tests that kill the mutants gremlins found living in the run shim's
+// launchers (lxdshim.go, shim.go) and process.go (make mutate
+// PKGS=./providers/runner; docs/testing.md, "providers/runner: the run
+// shim launchers and process.go"): each asserts a behaviour a user relies
+// on, with literal values. The container ones share one container.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"remote/internal/testkit"
+	"remote/providers"
+)
+
+// TestShimContainerRuns: what a project run's CLI under remote-shim gets
+// in its container, and how it is re-attached.
+func TestShimContainerRuns(t *testing.T) {
+	t.Parallel()
+	client := testkit.LXD(t)
+	name := testkit.NewContainer(t, client, "rshim3")
+	cfg := &ShimConfig{Binary: testkit.ShimBinary(t)}
+	launcher := func() *LXDLauncher { return (&LXDLauncher{Client: client, Shim: cfg}).Container(name).(*LXDLauncher) }
+
+	// As LXD's own exec does: a CLI run as root (uid 0) gets HOME=/root
+	// and USER=root; one run as another uid gets neither.
+	t.Run("HOME and USER only for root", func(t *testing.T) {
+		t.Parallel()
+		for uid, want := range map[uint32]string{0: "home=/root user=root", 1000: "home= user="} {
+			cmd := providers.Command{Path: "sh", Args: []string{"-c", `echo "home=$HOME user=$USER"`}, Dir: "/", UID: &uid}
+			p, err := launcher().Start(shimmed(t)(context.Background()), cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := drain(t, p)
+			if err != nil || strings.TrimSpace(out) != want {
+				t.Errorf("uid %d: %q, %v; want %q", uid, out, err, want)
+			}
+		}
+	})
+
+	// With KillGrace unset a cancelled CLI gets 3 s (LXD's exec default)
+	// after SIGTERM: a handler that needs 300 ms exits with its own code,
+	// not SIGKILL.
+	t.Run("default kill grace lets the handler finish", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(shimmed(t)(context.Background()))
+		defer cancel()
+		p, err := launcher().Start(ctx, providers.Command{Path: "sh", Dir: "/",
+			Args: []string{"-c", `trap 'sleep 0.3; echo handled; exit 3' TERM; echo ready; while :; do sleep 0.05; done`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, p.Stderr())
+		r := bufio.NewReader(p.Stdout())
+		waitReady(t, r)
+		cancel()
+		rest, _ := io.ReadAll(r)
+		var ee *providers.ExitError
+		if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 3 || string(rest) != "handled\n" {
+			t.Fatalf("Wait = %v, rest %q; want exit 3 after the handler", err, rest)
+		}
+	})
+
+	// A handle that names no container (as the host's do) re-attaches in
+	// the launcher's container; one naming another container is refused,
+	// even when this container has a run directory at the same path.
+	t.Run("re-attach checks the handle's container", func(t *testing.T) {
+		t.Parallel()
+		var handle providers.ShimHandle
+		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+			Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+		p, err := launcher().Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+			providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _, err := drain(t, p); out != "abc\n" || err != nil {
+			t.Fatalf("first run: %q, %v", out, err)
+		}
+		slot.Detach()
+		if handle.Instance != name {
+			t.Fatalf("handle %+v, want instance %s", handle, name)
+		}
+
+		attach := func(instance string) (providers.Process, *providers.RunSlot, error) {
+			s := &providers.RunSlot{RunID: slot.RunID, Attach: &providers.ShimHandle{Dir: handle.Dir, Instance: instance},
+				Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+			p, err := launcher().Start(providers.MainProcess(providers.WithRunSlot(context.Background(), s)), providers.Command{})
+			return p, s, err
+		}
+		_, _, err = attach("t-other")
+		if !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "the run's shim is in container t-other, not "+name) {
+			t.Fatalf("attach with another container's handle: %v", err)
+		}
+		p2, slot2, err := attach("")
+		if err != nil {
+			t.Fatalf("attach with a handle naming no container: %v", err)
+		}
+		defer slot2.Release()
+		if out, _, err := drain(t, p2); out != "abc\n" || err != nil {
+			t.Fatalf("replay: %q, %v", out, err)
+		}
+	})
+}
