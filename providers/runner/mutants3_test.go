@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -107,4 +109,81 @@ func TestShimContainerRuns(t *testing.T) {
 			t.Fatalf("replay: %q, %v", out, err)
 		}
 	})
+}
+
+// A container gets remote-shim as remote-shim-<the first 16 hex digits of
+// its sha256>: a daemon whose shim binary was replaced (an upgrade)
+// pushes the new one under a new name.
+func TestShimDigestFollowsTheBinary(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "remote-shim")
+	cfg := &ShimConfig{Binary: bin}
+	for _, c := range []struct{ content, want string }{
+		{"shim v1\n", "ac97d72e0d821757"},
+		{"shim v1\n", "ac97d72e0d821757"}, // unchanged: the cached digest
+		{"shim v2, longer\n", "0a4ccd9fcdb1305c"},
+	} {
+		if err := os.WriteFile(bin, []byte(c.content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		d, err := cfg.Digest()
+		if err != nil || d != c.want {
+			t.Fatalf("Digest of %q = %q, %v; want %s", c.content, d, err, c.want)
+		}
+		l := &LXDLauncher{Instance: "c1", Shim: cfg}
+		if p, err := l.shimPath(); err != nil || p != "/usr/local/lib/remote/remote-shim-"+c.want {
+			t.Fatalf("shim path %q, %v", p, err)
+		}
+	}
+}
+
+// After a daemon restart the re-attached run's prompt (written again by
+// the next daemon, which does not know whether the CLI got it) reaches
+// the CLI exactly once: dropped when the shim says the CLI had received
+// stdin, forwarded when it had received none.
+func TestShimReattachWritesStdinOnce(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	script := `read a; echo "a:$a"; read b; echo "b:$b"`
+	for _, c := range []struct {
+		name, before, want string
+	}{
+		{"CLI got stdin before the restart", "once\n", "a:once\nb:\n"},
+		{"CLI got no stdin before the restart", "", "a:again\nb:\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var handle providers.ShimHandle
+			slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+				Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+			cmd := providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}
+			p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go io.Copy(io.Discard, p.Stderr())
+			if c.before != "" {
+				if _, err := io.WriteString(p.Stdin(), c.before); err != nil {
+					t.Fatal(err)
+				}
+				if line, _ := bufio.NewReader(p.Stdout()).ReadString('\n'); line != "a:"+c.before {
+					t.Fatalf("first line %q", line)
+				}
+			}
+			slot.Detach()
+
+			// The next daemon: its cursor replays from the start (no
+			// event stored) and knows nothing of stdin.
+			slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+			p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer slot2.Release()
+			io.WriteString(p2.Stdin(), "again\n")
+			p2.Stdin().Close()
+			if out, _, err := drain(t, p2); out != c.want || err != nil {
+				t.Fatalf("output after the re-attach %q, %v; want %q", out, err, c.want)
+			}
+		})
+	}
 }
