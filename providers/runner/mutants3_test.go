@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"remote/internal/testkit"
+	"remote/lxdexec"
 	"remote/providers"
 )
 
@@ -109,6 +110,41 @@ func TestShimContainerRuns(t *testing.T) {
 			t.Fatalf("replay: %q, %v", out, err)
 		}
 	})
+
+	// An attach that fails before the shim answers is quoted in the error
+	// up to the first 4 KiB of its stderr: here exactly 4096 bytes, then
+	// (after a pause, so in a later read) a line that is not quoted.
+	t.Run("attach failure quotes 4 KiB of its stderr", func(t *testing.T) {
+		t.Parallel()
+		fake := "#!/bin/sh\nhead -c 4096 /dev/zero | tr '\\0' x >&2; sleep 0.3; echo not-quoted >&2; exit 1\n"
+		bin := filepath.Join(t.TempDir(), "remote-shim")
+		if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l := &LXDLauncher{Client: client, Instance: name, Shim: &ShimConfig{Binary: bin}}
+		inside, err := l.shimPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.PushFile(context.Background(), name, inside, strings.NewReader(fake), lxdexec.FileOptions{Mode: 0o755, MkdirParents: true}); err != nil {
+			t.Fatal(err)
+		}
+		slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: name},
+			Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+		_, err = l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{})
+		want := "remote-shim attach in " + name + " ended (exit 1): " + strings.Repeat("x", 4096)
+		if !errors.Is(err, providers.ErrShimGone) || !strings.HasSuffix(err.Error(), want) {
+			t.Fatalf("attach error %.200q…%q, want it to end in %.60q… (4096 x)", err, tail(err), want)
+		}
+	})
+}
+
+func tail(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	return s[max(0, len(s)-60):]
 }
 
 // A container gets remote-shim as remote-shim-<the first 16 hex digits of
