@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/internal/testkit"
 	"remote/lxdexec"
@@ -137,6 +138,46 @@ func TestShimContainerRuns(t *testing.T) {
 			t.Fatalf("attach error %.200q…%q, want it to end in %.60q… (4096 x)", err, tail(err), want)
 		}
 	})
+}
+
+// TestShimContainerReleaseAfterAttachGone: the run's end is stored after
+// its attach exec is gone (killed in the container): the release goes
+// over a new attach, and the shim removes the run directory.
+func TestShimContainerReleaseAfterAttachGone(t *testing.T) {
+	t.Parallel()
+	client := testkit.LXD(t)
+	name := testkit.NewContainer(t, client, "rshimrel")
+	l := (&LXDLauncher{Client: client, Shim: &ShimConfig{Binary: testkit.ShimBinary(t)}}).Container(name)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := drain(t, p); out != "abc\n" || err != nil {
+		t.Fatalf("run: %q, %v", out, err)
+	}
+	attaches := func() string {
+		return containerExec(t, client, name, "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/usr/local/lib/remote/remote-shim-[0-9a-f]* attach ' && echo ${p#/proc/}; done")
+	}
+	pids := attaches()
+	if pids == "" {
+		t.Fatal("no attach process in the container")
+	}
+	containerExec(t, client, name, "sh", "-c", "kill -9 "+strings.ReplaceAll(pids, "\n", " "))
+	if !eventually(func() bool { return attaches() == "" }) {
+		t.Fatalf("attach processes %s left", attaches())
+	}
+	slot.Release()
+	// The shim removes its directory as it exits, at once (10 s bound).
+	gone := false
+	for deadline := time.Now().Add(10 * time.Second); !gone && time.Now().Before(deadline); {
+		gone = containerExec(t, client, name, "ls", "-A", ContainerRunsDir) == ""
+	}
+	if !gone {
+		t.Fatalf("run directory %s left after the release: %q", handle.Dir, containerExec(t, client, name, "ls", "-A", ContainerRunsDir))
+	}
 }
 
 func tail(err error) string {
