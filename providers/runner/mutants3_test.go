@@ -264,3 +264,23 @@ func TestShimReattachWritesStdinOnce(t *testing.T) {
 		})
 	}
 }
+
+// A CLI that exits 0 without finishing its turn is an error that says
+// so; when its output ended in the middle of a line that does not parse,
+// the error adds how many bytes were cut. A whole line that does not
+// parse is no cut line.
+func TestRunProcessUnfinishedTurnSaysWhy(t *testing.T) {
+	t.Parallel()
+	for script, want := range map[string]string{
+		`printf 'text.delta hi\n'`:               "exited without finishing the turn",
+		`printf 'text.delta hi\nbad line\n'`:     "exited without finishing the turn",
+		`printf 'text.delta hi\nbad json cut'`:   "exited without finishing the turn: its output ended in the middle of a line (12 bytes that do not parse)",
+		`printf 'bad json cut\ntext.delta hi\n'`: "exited without finishing the turn",
+	} {
+		_, emit := collect()
+		err := RunProcess(context.Background(), &HostLauncher{}, shCommand(script), lineParser, emit, ProcessOptions{})
+		if !errors.Is(err, providers.ErrUnfinishedTurn) || err.Error() != want {
+			t.Errorf("%s: %v; want %q", script, err, want)
+		}
+	}
+}
