@@ -14,8 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/internal/testkit"
 	"remote/lxdexec"
@@ -142,42 +145,86 @@ func TestShimContainerRuns(t *testing.T) {
 
 // TestShimContainerReleaseAfterAttachGone: the run's end is stored after
 // its attach exec is gone (killed in the container): the release goes
-// over a new attach, and the shim removes the run directory.
+// over a new attach, and the shim removes the run directory. When that
+// new attach fails too, the daemon logs a warning naming the run.
 func TestShimContainerReleaseAfterAttachGone(t *testing.T) {
 	t.Parallel()
 	client := testkit.LXD(t)
 	name := testkit.NewContainer(t, client, "rshimrel")
-	l := (&LXDLauncher{Client: client, Shim: &ShimConfig{Binary: testkit.ShimBinary(t)}}).Container(name)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
-	p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
+	var logged lockedBuffer
+	cfg := &ShimConfig{Binary: testkit.ShimBinary(t), Logger: hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})}
+	l := (&LXDLauncher{Client: client, Shim: cfg}).Container(name)
+	inside, err := l.(*LXDLauncher).shimPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _, err := drain(t, p); out != "abc\n" || err != nil {
-		t.Fatalf("run: %q, %v", out, err)
+	// runAndKillAttach runs a CLI to its end, then kills the run's
+	// attach exec in the container.
+	runAndKillAttach := func() *providers.RunSlot {
+		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false)}
+		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _, err := drain(t, p); out != "abc\n" || err != nil {
+			t.Fatalf("run: %q, %v", out, err)
+		}
+		attaches := func() string {
+			return containerExec(t, client, name, "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^"+inside+" attach ' && echo ${p#/proc/}; done")
+		}
+		pids := attaches()
+		if pids == "" {
+			t.Fatal("no attach process in the container")
+		}
+		containerExec(t, client, name, "sh", "-c", "kill -9 "+strings.ReplaceAll(pids, "\n", " "))
+		if !eventually(func() bool { return attaches() == "" }) {
+			t.Fatalf("attach processes %s left", attaches())
+		}
+		return slot
 	}
-	attaches := func() string {
-		return containerExec(t, client, name, "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/usr/local/lib/remote/remote-shim-[0-9a-f]* attach ' && echo ${p#/proc/}; done")
-	}
-	pids := attaches()
-	if pids == "" {
-		t.Fatal("no attach process in the container")
-	}
-	containerExec(t, client, name, "sh", "-c", "kill -9 "+strings.ReplaceAll(pids, "\n", " "))
-	if !eventually(func() bool { return attaches() == "" }) {
-		t.Fatalf("attach processes %s left", attaches())
-	}
-	slot.Release()
+	runDirs := func() string { return containerExec(t, client, name, "ls", "-A", ContainerRunsDir) }
+
+	runAndKillAttach().Release()
 	// The shim removes its directory as it exits, at once (10 s bound).
 	gone := false
 	for deadline := time.Now().Add(10 * time.Second); !gone && time.Now().Before(deadline); {
-		gone = containerExec(t, client, name, "ls", "-A", ContainerRunsDir) == ""
+		gone = runDirs() == ""
 	}
 	if !gone {
-		t.Fatalf("run directory %s left after the release: %q", handle.Dir, containerExec(t, client, name, "ls", "-A", ContainerRunsDir))
+		t.Fatalf("run directory left after the release: %q", runDirs())
 	}
+	if logged.String() != "" {
+		t.Fatalf("logged: %s", logged.String())
+	}
+
+	// Now the new attach is refused (a stand-in answers for remote-shim).
+	slot := runAndKillAttach()
+	if err := client.PushFile(context.Background(), name, "/tmp/refuse", strings.NewReader("#!/bin/sh\necho '{\"error\":\"refused for the test\"}'\n"),
+		lxdexec.FileOptions{Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	containerExec(t, client, name, "mv", "/tmp/refuse", inside)
+	slot.Release()
+	if got := logged.String(); !strings.Contains(got, "[WARN]  release remote-shim: container="+name+" dir="+ContainerRunsDir+"/"+slot.RunID+" error=\"remote-shim refused: refused for the test\"") {
+		t.Fatalf("logged %q, want the release's warning", got)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func tail(err error) string {
