@@ -331,3 +331,37 @@ func TestRunProcessUnfinishedTurnSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A run the daemon detached from as it stops is not lost: Wait says the
+// daemon detached, not that the shim is gone (the next daemon re-attaches
+// to the run, which goes on).
+func TestShimWaitAfterDetachIsNoLostShim(t *testing.T) {
+	t.Parallel()
+	cfg := hostShim(t)
+	var handle providers.ShimHandle
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	cmd := providers.Command{Path: "sh", Args: []string{"-c", "read line; echo got:$line"}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}
+	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Detach()
+	err = p.Wait()
+	if err == nil || errors.Is(err, providers.ErrShimGone) || !strings.HasPrefix(err.Error(), "detached from remote-shim: ") {
+		t.Fatalf("Wait after the detach = %v", err)
+	}
+
+	// The run went on: the next daemon re-attaches and finishes it.
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot2.Release()
+	io.WriteString(p2.Stdin(), "later\n")
+	p2.Stdin().Close()
+	if out, _, err := drain(t, p2); out != "got:later\n" || err != nil {
+		t.Fatalf("after the re-attach: %q, %v", out, err)
+	}
+}
