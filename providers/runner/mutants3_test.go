@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -372,8 +373,12 @@ func fakeCLI(t *testing.T, script string) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
 	path = filepath.Join(dir, "fake-cli")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
-		t.Fatal(err)
+	// Written by a child: a write descriptor held in this process could
+	// leak into a parallel test's fork and make the exec fail (ETXTBSY).
+	write := exec.Command("sh", "-c", `cat > "$0" && chmod 755 "$0"`, path)
+	write.Stdin = strings.NewReader("#!/bin/sh\n" + script)
+	if out, err := write.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v %s", path, err, out)
 	}
 	return dir, path
 }
