@@ -48,6 +48,9 @@ type FileInfo struct {
 	GID     int
 	Type    string // "file", "directory" or "symlink"
 	ModTime time.Time
+	// Size is the content's length in bytes as LXD announced it
+	// (Content-Length), or -1 when it did not (PullFile only).
+	Size int64
 }
 
 // octalMode renders a mode the way LXD parses it: octal with a leading 0
@@ -212,6 +215,7 @@ func (c *Client) PullFile(ctx context.Context, instance, p string) (io.ReadClose
 		resp.Body.Close()
 		return nil, nil, fmt.Errorf("pull %s from %q: %w", p, instance, err)
 	}
+	info.Size = resp.ContentLength
 	if info.Type == FileTypeDirectory {
 		resp.Body.Close()
 		return nil, info, fmt.Errorf("pull %s from %q: %w", p, instance, ErrIsDirectory)

@@ -429,17 +429,23 @@ func TestPullFile(t *testing.T) {
 			h.Set("X-Lxd-Gid", "1000")
 			h.Set("X-Lxd-Modified", "2026-12-02 13:54:46 +0000 UTC")
 			_, _ = w.Write([]byte("content"))
-		}, wantInfo: FileInfo{Mode: 0o640, UID: 1000, GID: 1000, Type: "file"}, wantBody: "content"},
+		}, wantInfo: FileInfo{Mode: 0o640, UID: 1000, GID: 1000, Type: "file", Size: 7}, wantBody: "content"},
 		{name: "incus file", server: "incus", handler: func(w http.ResponseWriter) {
 			w.Header().Set("X-Incus-Type", "file")
 			w.Header().Set("X-Incus-Mode", "0600")
 			_, _ = w.Write([]byte("c"))
-		}, wantInfo: FileInfo{Mode: 0o600, Type: "file"}, wantBody: "c"},
+		}, wantInfo: FileInfo{Mode: 0o600, Type: "file", Size: 1}, wantBody: "c"},
+		{name: "length not announced", server: "lxd", handler: func(w http.ResponseWriter) {
+			w.Header().Set("X-Lxd-Type", "file")
+			w.Header().Set("X-Lxd-Mode", "0644")
+			w.(http.Flusher).Flush() // chunked: no Content-Length
+			_, _ = w.Write([]byte("streamed"))
+		}, wantInfo: FileInfo{Mode: 0o644, Type: "file", Size: -1}, wantBody: "streamed"},
 		{name: "symlink body is the target", server: "lxd", handler: func(w http.ResponseWriter) {
 			w.Header().Set("X-Lxd-Type", "symlink")
 			w.Header().Set("X-Lxd-Mode", "0777")
 			_, _ = w.Write([]byte("/etc/passwd"))
-		}, wantInfo: FileInfo{Mode: 0o777 | os.ModeSymlink, Type: "symlink"}, wantBody: "/etc/passwd"},
+		}, wantInfo: FileInfo{Mode: 0o777 | os.ModeSymlink, Type: "symlink", Size: 11}, wantBody: "/etc/passwd"},
 		{name: "directory", server: "lxd", handler: func(w http.ResponseWriter) {
 			w.Header().Set("X-Lxd-Type", "directory")
 			writeSync(w, []string{"a", "b"})

@@ -129,7 +129,8 @@ func (l *LXDLauncher) shimPath() (string, error) {
 }
 
 // ensureShim pushes the shim binary into the container unless this
-// version (by hash) is there already, and returns its path there.
+// version (by hash) is there already, whole and executable, and returns
+// its path there. A damaged copy is deleted and pushed again.
 func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	bin, err := l.shimPath()
 	if err != nil {
@@ -138,20 +139,34 @@ func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	mu := l.Shim.instanceLock(l.Instance)
 	mu.Lock()
 	defer mu.Unlock()
-	rc, info, err := l.Client.PullFile(ctx, l.Instance, bin)
-	if err == nil {
-		rc.Close()
-		if info.Type == lxdexec.FileTypeFile && info.Mode&0o111 != 0 {
-			return bin, nil
-		}
-	} else if !errors.Is(err, lxdexec.ErrNotFound) {
-		return "", fmt.Errorf("look for %s: %w", bin, err)
-	}
 	f, err := os.Open(l.Shim.Binary)
 	if err != nil {
 		return "", fmt.Errorf("remote-shim binary: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("remote-shim binary: %w", err)
+	}
+	rc, info, err := l.Client.PullFile(ctx, l.Instance, bin)
+	switch {
+	case err == nil:
+		rc.Close()
+		if info.Type == lxdexec.FileTypeFile && info.Mode&0o111 != 0 && (info.Size < 0 || info.Size == st.Size()) {
+			return bin, nil
+		}
+		// A damaged copy (not executable, cut short by a push that did not
+		// finish, replaced by something else): a push over it would keep
+		// its mode (LXD without instances_files_modify_permissions), so it
+		// goes first.
+		if err := l.Client.DeleteFile(ctx, l.Instance, bin); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
+			return "", fmt.Errorf("replace damaged %s: %w", bin, err)
+		}
+	case errors.Is(err, lxdexec.ErrIsDirectory):
+		return "", fmt.Errorf("%s in the container is a directory: %w", bin, ErrLaunch)
+	case !errors.Is(err, lxdexec.ErrNotFound):
+		return "", fmt.Errorf("look for %s: %w", bin, err)
+	}
 	if err := l.Client.PushFile(ctx, l.Instance, bin, f, lxdexec.FileOptions{Mode: 0o755, MkdirParents: true}); err != nil {
 		return "", fmt.Errorf("push remote-shim: %w", err)
 	}
