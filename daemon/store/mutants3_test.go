@@ -280,7 +280,7 @@ func TestUsageWindowToTheMillisecond(t *testing.T) {
 	// fn's error ends the walk and is returned.
 	stop := errors.New("stop")
 	n := 0
-	if err := s.Usage(time.Time{}, time.Time{}, func(UsageRecord) error { n++; return stop }); err != stop || n != 1 {
+	if err := s.Usage(time.Time{}, time.Time{}, func(UsageRecord) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
 		t.Errorf("Usage with a failing fn: %v after %d calls, want stop after 1", err, n)
 	}
 }
