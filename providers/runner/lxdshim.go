@@ -139,12 +139,7 @@ func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	mu := l.Shim.instanceLock(l.Instance)
 	mu.Lock()
 	defer mu.Unlock()
-	f, err := os.Open(l.Shim.Binary)
-	if err != nil {
-		return "", fmt.Errorf("remote-shim binary: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(l.Shim.Binary)
 	if err != nil {
 		return "", fmt.Errorf("remote-shim binary: %w", err)
 	}
@@ -167,6 +162,11 @@ func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	case !errors.Is(err, lxdexec.ErrNotFound):
 		return "", fmt.Errorf("look for %s: %w", bin, err)
 	}
+	f, err := os.Open(l.Shim.Binary)
+	if err != nil {
+		return "", fmt.Errorf("remote-shim binary: %w", err)
+	}
+	defer f.Close()
 	if err := l.Client.PushFile(ctx, l.Instance, bin, f, lxdexec.FileOptions{Mode: 0o755, MkdirParents: true}); err != nil {
 		return "", fmt.Errorf("push remote-shim: %w", err)
 	}
