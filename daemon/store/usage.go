@@ -80,7 +80,7 @@ func (s *Store) RecordUsage(rec UsageRecord, cumulative bool) (UsageRecord, erro
 			if raw := b.Get(k); raw != nil {
 				var stored UsageRecord
 				if err := json.Unmarshal(raw, &stored); err != nil {
-					return fmt.Errorf("usage record of run %q: %w", rec.RunID, err)
+					return fmt.Errorf("usage record of run %q: %w: %v", rec.RunID, ErrCorrupt, err)
 				}
 				rec = stored
 				return nil
