@@ -66,9 +66,7 @@ func TestReleaseOrphansWithoutShim(t *testing.T) {
 func TestShimReattachBeforeStdinDeliversIt(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {
@@ -82,7 +80,7 @@ func TestShimReattachBeforeStdinDeliversIt(t *testing.T) {
 		t.Fatalf("Wait after Detach = %v", err)
 	}
 
-	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
 	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,9 +211,7 @@ func TestShimContainerEdges(t *testing.T) {
 	// is still released when its end is stored: the release goes over a
 	// new attach, and the shim removes the run directory.
 	t.Run("release over a new attach", func(t *testing.T) {
-		var handle providers.ShimHandle
-		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-			Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+		slot, handle := handleSlot(t)
 		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 			providers.Command{Path: "echo", Args: []string{"done"}, Env: []string{"PATH=" + containerPath}})
 		if err != nil {
@@ -287,9 +283,7 @@ func gone(path string) bool {
 func TestShimHostReleaseOverANewConnection(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 		providers.Command{Path: "/bin/echo", Args: []string{"done"}})
 	if err != nil {
@@ -355,9 +349,7 @@ func TestPrepareProjectSkipsAReattachedRun(t *testing.T) {
 func TestShimReattachAfterStdinDropsTheRepeat(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {
@@ -373,7 +365,7 @@ func TestShimReattachAfterStdinDropsTheRepeat(t *testing.T) {
 	slot.Detach()
 	p.Wait()
 
-	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
 	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
 	if err != nil {
 		t.Fatal(err)

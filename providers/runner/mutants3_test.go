@@ -57,22 +57,7 @@ func TestShimContainerRuns(t *testing.T) {
 	// not SIGKILL.
 	t.Run("default kill grace lets the handler finish", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithCancel(shimmed(t)(context.Background()))
-		defer cancel()
-		p, err := launcher().Start(ctx, providers.Command{Path: "sh", Dir: "/",
-			Args: []string{"-c", `trap 'sleep 0.3; echo handled; exit 3' TERM; echo ready; while :; do sleep 0.05; done`}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go io.Copy(io.Discard, p.Stderr())
-		r := bufio.NewReader(p.Stdout())
-		waitReady(t, r)
-		cancel()
-		rest, _ := io.ReadAll(r)
-		var ee *providers.ExitError
-		if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 3 || string(rest) != "handled\n" {
-			t.Fatalf("Wait = %v, rest %q; want exit 3 after the handler", err, rest)
-		}
+		cancelDuringHandler(t, launcher(), containerPath)
 	})
 
 	// A handle that names no container (as the host's do) re-attaches in
@@ -80,9 +65,7 @@ func TestShimContainerRuns(t *testing.T) {
 	// even when this container has a run directory at the same path.
 	t.Run("re-attach checks the handle's container", func(t *testing.T) {
 		t.Parallel()
-		var handle providers.ShimHandle
-		slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-			Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+		slot, handle := handleSlot(t)
 		p, err := launcher().Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 			providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
 		if err != nil {
@@ -277,9 +260,7 @@ func TestShimReattachWritesStdinOnce(t *testing.T) {
 		{"CLI got no stdin before the restart", "", "a:again\nb:\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var handle providers.ShimHandle
-			slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-				Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+			slot, handle := handleSlot(t)
 			cmd := providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}
 			p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), cmd)
 			if err != nil {
@@ -298,7 +279,7 @@ func TestShimReattachWritesStdinOnce(t *testing.T) {
 
 			// The next daemon: its cursor replays from the start (no
 			// event stored) and knows nothing of stdin.
-			slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+			slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
 			p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), cmd)
 			if err != nil {
 				t.Fatal(err)
@@ -339,9 +320,7 @@ func TestRunProcessUnfinishedTurnSaysWhy(t *testing.T) {
 func TestShimWaitAfterDetachIsNoLostShim(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	cmd := providers.Command{Path: "sh", Args: []string{"-c", "read line; echo got:$line"}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}
 	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), cmd)
 	if err != nil {
@@ -354,7 +333,7 @@ func TestShimWaitAfterDetachIsNoLostShim(t *testing.T) {
 	}
 
 	// The run went on: the next daemon re-attaches and finishes it.
-	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, providers.Pos{Line: -1}, false)}
 	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), cmd)
 	if err != nil {
 		t.Fatal(err)

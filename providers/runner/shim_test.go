@@ -38,6 +38,15 @@ func hostShim(t *testing.T) *ShimConfig {
 	return &ShimConfig{Binary: testkit.ShimBinary(t), RunsDir: filepath.Join(t.TempDir(), "runs"), Systemd: SystemdNever}
 }
 
+// handleSlot is a fresh run slot that keeps the shim handle its launcher
+// reports when the run starts.
+func handleSlot(t *testing.T) (*providers.RunSlot, *providers.ShimHandle) {
+	handle := new(providers.ShimHandle)
+	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
+		Started: func(h providers.ShimHandle) error { *handle = h; return nil }}
+	return slot, handle
+}
+
 // shimmed marks ctx as a run's main process with a fresh slot, released
 // when the test ends.
 func shimmed(t *testing.T) func(context.Context) context.Context {
@@ -109,9 +118,7 @@ func reattachExactlyOnce(t *testing.T, newLauncher func() providers.Launcher, pa
 	cmd := providers.Command{Path: "sh", Env: []string{"PATH=" + path}, Dir: "/", Args: []string{"-c",
 		`read first; echo "text.delta stdin:$first"; i=1; while [ $i -le 40 ]; do echo "text.delta $i"; i=$((i+1)); sleep 0.02; done; echo "run.completed done"; cat`}}
 	st := &store{}
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	ctx, cancel := context.WithCancelCause(providers.WithRunSlot(context.Background(), slot))
 	emit := st.emit(slot.Cursor)
 	stopAt := func(ev providers.Event) {
@@ -137,7 +144,7 @@ func reattachExactlyOnce(t *testing.T, newLauncher func() providers.Launcher, pa
 
 	// The next daemon: a new launcher, a replaying cursor.
 	st.frozen = false
-	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, st.next(), true)}
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, st.next(), true)}
 	ctx2 := providers.WithRunSlot(context.Background(), slot2)
 	err = RunProcess(ctx2, newLauncher(), cmd, lineParser, st.emit(slot2.Cursor), ProcessOptions{Stdin: "twice\n"})
 	if err != nil {
@@ -287,9 +294,7 @@ func TestFaultReattachWithoutShimStartsNothing(t *testing.T) {
 func TestFaultShimKilledEndsTheRun(t *testing.T) {
 	t.Parallel()
 	l := &HostLauncher{Shim: hostShim(t)}
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	cmd := providers.Command{Path: "sh", Args: []string{"-c", `echo "text.delta $$"; exec sleep 1000`}, Env: []string{"PATH=" + os.Getenv("PATH")}}
 	var cliPID atomic.Int64
 	killed := make(chan struct{})
@@ -480,9 +485,7 @@ func TestShimHostRunsAsTheHostUser(t *testing.T) {
 func TestShimInfoOnReattach(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
-	var handle providers.ShimHandle
-	slot := &providers.RunSlot{RunID: newRunID(t), Cursor: providers.NewCursor(false, providers.Pos{}, false),
-		Started: func(h providers.ShimHandle) error { handle = h; return nil }}
+	slot, handle := handleSlot(t)
 	p, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
 		providers.Command{Path: "cat", Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {
@@ -498,7 +501,7 @@ func TestShimInfoOnReattach(t *testing.T) {
 	}
 	slot.Detach()
 
-	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: &handle, Cursor: providers.NewCursor(true, providers.Pos{Line: 3}, true)}
+	slot2 := &providers.RunSlot{RunID: slot.RunID, Attach: handle, Cursor: providers.NewCursor(true, providers.Pos{Line: 3}, true)}
 	p2, err := (&HostLauncher{Shim: cfg}).Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot2)), providers.Command{})
 	if err != nil {
 		t.Fatal(err)
