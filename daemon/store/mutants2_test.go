@@ -108,23 +108,17 @@ func TestDeleteChatNotifiesOnlyWhenDeleted(t *testing.T) {
 	if err := s.CreateChat(api.Chat{ID: "f1f1", Title: "gone", Provider: "claude", CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var got []Change
-	s.OnChange(func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() })
+	changes := recordChanges(s)
 	if err := s.DeleteChat("f1f1"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if len(got) != 1 || !got[0].Deleted || got[0].Chat == nil || got[0].Chat.Title != "gone" {
+	if got := changes(); len(got) != 1 || !got[0].Deleted || got[0].Chat == nil || got[0].Chat.Title != "gone" {
 		t.Errorf("changes after DeleteChat: %+v, want one deletion of \"gone\"", got)
 	}
-	mu.Unlock()
 	if err := s.DeleteChat("f1f1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second DeleteChat: %v, want ErrNotFound", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 {
+	if got := changes(); len(got) != 1 {
 		t.Errorf("a failed DeleteChat notified: %+v", got[1:])
 	}
 }
@@ -262,23 +256,30 @@ func TestDeleteProjectNotifiesOnlyWhenDeleted(t *testing.T) {
 	if err := s.CreateProject(api.Project{Name: "gone"}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var got []Change
-	s.OnChange(func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() })
+	changes := recordChanges(s)
 	if err := s.DeleteProject("gone"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if len(got) != 1 || !got[0].Deleted || got[0].Project == nil || got[0].Project.Name != "gone" {
+	if got := changes(); len(got) != 1 || !got[0].Deleted || got[0].Project == nil || got[0].Project.Name != "gone" {
 		t.Errorf("changes after DeleteProject: %+v, want one deletion of gone", got)
 	}
-	mu.Unlock()
 	if err := s.DeleteProject("gone"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second DeleteProject: %v, want ErrNotFound", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 {
+	if got := changes(); len(got) != 1 {
 		t.Errorf("a failed DeleteProject notified: %+v", got[1:])
+	}
+}
+
+// recordChanges subscribes to s's change notices; the returned function
+// gives a copy of those received so far.
+func recordChanges(s *Store) func() []Change {
+	var mu sync.Mutex
+	var got []Change
+	s.OnChange(func(c Change) { mu.Lock(); got = append(got, c); mu.Unlock() })
+	return func() []Change {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]Change(nil), got...)
 	}
 }
