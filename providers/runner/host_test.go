@@ -167,6 +167,24 @@ func waitReady(t *testing.T, r *bufio.Reader) {
 	}
 }
 
+// cancelWhenReady starts cmd with l, cancels its context once the command
+// printed "ready" and returns what it printed after that and Wait's error.
+func cancelWhenReady(t *testing.T, ctx context.Context, l providers.Launcher, cmd providers.Command) (rest string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p, err := l.Start(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	r := bufio.NewReader(p.Stdout())
+	waitReady(t, r)
+	cancel()
+	b, _ := io.ReadAll(r)
+	return string(b), p.Wait()
+}
+
 func TestHostLauncherCancel(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -181,20 +199,9 @@ func TestHostLauncherCancel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			l := HostLauncher{Grace: tt.grace}
-			p, err := l.Start(ctx, childCommand(t, tt.mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			go io.Copy(io.Discard, p.Stderr())
-			r := bufio.NewReader(p.Stdout())
-			waitReady(t, r)
-			cancel()
-			io.Copy(io.Discard, r)
+			_, err := cancelWhenReady(t, context.Background(), &HostLauncher{Grace: tt.grace}, childCommand(t, tt.mode))
 			var ee *providers.ExitError
-			if err := p.Wait(); !errors.As(err, &ee) || ee.Code != tt.wantCode {
+			if !errors.As(err, &ee) || ee.Code != tt.wantCode {
 				t.Fatalf("Wait = %v, want exit %d", err, tt.wantCode)
 			}
 		})

@@ -106,19 +106,10 @@ const termHandler = `trap 'sleep 0.3; echo handled; exit 3' TERM; echo ready; wh
 // checks the handler finished (exit 3, "handled").
 func cancelDuringHandler(t *testing.T, l providers.Launcher, path string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(shimmed(t)(context.Background()))
-	defer cancel()
-	p, err := l.Start(ctx, providers.Command{Path: "sh", Args: []string{"-c", termHandler}, Env: []string{"PATH=" + path}, Dir: "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	waitReady(t, r)
-	cancel()
-	rest, _ := io.ReadAll(r)
+	rest, err := cancelWhenReady(t, shimmed(t)(context.Background()), l,
+		providers.Command{Path: "sh", Args: []string{"-c", termHandler}, Env: []string{"PATH=" + path}, Dir: "/"})
 	var ee *providers.ExitError
-	if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 3 || string(rest) != "handled\n" {
+	if !errors.As(err, &ee) || ee.Code != 3 || rest != "handled\n" {
 		t.Fatalf("Wait = %v, rest %q; want exit 3 after the handler", err, rest)
 	}
 }

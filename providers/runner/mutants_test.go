@@ -71,20 +71,9 @@ func TestHostLauncherUIDOrGIDAlone(t *testing.T) {
 func TestHostLauncherDefaultGraceLetsHandlerFinish(t *testing.T) {
 	t.Parallel()
 	needRootAndSh(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var l HostLauncher
-	p, err := l.Start(ctx, shCommand(`trap 'sleep 0.3; echo handled; exit 3' TERM; echo ready; while :; do sleep 0.05; done`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	waitReady(t, r)
-	cancel()
-	rest, _ := io.ReadAll(r)
+	rest, err := cancelWhenReady(t, context.Background(), &HostLauncher{}, shCommand(termHandler))
 	var ee *providers.ExitError
-	if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 3 || string(rest) != "handled\n" {
+	if !errors.As(err, &ee) || ee.Code != 3 || rest != "handled\n" {
 		t.Fatalf("Wait = %v, rest %q; want exit 3 after the handler", err, rest)
 	}
 }
@@ -110,20 +99,9 @@ func TestHostLauncherDefaultWaitDelayKeepsLateOutput(t *testing.T) {
 func TestHostLauncherCancelTermsGrandchildren(t *testing.T) {
 	t.Parallel()
 	needRootAndSh(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := HostLauncher{Grace: time.Minute}
-	p, err := l.Start(ctx, shCommand(`(trap 'echo grandchild-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done); echo after`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	waitReady(t, r)
-	cancel()
-	rest, _ := io.ReadAll(r)
-	p.Wait()
-	if !strings.Contains(string(rest), "grandchild-term\n") {
+	rest, _ := cancelWhenReady(t, context.Background(), &HostLauncher{Grace: time.Minute},
+		shCommand(`(trap 'echo grandchild-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done); echo after`))
+	if !strings.Contains(rest, "grandchild-term\n") {
 		t.Fatalf("after cancel stdout %q; want the grandchild's SIGTERM handler", rest)
 	}
 }
@@ -133,20 +111,10 @@ func TestHostLauncherCancelTermsGrandchildren(t *testing.T) {
 func TestHostLauncherGraceKillsGrandchildren(t *testing.T) {
 	t.Parallel()
 	needRootAndSh(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := HostLauncher{Grace: 50 * time.Millisecond}
-	p, err := l.Start(ctx, shCommand(`trap '' TERM; (sleep 0.5; echo survived) & echo ready; while :; do sleep 0.05; done`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	waitReady(t, r)
-	cancel()
-	rest, _ := io.ReadAll(r)
+	rest, err := cancelWhenReady(t, context.Background(), &HostLauncher{Grace: 50 * time.Millisecond},
+		shCommand(`trap '' TERM; (sleep 0.5; echo survived) & echo ready; while :; do sleep 0.05; done`))
 	var ee *providers.ExitError
-	if err := p.Wait(); !errors.As(err, &ee) || ee.Code != 137 || len(rest) != 0 {
+	if !errors.As(err, &ee) || ee.Code != 137 || len(rest) != 0 {
 		t.Fatalf("Wait = %v, rest %q; want exit 137 and nothing after the kill", err, rest)
 	}
 }
