@@ -52,14 +52,6 @@ func TestShimContainerRuns(t *testing.T) {
 		}
 	})
 
-	// With KillGrace unset a cancelled CLI gets 3 s (LXD's exec default)
-	// after SIGTERM: a handler that needs 300 ms exits with its own code,
-	// not SIGKILL.
-	t.Run("default kill grace lets the handler finish", func(t *testing.T) {
-		t.Parallel()
-		cancelDuringHandler(t, launcher(), containerPath)
-	})
-
 	// A handle that names no container (as the host's do) re-attaches in
 	// the launcher's container; one naming another container is refused,
 	// even when this container has a run directory at the same path.
