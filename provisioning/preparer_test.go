@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -397,4 +398,88 @@ func TestStartConcurrentWithCreate(t *testing.T) {
 	if err != nil || inst.Status != "Running" {
 		t.Fatalf("container after concurrent starts: %v %+v", err, inst)
 	}
+}
+
+// TestPrepareRelinksAfterRestart: a daemon that restarts has forgotten
+// which skill links it made; preparing the same container again must
+// accept the link already there, and a link left pointing elsewhere is
+// replaced (LXD refuses to push a symlink over it: "file exists").
+func TestPrepareRelinksAfterRestart(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	req := providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}
+	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.restart(t, f.lxd)
+	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
+		t.Fatalf("prepare after restart: %v", err)
+	}
+	sh(t, f.cl, f.name, `ln -sfn /elsewhere /root/.claude/skills/demo`)
+	f.restart(t, f.lxd)
+	if _, err := f.prep.Prepare(ctx, req, nil); err != nil {
+		t.Fatalf("prepare over a stale link: %v", err)
+	}
+	if out := strings.TrimSpace(sh(t, f.cl, f.name, `readlink /root/.claude/skills/demo`)); out != "/workspace/.agents/skills/demo" {
+		t.Fatalf("link points at %q, want /workspace/.agents/skills/demo", out)
+	}
+
+	// A user's own folder at the link's path is never removed: the
+	// preparation fails naming the path.
+	sh(t, f.cl, f.name, `rm /root/.claude/skills/demo; mkdir /root/.claude/skills/demo; echo mine > /root/.claude/skills/demo/SKILL.md`)
+	f.restart(t, f.lxd)
+	_, err := f.prep.Prepare(ctx, req, nil)
+	if err == nil || !strings.Contains(err.Error(), `"/root/.claude/skills/demo"`) {
+		t.Fatalf("err %v, want a failure naming /root/.claude/skills/demo", err)
+	}
+	if out := strings.TrimSpace(sh(t, f.cl, f.name, `cat /root/.claude/skills/demo/SKILL.md`)); out != "mine" {
+		t.Fatalf("user's folder changed: %q", out)
+	}
+}
+
+// lostLinkRace makes the first symlink push report what LXD says to the
+// loser of two concurrent pushes: the link is there (made by the other
+// preparation) and the push fails with "file exists".
+type lostLinkRace struct {
+	*countingLXD
+	raced atomic.Bool
+}
+
+func (l *lostLinkRace) PushFile(ctx context.Context, instance, path string, content io.Reader, opts lxdexec.FileOptions) error {
+	if opts.Type == lxdexec.FileTypeSymlink && l.raced.CompareAndSwap(false, true) {
+		if err := l.countingLXD.PushFile(ctx, instance, path, content, opts); err != nil {
+			return err
+		}
+		return errors.New(`lxd POST /1.0/instances/x/files: 500 sftp: "symlink: file exists" (SSH_FX_FAILURE)`)
+	}
+	return l.countingLXD.PushFile(ctx, instance, path, content, opts)
+}
+
+// TestPrepareLinkRaceLost: CI once failed TestPrepareConcurrentInstallsOnce
+// when two preparations pushed the same skill link at once and LXD told
+// the second "file exists". The link is right, so the preparation is too.
+func TestPrepareLinkRaceLost(t *testing.T) {
+	f := newFixture(t, nil)
+	lx := &lostLinkRace{countingLXD: f.lxd}
+	f.restart(t, lx)
+	if _, err := f.prep.Prepare(context.Background(), providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}, nil); err != nil {
+		t.Fatalf("prepare after a lost link race: %v", err)
+	}
+	if !lx.raced.Load() {
+		t.Fatal("no symlink was pushed")
+	}
+}
+
+// restart gives the fixture a new preparer with empty caches, as after a
+// daemon restart, driving LXD through lx.
+func (f *fixture) restart(t *testing.T, lx LXD) {
+	t.Helper()
+	deps, steps := NewDependencies(StepsOptions{
+		LXD: lx, Providers: testSetup(t, f.home), InstructionsDir: f.steps.opts.InstructionsDir, SkillsDir: f.steps.opts.SkillsDir,
+	})
+	prep, err := New(Options{LXD: lx, Projects: f.store, Image: testkit.TestImage, Deps: deps, CredentialSyncTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.prep, f.steps = prep, steps
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"regexp"
 	"strings"
@@ -170,11 +171,50 @@ func (s *Steps) link(ctx context.Context, c Container, st ProviderSetup, name st
 	if s.cached(c, linkPath, "link:"+target) {
 		return nil
 	}
-	err := s.opts.LXD.PushFile(ctx, c.Name, linkPath, strings.NewReader(target),
-		lxdexec.FileOptions{Type: "symlink", UID: s.opts.UID, GID: s.opts.GID, MkdirParents: true})
+	push := func() error {
+		return s.opts.LXD.PushFile(ctx, c.Name, linkPath, strings.NewReader(target),
+			lxdexec.FileOptions{Type: "symlink", UID: s.opts.UID, GID: s.opts.GID, MkdirParents: true})
+	}
+	err := push()
+	if err != nil {
+		// LXD does not push a symlink over an existing path. The link may
+		// already be there: made before a restart (the cache is in memory)
+		// or by a concurrent preparation. A link pointing elsewhere is
+		// ours to replace; anything else at the path is the user's.
+		switch cur, isLink := s.readLink(ctx, c.Name, linkPath); {
+		case isLink && cur == target:
+			err = nil
+		case isLink:
+			if err = s.opts.LXD.DeleteFile(ctx, c.Name, linkPath); err == nil || errors.Is(err, lxdexec.ErrNotFound) {
+				if err = push(); err != nil {
+					if cur, isLink := s.readLink(ctx, c.Name, linkPath); isLink && cur == target {
+						err = nil
+					}
+				}
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("link skill %q at %q in %q: %w", name, linkPath, c.Name, classify(err))
 	}
 	s.remember(c, linkPath, "link:"+target)
 	return nil
+}
+
+// readLink returns the target of the symlink at p, and false when p is
+// missing, unreadable or not a symlink.
+func (s *Steps) readLink(ctx context.Context, container, p string) (string, bool) {
+	rc, info, err := s.opts.LXD.PullFile(ctx, container, p)
+	if err != nil {
+		return "", false
+	}
+	defer rc.Close()
+	if info.Type != lxdexec.FileTypeSymlink {
+		return "", false
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, 4096))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
