@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"remote/internal/testkit"
+	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/runner/runnertest"
 	"remote/providers/shim"
@@ -233,26 +234,68 @@ func TestShimContainerEdges(t *testing.T) {
 		t.Fatalf("run directory %s left after the release", handle.Dir)
 	})
 
-	// An attach that ends before the shim answers is reported with what it
-	// wrote to stderr, up to its first 4096 bytes.
-	t.Run("attach error quotes 4096 bytes of stderr", func(t *testing.T) {
-		containerExec(t, client, name, "sh", "-c", `printf '#!/bin/sh\nhead -c 4096 /dev/zero | tr "\\0" x >&2\nsleep 0.2\necho more >&2\nexit 5\n' >/tmp/fake-shim; chmod 755 /tmp/fake-shim`)
-		_, _, err := l.attachContainer(context.Background(), "/tmp/fake-shim", ContainerRunsDir+"/r1", nil)
-		want := "the run's supervisor (remote-shim) is gone: remote-shim attach in " + name + " ended (exit 5): " + strings.Repeat("x", 4096)
+	// A handle that names no container (as the host's do) re-attaches in
+	// the launcher's container; one naming another container is refused,
+	// even when this container has a run directory at the same path.
+	t.Run("re-attach checks the handle's container", func(t *testing.T) {
+		slot, handle := handleSlot(t)
+		p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
+			providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _, err := drain(t, p); out != "abc\n" || err != nil {
+			t.Fatalf("first run: %q, %v", out, err)
+		}
+		slot.Detach()
+		if handle.Instance != name {
+			t.Fatalf("handle %+v, want instance %s", handle, name)
+		}
+		attach := func(instance string) (providers.Process, *providers.RunSlot, error) {
+			s := &providers.RunSlot{RunID: slot.RunID, Attach: &providers.ShimHandle{Dir: handle.Dir, Instance: instance},
+				Cursor: providers.NewCursor(true, providers.Pos{}, false)}
+			p, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), s)), providers.Command{})
+			return p, s, err
+		}
+		_, _, err = attach("t-other")
+		want := "the run's supervisor (remote-shim) is gone: the run's shim is in container t-other, not " + name
 		if !errors.Is(err, providers.ErrShimGone) || err.Error() != want {
-			t.Fatalf("attach = %.200q…, want %.200q… (%d bytes)", err, want, len(want))
+			t.Fatalf("attach with another container's handle = %v, want %q", err, want)
+		}
+		p2, slot2, err := attach("")
+		if err != nil {
+			t.Fatalf("attach with a handle naming no container: %v", err)
+		}
+		defer slot2.Release()
+		if out, _, err := drain(t, p2); out != "abc\n" || err != nil {
+			t.Fatalf("replay: %q, %v", out, err)
 		}
 	})
 
-	// A run whose shim is in another container is not attached in this
-	// one.
-	t.Run("attach in another container", func(t *testing.T) {
-		slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: "t-other"},
+	// An attach that fails before the shim answers is quoted in the error
+	// up to the first 4 KiB of its stderr: here exactly 4096 bytes, then
+	// (after a pause, so in a later read) a line that is not quoted. The
+	// stand-in shim has its own version, so its own path.
+	t.Run("attach failure quotes 4 KiB of its stderr", func(t *testing.T) {
+		fake := "#!/bin/sh\nhead -c 4096 /dev/zero | tr '\\0' x >&2; sleep 0.3; echo not-quoted >&2; exit 1\n"
+		bin := filepath.Join(t.TempDir(), "remote-shim")
+		if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fl := &LXDLauncher{Client: client, Instance: name, Shim: &ShimConfig{Binary: bin}}
+		inside, err := fl.shimPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.PushFile(context.Background(), name, inside, strings.NewReader(fake), lxdexec.FileOptions{Mode: 0o755, MkdirParents: true}); err != nil {
+			t.Fatal(err)
+		}
+		slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: name},
 			Cursor: providers.NewCursor(true, providers.Pos{}, false)}
-		_, err := l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{Path: "true"})
-		want := "the run's supervisor (remote-shim) is gone: the run's shim is in container t-other, not " + name
+		_, err = fl.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{})
+		want := "the run's supervisor (remote-shim) is gone: remote-shim attach in " + name + " ended (exit 1): " + strings.Repeat("x", 4096)
 		if !errors.Is(err, providers.ErrShimGone) || err.Error() != want {
-			t.Fatalf("attach = %v, want %q", err, want)
+			t.Fatalf("attach error %.200q…%q, want %.200q… (%d bytes)", err, tail(err), want, len(want))
 		}
 	})
 }

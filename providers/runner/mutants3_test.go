@@ -4,7 +4,7 @@ package runner
 // launchers (lxdshim.go, shim.go) and process.go (make mutate
 // PKGS=./providers/runner; docs/testing.md, "providers/runner: the run
 // shim launchers and process.go"): each asserts a behaviour a user relies
-// on, with literal values. The container ones share one container.
+// on, with literal values.
 
 import (
 	"bufio"
@@ -25,99 +25,6 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 )
-
-// TestShimContainerRuns: what a project run's CLI under remote-shim gets
-// in its container, and how it is re-attached.
-func TestShimContainerRuns(t *testing.T) {
-	t.Parallel()
-	client := testkit.LXD(t)
-	name := testkit.NewContainer(t, client, "rshim3")
-	cfg := &ShimConfig{Binary: testkit.ShimBinary(t)}
-	launcher := func() *LXDLauncher { return (&LXDLauncher{Client: client, Shim: cfg}).Container(name).(*LXDLauncher) }
-
-	// As LXD's own exec does: a CLI run as root (uid 0) gets HOME=/root
-	// and USER=root; one run as another uid gets neither.
-	t.Run("HOME and USER only for root", func(t *testing.T) {
-		t.Parallel()
-		for uid, want := range map[uint32]string{0: "home=/root user=root", 1000: "home= user="} {
-			cmd := providers.Command{Path: "sh", Args: []string{"-c", `echo "home=$HOME user=$USER"`}, Dir: "/", UID: &uid}
-			p, err := launcher().Start(shimmed(t)(context.Background()), cmd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, _, err := drain(t, p)
-			if err != nil || strings.TrimSpace(out) != want {
-				t.Errorf("uid %d: %q, %v; want %q", uid, out, err, want)
-			}
-		}
-	})
-
-	// A handle that names no container (as the host's do) re-attaches in
-	// the launcher's container; one naming another container is refused,
-	// even when this container has a run directory at the same path.
-	t.Run("re-attach checks the handle's container", func(t *testing.T) {
-		t.Parallel()
-		slot, handle := handleSlot(t)
-		p, err := launcher().Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)),
-			providers.Command{Path: "echo", Args: []string{"abc"}, Dir: "/"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, _, err := drain(t, p); out != "abc\n" || err != nil {
-			t.Fatalf("first run: %q, %v", out, err)
-		}
-		slot.Detach()
-		if handle.Instance != name {
-			t.Fatalf("handle %+v, want instance %s", handle, name)
-		}
-
-		attach := func(instance string) (providers.Process, *providers.RunSlot, error) {
-			s := &providers.RunSlot{RunID: slot.RunID, Attach: &providers.ShimHandle{Dir: handle.Dir, Instance: instance},
-				Cursor: providers.NewCursor(true, providers.Pos{}, false)}
-			p, err := launcher().Start(providers.MainProcess(providers.WithRunSlot(context.Background(), s)), providers.Command{})
-			return p, s, err
-		}
-		_, _, err = attach("t-other")
-		if !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "the run's shim is in container t-other, not "+name) {
-			t.Fatalf("attach with another container's handle: %v", err)
-		}
-		p2, slot2, err := attach("")
-		if err != nil {
-			t.Fatalf("attach with a handle naming no container: %v", err)
-		}
-		defer slot2.Release()
-		if out, _, err := drain(t, p2); out != "abc\n" || err != nil {
-			t.Fatalf("replay: %q, %v", out, err)
-		}
-	})
-
-	// An attach that fails before the shim answers is quoted in the error
-	// up to the first 4 KiB of its stderr: here exactly 4096 bytes, then
-	// (after a pause, so in a later read) a line that is not quoted.
-	t.Run("attach failure quotes 4 KiB of its stderr", func(t *testing.T) {
-		t.Parallel()
-		fake := "#!/bin/sh\nhead -c 4096 /dev/zero | tr '\\0' x >&2; sleep 0.3; echo not-quoted >&2; exit 1\n"
-		bin := filepath.Join(t.TempDir(), "remote-shim")
-		if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		l := &LXDLauncher{Client: client, Instance: name, Shim: &ShimConfig{Binary: bin}}
-		inside, err := l.shimPath()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := client.PushFile(context.Background(), name, inside, strings.NewReader(fake), lxdexec.FileOptions{Mode: 0o755, MkdirParents: true}); err != nil {
-			t.Fatal(err)
-		}
-		slot := &providers.RunSlot{RunID: "r1", Attach: &providers.ShimHandle{Dir: ContainerRunsDir + "/r1", Instance: name},
-			Cursor: providers.NewCursor(true, providers.Pos{}, false)}
-		_, err = l.Start(providers.MainProcess(providers.WithRunSlot(context.Background(), slot)), providers.Command{})
-		want := "remote-shim attach in " + name + " ended (exit 1): " + strings.Repeat("x", 4096)
-		if !errors.Is(err, providers.ErrShimGone) || !strings.HasSuffix(err.Error(), want) {
-			t.Fatalf("attach error %.200q…%q, want it to end in %.60q… (4096 x)", err, tail(err), want)
-		}
-	})
-}
 
 // TestShimContainerReleaseAfterAttachGone: the run's end is stored after
 // its attach exec is gone (killed in the container): the release goes
