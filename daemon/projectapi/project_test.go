@@ -344,17 +344,22 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// readUntil reads until want appears after what earlier calls
+		// matched: one frame may carry several awaited strings ("30 100"
+		// and "tty-42" often come together; CI once waited 90 s for a
+		// "tty-42" a frame already read had carried).
+		var out string
 		readUntil := func(want string) {
 			t.Helper()
-			var seen strings.Builder
 			_ = ws.SetReadDeadline(time.Now().Add(90 * time.Second))
-			for !strings.Contains(seen.String(), want) {
+			for !strings.Contains(out, want) {
 				_, data, err := ws.ReadMessage()
 				if err != nil {
-					t.Fatalf("read (seen %q): %v", seen.String(), err)
+					t.Fatalf("read until %q (unmatched output %q): %v", want, out, err)
 				}
-				seen.Write(data)
+				out += string(data)
 			}
+			out = out[strings.Index(out, want)+len(want):]
 		}
 		readUntil("# ") // the prompt: type once the shell listens, as a person would
 		send("stty size; echo tty-$((6*7))\n")
