@@ -6,6 +6,9 @@
 // Host allowlist against DNS rebinding, and the embedded page, whose agent
 // Markdown is sanitized to plain, inert HTML.
 //
+// Its two origins dispatch on route tables (routes.go) that
+// docs/threat-model.md must cover, row by row.
+//
 // It imports api (the wire types), hclog and bcrypt; never daemon, and not
 // config either: cmd/remote-web maps the TOML onto Options. The page's
 // browser libraries under static/vendor are vendored by `make vendor-web`.

@@ -122,9 +122,6 @@ func (s *Server) previewsOn() bool { return s.previewOrigin != "" }
 // may mint (fetch metadata): a preview cannot send the browser here to
 // switch it to another project.
 func (s *Server) servePreviewStart(w http.ResponseWriter, r *http.Request) {
-	if !readOnly(w, r) {
-		return
-	}
 	w.Header().Set("Cache-Control", "no-store")
 	if !s.previewsOn() {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "previews are off: remote-web has no preview origin ([web] preview_listen)")
@@ -198,28 +195,30 @@ func (s *Server) PreviewHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "path is not in clean form: "+p)
 			return
 		}
-		if p == previewEnterPath {
-			s.previewEnter(w, r)
-			return
-		}
-		c, err := r.Cookie(PreviewCookie)
-		var g previewGrant
-		ok := false
-		if err == nil {
-			g, ok = s.previewSessions.get(c.Value, false)
-		}
-		if !ok {
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "no preview session: open the preview from the Remote page")
-			return
-		}
-		if isWebSocket(r) && r.Header.Get("Origin") != s.previewOrigin {
-			s.log.Warn("cross-origin preview websocket refused", "origin", r.Header.Get("Origin"), "user", g.user)
-			writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin websocket refused")
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), previewKey{}, g))
-		s.previewProxy.ServeHTTP(w, r)
+		s.preview.ServeHTTP(w, r)
 	})
+}
+
+// servePreviewApp serves every preview-origin request but the token
+// exchange: with a live preview cookie, the user's project's port.
+func (s *Server) servePreviewApp(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(PreviewCookie)
+	var g previewGrant
+	ok := false
+	if err == nil {
+		g, ok = s.previewSessions.get(c.Value, false)
+	}
+	if !ok {
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "no preview session: open the preview from the Remote page")
+		return
+	}
+	if isWebSocket(r) && r.Header.Get("Origin") != s.previewOrigin {
+		s.log.Warn("cross-origin preview websocket refused", "origin", r.Header.Get("Origin"), "user", g.user)
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin websocket refused")
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), previewKey{}, g))
+	s.previewProxy.ServeHTTP(w, r)
 }
 
 type previewKey struct{}
@@ -229,9 +228,6 @@ type previewKey struct{}
 func (s *Server) previewEnter(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if !readOnly(w, r) {
-		return
-	}
 	g, ok := s.previewTokens.get(r.URL.Query().Get("token"), true)
 	if !ok {
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "preview token unknown, used or expired: open the preview from the Remote page again")

@@ -111,6 +111,8 @@ type Server struct {
 	previewSessions *grants
 	previewProxy    http.Handler
 	daemon          *http.Client
+
+	page, preview *http.ServeMux // the two origins' route tables (routes.go)
 }
 
 // New checks opts and returns a Server. Users with a hash that is not
@@ -161,6 +163,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.setupPreviews(); err != nil {
 		return nil, err
 	}
+	s.page, s.preview = newRouter(s.pageRoutes()), newRouter(s.previewRoutes())
 	return s, nil
 }
 
@@ -183,35 +186,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "path is not in clean form: "+p)
 		return
 	}
-	switch {
-	case isDaemonPortsPath(p): // a project's app never runs on the page's origin
+	if isDaemonPortsPath(p) { // a project's app never runs on the page's origin
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "previews are served on the preview origin only: open them with /preview/{project}/{port}")
-	case strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/ws/"):
-		s.serveAPI(w, r)
-	case strings.HasPrefix(p, "/preview/"):
-		s.servePreviewStart(w, r)
-	case p == "/login":
-		s.serveLogin(w, r)
-	case p == "/logout":
-		s.serveLogout(w, r)
-	case strings.HasPrefix(p, "/static/"):
-		if !readOnly(w, r) {
-			return
-		}
-		w.Header().Set("Cache-Control", "no-cache")
-		s.static.ServeHTTP(w, r)
-	case p == "/" || p == "/index.html":
-		if !readOnly(w, r) {
-			return
-		}
-		if _, err := s.user(r); err != nil {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
-		}
-		s.servePage(w, "index.html", http.StatusOK)
-	default:
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+p)
+		return
 	}
+	s.page.ServeHTTP(w, r)
+}
+
+// serveIndex serves the page to a logged-in user, else sends to /login.
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.user(r); err != nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	s.servePage(w, "index.html", http.StatusOK)
+}
+
+// serveStatic serves the page's scripts, styles and vendored libraries.
+func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-cache")
+	s.static.ServeHTTP(w, r)
 }
 
 // serveAPI authenticates, checks the origin and forwards to the daemon.
@@ -248,13 +242,8 @@ func (s *Server) user(r *http.Request) (string, error) {
 }
 
 func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
+	if r.Method != http.MethodPost {
 		s.servePage(w, "login.html", http.StatusOK)
-		return
-	case http.MethodPost:
-	default:
-		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on /login")
 		return
 	}
 	if !s.sameOrigin(r) {
@@ -351,10 +340,6 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "log out with POST /logout")
-		return
-	}
 	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
@@ -442,16 +427,6 @@ func (s *Server) requestScheme(r *http.Request) string {
 		}
 	}
 	return "http"
-}
-
-// readOnly answers 405 unless r is a GET or HEAD, and reports whether the
-// request may go on.
-func readOnly(w http.ResponseWriter, r *http.Request) bool {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return true
-	}
-	writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" not allowed on "+r.URL.Path)
-	return false
 }
 
 func safeMethod(m string) bool {
