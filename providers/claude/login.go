@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"remote/providers"
+	"remote/providers/probe"
 	"remote/providers/runner"
 )
 
@@ -25,7 +26,7 @@ func (p *Provider) StartLogin(_ context.Context, method string) (providers.Login
 	default:
 		return nil, fmt.Errorf("%w: Claude Code offers %q (sign in with your Claude account, paste the code back), not %q", providers.ErrLoginMethod, providers.LoginMethodOAuth, method)
 	}
-	return runner.StartLogin(runner.LoginSpec{
+	return probe.StartLogin(probe.LoginSpec{
 		Launcher: p.probe.Launcher,
 		Command:  providers.Command{Path: p.cfg.Binary, Args: []string{"auth", "login"}, Env: runner.HostEnv(p.cfg.Env), Dir: "/"},
 		Method:   providers.LoginMethodOAuth,
@@ -37,7 +38,7 @@ func (p *Provider) StartLogin(_ context.Context, method string) (providers.Login
 // Logout runs `claude auth logout` as the host user.
 func (p *Provider) Logout(ctx context.Context) (string, error) {
 	defer p.probe.Invalidate()
-	return runner.RunLogout(ctx, p.probe.Launcher, providers.Command{Path: p.cfg.Binary, Args: []string{"auth", "logout"}, Env: runner.HostEnv(p.cfg.Env), Dir: "/"})
+	return probe.RunLogout(ctx, p.probe.Launcher, providers.Command{Path: p.cfg.Binary, Args: []string{"auth", "logout"}, Env: runner.HostEnv(p.cfg.Env), Dir: "/"})
 }
 
 // oauthParser reads what `claude auth login` prints without a terminal:

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/providers"
+	"remote/providers/probe"
 	"remote/providers/runner"
 )
 
@@ -22,7 +23,7 @@ var ErrNotWired = providers.ErrNotWired
 type Provider struct {
 	cfg   providers.AdapterConfig
 	log   hclog.Logger
-	probe *runner.Probe
+	probe *probe.Probe
 }
 
 var (
@@ -35,7 +36,7 @@ var (
 func New(cfg providers.AdapterConfig) *Provider {
 	cfg = runner.HostDefaults(cfg, DefaultBinary)
 	p := &Provider{cfg: cfg, log: runner.AdapterLogger(cfg.Logger, "claude")}
-	p.probe = &runner.Probe{
+	p.probe = &probe.Probe{
 		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedClaudeVersion,
 		Env:          func() []string { return runner.HostEnv(cfg.Env) },
 		ParseVersion: ParseVersion,

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"remote/providers"
-	"remote/providers/runner"
+	"remote/providers/probe"
 )
 
 // LoginAction is the line shown when Claude Code is not logged in.
@@ -25,7 +25,7 @@ func ParseVersion(out string) string {
 // authStatus runs `claude auth status` (JSON; exit 1 when logged out) and
 // keeps only loggedIn and authMethod: the rest (e-mail, organisation) is
 // never passed on.
-func authStatus(ctx context.Context, host runner.ProbeHost) runner.AuthStatus {
+func authStatus(ctx context.Context, host probe.ProbeHost) probe.AuthStatus {
 	// The exit status only repeats loggedIn; output that is not the JSON
 	// (an older CLI without `auth status`) leaves the login unknown, which
 	// does not block prompts.
@@ -35,17 +35,17 @@ func authStatus(ctx context.Context, host runner.ProbeHost) runner.AuthStatus {
 		AuthMethod string `json:"authMethod"`
 	}
 	if json.Unmarshal([]byte(strings.TrimSpace(out)), &st) != nil {
-		return runner.AuthStatus{Auth: providers.AuthUnknown}
+		return probe.AuthStatus{Auth: providers.AuthUnknown}
 	}
 	if !st.LoggedIn {
-		return runner.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
+		return probe.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
 	}
 	switch st.AuthMethod {
 	case "api_key":
-		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthAPIKey}
+		return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthAPIKey}
 	case "none", "":
-		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthUnknown}
+		return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthUnknown}
 	default: // "claude.ai", "oauth_token" (setup-token), …
-		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}
+		return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"remote/providers"
 	"remote/providers/codexharness"
 	"remote/providers/codexlaunch"
+	"remote/providers/probe"
 	"remote/providers/runner"
 )
 
@@ -92,7 +93,7 @@ type Provider struct {
 	cfg   providers.AdapterConfig
 	opts  Options
 	log   hclog.Logger
-	probe *runner.Probe
+	probe *probe.Probe
 
 	modelsMu   sync.Mutex
 	models     []string
@@ -123,7 +124,7 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 		cfg.Binary = "codex"
 	}
 	p := &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "codex")}
-	p.probe = &runner.Probe{
+	p.probe = &probe.Probe{
 		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedCodexVersion,
 		Env: func() []string {
 			env, _, _ := p.hostEnv(nil)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"remote/providers"
-	"remote/providers/runner"
+	"remote/providers/probe"
 )
 
 var _ providers.LoginDriver = (*Provider)(nil)
@@ -29,7 +29,7 @@ func (p *Provider) StartLogin(_ context.Context, method string) (providers.Login
 		return nil, err
 	}
 	args := append([]string{"login", "--device-auth"}, p.opts.LoginArgs...)
-	return runner.StartLogin(runner.LoginSpec{
+	return probe.StartLogin(probe.LoginSpec{
 		Launcher: p.probe.Launcher,
 		Command:  providers.Command{Path: p.cfg.Binary, Args: args, Env: env, Dir: "/"},
 		Method:   providers.LoginMethodDeviceCode,
@@ -46,7 +46,7 @@ func (p *Provider) Logout(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer p.probe.Invalidate()
-	return runner.RunLogout(ctx, p.probe.Launcher, providers.Command{Path: p.cfg.Binary, Args: []string{"logout"}, Env: env, Dir: "/"})
+	return probe.RunLogout(ctx, p.probe.Launcher, providers.Command{Path: p.cfg.Binary, Args: []string{"logout"}, Env: env, Dir: "/"})
 }
 
 // deviceCodeParser reads what `codex login --device-auth` prints

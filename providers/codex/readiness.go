@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"remote/providers"
+	"remote/providers/probe"
 	"remote/providers/runner"
 )
 
@@ -55,25 +56,25 @@ func (p *Provider) Invalidate() { p.probe.Invalidate() }
 // loginStatus reads `codex login status` (its lines go to stderr; exit 1
 // when logged out). Only the kind of login is kept: the masked key Codex
 // prints for an API-key login is never passed on.
-func (p *Provider) loginStatus(ctx context.Context, host runner.ProbeHost) runner.AuthStatus {
+func (p *Provider) loginStatus(ctx context.Context, host probe.ProbeHost) probe.AuthStatus {
 	if mp := p.modelProvider(ctx, host); mp != "" && mp != "openai" {
 		// A custom [model_providers] entry brings its own endpoint and key
 		// (env_key): Codex needs no login for it.
-		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthModelProvider}
+		return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthModelProvider}
 	}
 	stdout, stderr, err := host.Run(ctx, "login", "status")
 	out := stdout + "\n" + stderr
 	switch {
 	case strings.Contains(out, "Not logged in"):
-		return runner.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
+		return probe.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
 	case strings.Contains(out, "Logged in using ChatGPT"):
-		return runner.AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}
+		return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}
 	case strings.Contains(out, "API key"):
-		return runner.AuthStatus{Auth: providers.AuthAPIKey, Action: APIKeyAction}
+		return probe.AuthStatus{Auth: providers.AuthAPIKey, Action: APIKeyAction}
 	case err != nil && strings.Contains(out, "CODEX_HOME points to"):
-		return runner.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
+		return probe.AuthStatus{Auth: providers.AuthNone, Action: LoginAction}
 	}
-	return runner.AuthStatus{Auth: providers.AuthUnknown}
+	return probe.AuthStatus{Auth: providers.AuthUnknown}
 }
 
 var tableRE = regexp.MustCompile(`(?m)^\s*\[`)
@@ -83,7 +84,7 @@ var modelProviderRE = regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*["']([^"'
 // modelProvider is the model provider the runs use: a `-c model_provider=`
 // in the configured args, else the top-level model_provider of
 // CODEX_HOME/config.toml (read as the host user); "" when neither names one.
-func (p *Provider) modelProvider(ctx context.Context, host runner.ProbeHost) string {
+func (p *Provider) modelProvider(ctx context.Context, host probe.ProbeHost) string {
 	for i, a := range p.cfg.Args {
 		kv := strings.TrimPrefix(a, "--config=")
 		if (a == "-c" || a == "--config") && i+1 < len(p.cfg.Args) {

@@ -7,8 +7,9 @@
 // steps every adapter shares around them: PrepareProject and ResolveLaunch
 // (where and how a turn runs), SyncCredentials (S12),
 // TruncateOutput, HostDefaults and AdapterLogger; and who host runs run as:
-// LookupHostUser and HostUserLauncher ([agent] host_user).
+// LookupHostUser and HostUserLauncher ([agent] host_user). Readiness
+// probes and CLI login moved to providers/probe, which imports runner.
 //
 // It imports providers and lxdexec only, and must never import the daemon,
-// the store, the transport or any adapter.
+// the store, the transport, any adapter or providers/probe.
 package runner

@@ -279,3 +279,8 @@ func (r *eofReader) done() bool {
 		return false
 	}
 }
+
+// LookPath resolves a bare binary name on the PATH in env (the daemon's
+// PATH when env has none), as HostLauncher does; a name with a slash is
+// returned as it is.
+func LookPath(name string, env []string) (string, error) { return lookPath(name, env) }

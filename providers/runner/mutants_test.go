@@ -193,13 +193,6 @@ func TestTruncateOutputContinuationBytesOnly(t *testing.T) {
 	}
 }
 
-// A login message keeps only its first line, even an empty one.
-func TestRedactLoginMessageEmptyFirstLine(t *testing.T) {
-	if got := RedactLoginMessage("\nsk-ant-secret on the second line"); got != "" {
-		t.Fatalf("RedactLoginMessage = %q, want the empty first line", got)
-	}
-}
-
 // A process error quotes stderr of exactly 2 KiB whole, without "…".
 func TestProcessErrorQuotesTwoKiBWhole(t *testing.T) {
 	detail := strings.Repeat("e", 2048)

@@ -1,4 +1,4 @@
-package runner
+package probe
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"remote/providers"
+	"remote/providers/runner"
 )
 
 // LoginParser reads one line of a CLI login's output (stdout or stderr,
@@ -265,7 +266,7 @@ func RedactLoginMessage(s string) string {
 		s = s[:i]
 	}
 	s = tokenLike.ReplaceAllString(s, "[redacted]")
-	return TruncateOutput(s, 300)
+	return runner.TruncateOutput(s, 300)
 }
 
 // RunLogout runs a CLI's logout command (bounded by DefaultProbeTimeout)

@@ -1,4 +1,4 @@
-package runner
+package probe
 
 import "testing"
 
@@ -15,5 +15,12 @@ func TestRedactLoginMessage(t *testing.T) {
 	}
 	if got := cleanLine("\x1b[94mABCD-1234\x1b[0m\r"); got != "ABCD-1234" {
 		t.Errorf("cleanLine = %q", got)
+	}
+}
+
+// A login message keeps only its first line, even an empty one.
+func TestRedactLoginMessageEmptyFirstLine(t *testing.T) {
+	if got := RedactLoginMessage("\nsk-ant-secret on the second line"); got != "" {
+		t.Fatalf("RedactLoginMessage = %q, want the empty first line", got)
 	}
 }

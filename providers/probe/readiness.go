@@ -1,4 +1,4 @@
-package runner
+package probe
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"remote/providers"
+	"remote/providers/runner"
 )
 
 // Readiness probe defaults.
@@ -54,7 +55,7 @@ type Probe struct {
 	Launcher providers.Launcher
 	Binary   string
 	// Env returns the environment the CLI's host runs get (HostEnv of the
-	// adapter's env); nil: HostEnv(nil).
+	// adapter's env); nil: runner.HostEnv(nil).
 	Env func() []string
 	// Tested is the version the contract tests ran (providers.Tested*).
 	Tested string
@@ -100,13 +101,13 @@ func (p *Probe) env() []string {
 	if p.Env != nil {
 		return p.Env()
 	}
-	return HostEnv(nil)
+	return runner.HostEnv(nil)
 }
 
 func (p *Probe) check(ctx context.Context) providers.Readiness {
 	r := providers.Readiness{Binary: p.Binary, TestedVersion: p.Tested, Auth: providers.AuthUnknown, CheckedAt: time.Now()}
 	env := p.env()
-	path, err := lookPath(p.Binary, env)
+	path, err := runner.LookPath(p.Binary, env)
 	var fi os.FileInfo
 	if err == nil {
 		fi, err = os.Stat(path)
@@ -208,10 +209,5 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return TruncateOutput(s, 200)
+	return runner.TruncateOutput(s, 200)
 }
-
-// LookPath resolves a bare binary name on the PATH in env (the daemon's
-// PATH when env has none), as HostLauncher does; a name with a slash is
-// returned as it is.
-func LookPath(name string, env []string) (string, error) { return lookPath(name, env) }
