@@ -14,6 +14,7 @@ import (
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/provisioning/checkpoint"
 )
 
 // MarkerKey is the instance config key the daemon sets on containers it
@@ -147,15 +148,15 @@ type Preparer struct {
 	wired       bool
 	syncTimeout time.Duration
 	log         hclog.Logger
-	lifecycle   keyLock       // one container lifecycle change at a time
-	keep        int           // checkpoints kept per project
-	expiry      time.Duration // LXD expiry of checkpoints (0: none)
-	pinned      pins          // checkpoints a fork is copying
-	pruning     pruneQueue    // checkpoint retention runs
-	previewDir  string        // sockets of port previews ("" none)
+	lifecycle   keyLock // one container lifecycle change at a time
+	checkpoints *checkpoint.Manager
+	previewDir  string // sockets of port previews ("" none)
 }
 
-var _ providers.ProjectPreparer = (*Preparer)(nil)
+var (
+	_ providers.ProjectPreparer = (*Preparer)(nil)
+	_ checkpoint.Snapshotter    = (*Conn)(nil)
+)
 
 // New returns a Preparer. It fails when LXD or Projects is missing or when
 // the provisioning dependencies are wired partially.
@@ -183,16 +184,52 @@ func New(opts Options) (*Preparer, error) {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	if opts.CheckpointKeep <= 0 {
-		opts.CheckpointKeep = DefaultCheckpointKeep
+		opts.CheckpointKeep = checkpoint.DefaultCheckpointKeep
 	}
 	if err := checkPreviewDir(opts.PreviewDir); err != nil {
 		return nil, err
 	}
-	return &Preparer{keep: opts.CheckpointKeep, expiry: opts.CheckpointExpiry, previewDir: opts.PreviewDir,
+	p := &Preparer{previewDir: opts.PreviewDir,
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
-	}, nil
+	}
+	snap, _ := opts.LXD.(checkpoint.Snapshotter)
+	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
+		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.lock, Resync: p.resyncPreviews}
+	return p, nil
+}
+
+// Checkpoints lists the project's checkpoints, oldest first (see
+// checkpoint.Manager).
+func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Checkpoint, error) {
+	return p.checkpoints.Checkpoints(ctx, proj)
+}
+
+// Restore restores the project's container in place from checkpoint name.
+func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) error {
+	return p.checkpoints.Restore(ctx, proj, name)
+}
+
+// Fork creates dst's container as a copy of src's checkpoint name, marked
+// as dst's; it is started by dst's first run.
+func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst api.Project) error {
+	return p.checkpoints.Fork(ctx, src, name, dst, map[string]string{MarkerKey: dst.ID, NameKey: dst.Name})
+}
+
+// WaitRetention returns when no checkpoint retention run is pending for
+// proj's container (or ctx ends).
+func (p *Preparer) WaitRetention(ctx context.Context, proj api.Project) error {
+	return p.checkpoints.WaitRetention(ctx, proj)
+}
+
+// resyncPreviews sets a restored or copied container's preview devices.
+func (p *Preparer) resyncPreviews(ctx context.Context, proj api.Project) error {
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if err != nil {
+		return nil // nothing to set on a container LXD cannot show
+	}
+	return p.syncPreviews(ctx, proj, inst)
 }
 
 // systemEvent builds a daemon-originated system event.
@@ -261,7 +298,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// 6. The turn's checkpoint, when the caller asked for one: after the
 	// container is ready, before the CLI starts; a failure is reported,
 	// never fatal.
-	p.checkpoint(ctx, cur)
+	p.checkpoints.Take(ctx, cur)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
 }
 
@@ -419,7 +456,7 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 		return err
 	}
 	defer unlock()
-	_ = p.pruning.wait(ctx, proj.Container) // no retention run on a deleted container
+	_ = p.checkpoints.WaitRetention(ctx, proj) // no retention run on a deleted container
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		return nil

@@ -15,7 +15,7 @@ import (
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
-	"remote/provisioning"
+	"remote/provisioning/checkpoint"
 )
 
 // benchData is the project content of a checkpoint or fork benchmark:
@@ -103,7 +103,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			n++
 			seq++
 			var ferr error
-			tctx := provisioning.WithTurn(ctx, provisioning.Turn{Chat: "0123456789ab", Seq: seq,
+			tctx := checkpoint.WithTurn(ctx, checkpoint.Turn{Chat: "0123456789ab", Seq: seq,
 				Done: func(_, _ string, err error) { ferr = err }})
 			start := time.Now()
 			if _, err := e.prep.Prepare(tctx, providers.PrepareRequest{Provider: providers.Claude, ProjectID: p.Name, ProjectUID: p.ID}, nil); err != nil || ferr != nil {
@@ -153,7 +153,7 @@ func BenchmarkForkWithContainer(b *testing.B) {
 		for e.srv.Hub().Running(chat.ID) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		cp := provisioning.CheckpointName(chat.ID, 1)
+		cp := checkpoint.CheckpointName(chat.ID, 1)
 		ctx := context.Background()
 		var remote, lxc time.Duration
 		n := 0

@@ -16,6 +16,7 @@ import (
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/provisioning"
+	"remote/provisioning/checkpoint"
 )
 
 // checkpoints serves GET /v1/projects/{name}/checkpoints, oldest first.
@@ -73,7 +74,7 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("checkpoint")
-	if _, _, ok := provisioning.ParseCheckpoint(name); !ok {
+	if _, _, ok := checkpoint.ParseCheckpoint(name); !ok {
 		return errdefs.InvalidArgument("invalid checkpoint %q: want rc-<chat>-<seq>", name)
 	}
 	srv, err := p.server()
@@ -151,7 +152,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return api.Project{}, err
 	}
-	cp := provisioning.CheckpointName(src.ID, turn)
+	cp := checkpoint.CheckpointName(src.ID, turn)
 	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
 		p.DropProject(proj)
 		if errors.Is(err, lxdexec.ErrNotFound) {

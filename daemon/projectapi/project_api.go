@@ -19,6 +19,7 @@ import (
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/provisioning"
+	"remote/provisioning/checkpoint"
 )
 
 // ProjectStore is what the project routes need of the store; *store.Store
@@ -184,7 +185,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Credentials != "" && req.Credentials != api.CredentialsShared && req.Credentials != api.CredentialsProject {
 		return errdefs.InvalidArgument("invalid credentials %q: want %q or %q", req.Credentials, api.CredentialsShared, api.CredentialsProject)
 	}
-	if req.Checkpoints != "" && req.Checkpoints != provisioning.CheckpointsTurn && req.Checkpoints != provisioning.CheckpointsOff {
+	if req.Checkpoints != "" && req.Checkpoints != checkpoint.CheckpointsTurn && req.Checkpoints != checkpoint.CheckpointsOff {
 		return errdefs.InvalidArgument("invalid checkpoints %q: turn or off", req.Checkpoints)
 	}
 	if req.Target != "" && !targetRE.MatchString(req.Target) {

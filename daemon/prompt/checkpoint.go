@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"remote/api"
-	"remote/provisioning"
+	"remote/provisioning/checkpoint"
 )
 
 // checkpointTurn returns ctx asking the project preparer for the turn's
@@ -19,7 +19,7 @@ func (s *Service) checkpointTurn(ctx context.Context, chat api.Chat, userSeq int
 		return ctx
 	}
 	var once sync.Once
-	return provisioning.WithTurn(ctx, provisioning.Turn{Chat: chat.ID, Seq: userSeq, Once: &once,
+	return checkpoint.WithTurn(ctx, checkpoint.Turn{Chat: chat.ID, Seq: userSeq, Once: &once,
 		Done: func(project, snapshot string, err error) {
 			if err != nil {
 				data, _ := json.Marshal(map[string]string{"project": project, "snapshot": snapshot, "reason": err.Error()})

@@ -1,4 +1,4 @@
-package provisioning
+package checkpoint
 
 import (
 	"context"
@@ -10,13 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"remote/api"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
 
 // Snapshotter is the LXD ability checkpoints use. *lxdexec.Client and
-// *Conn satisfy it; an LXD without it gets checkpoint_failed events.
+// provisioning's *Conn satisfy it; an LXD without it gets
+// checkpoint_failed events.
 type Snapshotter interface {
 	CreateSnapshot(ctx context.Context, instance, name string, expires time.Time) error
 	Snapshots(ctx context.Context, instance string) ([]lxdexec.Snapshot, error)
@@ -25,10 +28,7 @@ type Snapshotter interface {
 	CopyFromSnapshot(ctx context.Context, instance, snap, name string, config map[string]string) error
 }
 
-var (
-	_ Snapshotter = (*lxdexec.Client)(nil)
-	_ Snapshotter = (*Conn)(nil)
-)
+var _ Snapshotter = (*lxdexec.Client)(nil)
 
 // Checkpoint modes of a project (api.Project.Checkpoints).
 const (
@@ -37,7 +37,7 @@ const (
 )
 
 // DefaultCheckpointKeep is how many checkpoints a project keeps when
-// Options.CheckpointKeep is zero.
+// Manager.Keep (provisioning's Options.CheckpointKeep) is zero.
 const DefaultCheckpointKeep = 20
 
 // Errors of checkpoints, tested with errors.Is.
@@ -74,6 +74,24 @@ func ParseCheckpoint(name string) (chat string, seq int64, ok bool) {
 		}
 	}
 	return rest[:i], seq, true
+}
+
+// Manager takes, lists, prunes, restores and forks a project's
+// checkpoints. Its fields are set by provisioning.New; the zero pins and
+// prune queue are ready to use.
+type Manager struct {
+	Snap     Snapshotter   // nil: the LXD client cannot snapshot
+	Keep     int           // checkpoints kept per project
+	Expiry   time.Duration // LXD expiry of checkpoints (0: none)
+	Log      hclog.Logger
+	Classify func(error) error // marks LXD being unreachable
+	// Lock takes the container's lifecycle lock (one change at a time).
+	Lock func(ctx context.Context, container string) (func(), error)
+	// Resync sets a restored or copied container's own devices (its
+	// preview sockets) before anything starts it.
+	Resync  func(ctx context.Context, proj api.Project) error
+	pinned  pins       // checkpoints a fork is copying
+	pruning pruneQueue // checkpoint retention runs
 }
 
 // Turn asks Prepare to checkpoint the container before the turn: Done is
@@ -129,9 +147,9 @@ func (p *pins) has(key string) bool {
 	return p.n[key] > 0
 }
 
-// checkpoint takes the turn's snapshot when ctx asks for one and the
+// Take takes the turn's snapshot when ctx asks for one and the
 // project's checkpoints are on, then prunes old ones.
-func (p *Preparer) checkpoint(ctx context.Context, proj api.Project) {
+func (p *Manager) Take(ctx context.Context, proj api.Project) {
 	t, ok := turnFrom(ctx)
 	if !ok || proj.Checkpoints == CheckpointsOff {
 		return
@@ -143,24 +161,24 @@ func (p *Preparer) checkpoint(ctx context.Context, proj api.Project) {
 	p.takeCheckpoint(ctx, proj, t)
 }
 
-func (p *Preparer) takeCheckpoint(ctx context.Context, proj api.Project, t Turn) {
+func (p *Manager) takeCheckpoint(ctx context.Context, proj api.Project, t Turn) {
 	name := CheckpointName(t.Chat, t.Seq)
-	snap, ok := p.lxd.(Snapshotter)
-	if !ok {
+	snap := p.Snap
+	if snap == nil {
 		t.Done(proj.Name, name, ErrNoSnapshots)
 		return
 	}
 	started := time.Now()
 	var expires time.Time // zero: LXD never expires it
-	if p.expiry > 0 {
-		expires = started.Add(p.expiry)
+	if p.Expiry > 0 {
+		expires = started.Add(p.Expiry)
 	}
 	err := snap.CreateSnapshot(ctx, proj.Container, name, expires)
 	if err != nil {
-		err = classify(err)
-		p.log.Warn("checkpoint failed; the turn runs without one", "project", proj.Name, "snapshot", name, "error", err)
+		err = p.Classify(err)
+		p.Log.Warn("checkpoint failed; the turn runs without one", "project", proj.Name, "snapshot", name, "error", err)
 	} else {
-		p.log.Debug("checkpoint taken", "project", proj.Name, "snapshot", name, "duration", time.Since(started))
+		p.Log.Debug("checkpoint taken", "project", proj.Name, "snapshot", name, "duration", time.Since(started))
 	}
 	t.Done(proj.Name, name, err)
 	if err == nil {
@@ -172,7 +190,7 @@ func (p *Preparer) takeCheckpoint(ctx context.Context, proj api.Project, t Turn)
 			pctx, cancel := context.WithTimeout(pctx, 5*time.Minute)
 			defer cancel()
 			if perr := p.prune(pctx, snap, proj); perr != nil {
-				p.log.Warn("prune checkpoints", "project", proj.Name, "error", perr)
+				p.Log.Warn("prune checkpoints", "project", proj.Name, "error", perr)
 			}
 		})
 	}
@@ -222,7 +240,7 @@ func (q *pruneQueue) schedule(container string, fn func()) {
 // WaitRetention returns when no checkpoint retention run is pending for
 // proj's container (or ctx ends). Listing, restore and fork already wait;
 // benchmarks use it to keep the background work out of other timings.
-func (p *Preparer) WaitRetention(ctx context.Context, proj api.Project) error {
+func (p *Manager) WaitRetention(ctx context.Context, proj api.Project) error {
 	return p.pruning.wait(ctx, proj.Container)
 }
 
@@ -244,7 +262,7 @@ func (q *pruneQueue) wait(ctx context.Context, container string) error {
 
 // prune deletes the project's oldest checkpoints beyond the kept number,
 // except those a fork is copying.
-func (p *Preparer) prune(ctx context.Context, snap Snapshotter, proj api.Project) error {
+func (p *Manager) prune(ctx context.Context, snap Snapshotter, proj api.Project) error {
 	list, err := snap.Snapshots(ctx, proj.Container)
 	if err != nil {
 		return err
@@ -255,7 +273,7 @@ func (p *Preparer) prune(ctx context.Context, snap Snapshotter, proj api.Project
 			cps = append(cps, s)
 		}
 	}
-	keep := p.keep
+	keep := p.Keep
 	if keep <= 0 {
 		keep = DefaultCheckpointKeep
 	}
@@ -277,9 +295,9 @@ func (p *Preparer) prune(ctx context.Context, snap Snapshotter, proj api.Project
 
 // Checkpoints lists the project's checkpoints, oldest first. A container
 // not created yet has none.
-func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Checkpoint, error) {
-	snap, ok := p.lxd.(Snapshotter)
-	if !ok {
+func (p *Manager) Checkpoints(ctx context.Context, proj api.Project) ([]api.Checkpoint, error) {
+	snap := p.Snap
+	if snap == nil {
 		return nil, ErrNoSnapshots
 	}
 	if err := p.pruning.wait(ctx, proj.Container); err != nil {
@@ -290,7 +308,7 @@ func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Che
 		return []api.Checkpoint{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of project %q: %w", proj.Name, classify(err))
+		return nil, fmt.Errorf("list checkpoints of project %q: %w", proj.Name, p.Classify(err))
 	}
 	out := []api.Checkpoint{}
 	for _, s := range list {
@@ -307,15 +325,15 @@ func (p *Preparer) Checkpoints(ctx context.Context, proj api.Project) ([]api.Che
 // Restore restores the project's container in place from checkpoint
 // name. A name that is not a checkpoint gives ErrBadCheckpoint; a missing
 // one an error matching lxdexec.ErrNotFound.
-func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) error {
+func (p *Manager) Restore(ctx context.Context, proj api.Project, name string) error {
 	if _, _, ok := ParseCheckpoint(name); !ok {
 		return fmt.Errorf("%q: %w (want rc-<chat>-<seq>)", name, ErrBadCheckpoint)
 	}
-	snap, ok := p.lxd.(Snapshotter)
-	if !ok {
+	snap := p.Snap
+	if snap == nil {
 		return ErrNoSnapshots
 	}
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	unlock, err := p.Lock(ctx, proj.Container)
 	if err != nil {
 		return err
 	}
@@ -323,29 +341,27 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 	if err := p.pruning.wait(ctx, proj.Container); err != nil {
 		return err
 	}
-	if err := hasSnapshot(ctx, snap, proj, name); err != nil {
+	if err := p.hasSnapshot(ctx, snap, proj, name); err != nil {
 		return err
 	}
 	if err := snap.RestoreSnapshot(ctx, proj.Container, name); err != nil {
-		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, classify(err))
+		return fmt.Errorf("restore project %q to %s: %w", proj.Name, name, p.Classify(err))
 	}
-	if inst, _, err := p.lxd.Instance(ctx, proj.Container); err == nil { // the snapshot's devices are its ports then
-		if err := p.syncPreviews(ctx, proj, inst); err != nil {
-			p.log.Warn("project previews not set after restore", "project", proj.Name, "error", err)
-		}
+	if err := p.Resync(ctx, proj); err != nil { // the snapshot's devices are its ports then
+		p.Log.Warn("project previews not set after restore", "project", proj.Name, "error", err)
 	}
 	return nil
 }
 
-// Fork creates dst's container as a copy of src's checkpoint name, marked
-// as dst's; it is started by dst's first run. The checkpoint is kept while
-// it is copied.
-func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst api.Project) error {
+// Fork creates dst's container as a copy of src's checkpoint name with
+// config cfg (the marks making it dst's); it is started by dst's first
+// run. The checkpoint is kept while it is copied.
+func (p *Manager) Fork(ctx context.Context, src api.Project, name string, dst api.Project, cfg map[string]string) error {
 	if _, _, ok := ParseCheckpoint(name); !ok {
 		return fmt.Errorf("%q: %w (want rc-<chat>-<seq>)", name, ErrBadCheckpoint)
 	}
-	snap, ok := p.lxd.(Snapshotter)
-	if !ok {
+	snap := p.Snap
+	if snap == nil {
 		return ErrNoSnapshots
 	}
 	defer p.pinned.add(src.Container + "/" + name)()
@@ -353,19 +369,16 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 	if err := p.pruning.wait(ctx, src.Container); err != nil {
 		return err
 	}
-	if err := hasSnapshot(ctx, snap, src, name); err != nil {
+	if err := p.hasSnapshot(ctx, snap, src, name); err != nil {
 		return err
 	}
-	cfg := map[string]string{MarkerKey: dst.ID, NameKey: dst.Name}
 	if err := snap.CopyFromSnapshot(ctx, src.Container, name, dst.Container, cfg); err != nil {
-		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, classify(err))
+		return fmt.Errorf("copy checkpoint %s of project %q to project %q: %w", name, src.Name, dst.Name, p.Classify(err))
 	}
 	// The copy has the original's preview devices (its sockets): dst's own
 	// replace them before anything starts it, LXD's autostart included.
-	if inst, _, err := p.lxd.Instance(ctx, dst.Container); err == nil {
-		if err := p.syncPreviews(ctx, dst, inst); err != nil {
-			p.log.Warn("forked project's previews not set", "project", dst.Name, "error", err)
-		}
+	if err := p.Resync(ctx, dst); err != nil {
+		p.Log.Warn("forked project's previews not set", "project", dst.Name, "error", err)
 	}
 	return nil
 }
@@ -373,10 +386,10 @@ func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst a
 // hasSnapshot returns nil when proj's container has the checkpoint, an
 // error matching lxdexec.ErrNotFound when it does not (LXD 5.0 answers a
 // restore from a missing snapshot with a generic failure).
-func hasSnapshot(ctx context.Context, snap Snapshotter, proj api.Project, name string) error {
+func (p *Manager) hasSnapshot(ctx context.Context, snap Snapshotter, proj api.Project, name string) error {
 	list, err := snap.Snapshots(ctx, proj.Container)
 	if err != nil {
-		return fmt.Errorf("list checkpoints of project %q: %w", proj.Name, classify(err))
+		return fmt.Errorf("list checkpoints of project %q: %w", proj.Name, p.Classify(err))
 	}
 	for _, s := range list {
 		if s.Name == name {
