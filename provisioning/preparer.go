@@ -15,6 +15,7 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/preview"
 )
 
 // MarkerKey is the instance config key the daemon sets on containers it
@@ -150,12 +151,13 @@ type Preparer struct {
 	log         hclog.Logger
 	lifecycle   keyLock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
-	previewDir  string // sockets of port previews ("" none)
+	previews    *preview.Devices
 }
 
 var (
 	_ providers.ProjectPreparer = (*Preparer)(nil)
 	_ checkpoint.Snapshotter    = (*Conn)(nil)
+	_ preview.DeviceEditor      = (*Conn)(nil)
 )
 
 // New returns a Preparer. It fails when LXD or Projects is missing or when
@@ -186,14 +188,16 @@ func New(opts Options) (*Preparer, error) {
 	if opts.CheckpointKeep <= 0 {
 		opts.CheckpointKeep = checkpoint.DefaultCheckpointKeep
 	}
-	if err := checkPreviewDir(opts.PreviewDir); err != nil {
+	if err := preview.CheckDir(opts.PreviewDir); err != nil {
 		return nil, err
 	}
-	p := &Preparer{previewDir: opts.PreviewDir,
+	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
 	}
+	ed, _ := opts.LXD.(preview.DeviceEditor)
+	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
 		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.lock, Resync: p.resyncPreviews}
@@ -223,13 +227,45 @@ func (p *Preparer) WaitRetention(ctx context.Context, proj api.Project) error {
 	return p.checkpoints.WaitRetention(ctx, proj)
 }
 
+// PreviewSocket is the host path of the Unix socket that reaches port on
+// the loopback of proj's container while it runs; "" without a preview
+// directory.
+func (p *Preparer) PreviewSocket(proj api.Project, port int) string {
+	return p.previews.Socket(proj, port)
+}
+
+// SyncPreviews makes the proxy devices of proj's container match its
+// ports now (added and removed live while it runs). A container not
+// created yet gets them when it is.
+func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
+	if p.previews.Dir == "" {
+		return nil
+	}
+	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+	}
+	if _, err := owns(inst, proj); err != nil {
+		return err
+	}
+	return p.previews.Sync(ctx, proj, inst)
+}
+
 // resyncPreviews sets a restored or copied container's preview devices.
 func (p *Preparer) resyncPreviews(ctx context.Context, proj api.Project) error {
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if err != nil {
 		return nil // nothing to set on a container LXD cannot show
 	}
-	return p.syncPreviews(ctx, proj, inst)
+	return p.previews.Sync(ctx, proj, inst)
 }
 
 // systemEvent builds a daemon-originated system event.
@@ -475,7 +511,7 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 	if err := p.lxd.DeleteInstance(ctx, proj.Container); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
 		return fmt.Errorf("delete container %q: %w", proj.Container, classify(err))
 	}
-	p.removePreviewSockets(proj)
+	p.previews.RemoveSockets(proj)
 	return nil
 }
 
@@ -543,7 +579,7 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 		}
 		p.log.Info("container from before project ids marked with its project's id", "project", proj.Name, "container", proj.Container, "id", proj.ID)
 	}
-	if err := p.syncPreviews(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
+	if err := p.previews.Sync(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
 		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
 	}
 	if inst.Status == "Running" {

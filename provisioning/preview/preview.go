@@ -1,4 +1,4 @@
-package provisioning
+package preview
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/lxdexec"
@@ -23,24 +25,31 @@ const PreviewDevicePrefix = "remote-port-"
 // holds 108 bytes with the terminating NUL).
 const maxSocketPath = 107
 
-// DeviceEditor is the LXD ability previews use. *lxdexec.Client and *Conn
-// satisfy it.
+// DeviceEditor is the LXD ability previews use. *lxdexec.Client and
+// provisioning's *Conn satisfy it.
 type DeviceEditor interface {
 	EditDevices(ctx context.Context, name string, edit func(map[string]map[string]string) bool) error
 }
 
-var (
-	_ DeviceEditor = (*lxdexec.Client)(nil)
-	_ DeviceEditor = (*Conn)(nil)
-)
+var _ DeviceEditor = (*lxdexec.Client)(nil)
 
 // ErrNoPreviews means the daemon has no preview directory or its LXD
 // client cannot edit devices.
 var ErrNoPreviews = errors.New("previews are not configured")
 
-// checkPreviewDir rejects a preview directory whose socket paths would
+// Devices keeps a project container's preview proxy devices and their
+// sockets. provisioning.Preparer holds one and calls it with the
+// container's lifecycle lock held.
+type Devices struct {
+	Dir      string       // sockets of port previews ("" none)
+	Editor   DeviceEditor // nil: the LXD client cannot edit devices
+	Log      hclog.Logger
+	Classify func(error) error // marks LXD being unreachable
+}
+
+// CheckDir rejects a preview directory whose socket paths would
 // not fit a Unix socket address.
-func checkPreviewDir(dir string) error {
+func CheckDir(dir string) error {
 	if dir == "" {
 		return nil
 	}
@@ -57,27 +66,27 @@ func previewSocket(dir, projectID string, port int) string {
 	return filepath.Join(dir, projectID+"-"+strconv.Itoa(port)+".sock")
 }
 
-// PreviewSocket is the host path of the Unix socket that reaches port on
+// Socket is the host path of the Unix socket that reaches port on
 // the loopback of proj's container while it runs; "" without a preview
 // directory.
-func (p *Preparer) PreviewSocket(proj api.Project, port int) string {
-	if p.previewDir == "" || proj.ID == "" {
+func (p *Devices) Socket(proj api.Project, port int) string {
+	if p.Dir == "" || proj.ID == "" {
 		return ""
 	}
-	return previewSocket(p.previewDir, proj.ID, port)
+	return previewSocket(p.Dir, proj.ID, port)
 }
 
 // previewDevices are the proxy devices proj's ports need: LXD listens on
 // the host (bind=host) on a Unix socket only the daemon's uid may use
 // (mode 0600) and connects to the port on the container's loopback. No
 // host TCP port is opened.
-func (p *Preparer) previewDevices(proj api.Project) map[string]map[string]string {
+func (p *Devices) previewDevices(proj api.Project) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, port := range proj.Ports {
 		out[PreviewDevicePrefix+strconv.Itoa(port)] = map[string]string{
 			"type":    "proxy",
 			"bind":    "host",
-			"listen":  "unix:" + p.PreviewSocket(proj, port),
+			"listen":  "unix:" + p.Socket(proj, port),
 			"connect": "tcp:127.0.0.1:" + strconv.Itoa(port),
 			"uid":     strconv.Itoa(os.Getuid()),
 			"gid":     strconv.Itoa(os.Getgid()),
@@ -102,43 +111,18 @@ func previewsMatch(devs, want map[string]map[string]string) bool {
 	return n == len(want)
 }
 
-// SyncPreviews makes the proxy devices of proj's container match its
-// ports now (added and removed live while it runs). A container not
-// created yet gets them when it is.
-func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
-	if p.previewDir == "" {
-		return nil
-	}
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	inst, _, err := p.lxd.Instance(ctx, proj.Container)
-	if errors.Is(err, lxdexec.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
-	}
-	if _, err := owns(inst, proj); err != nil {
-		return err
-	}
-	return p.syncPreviews(ctx, proj, inst)
-}
-
-// syncPreviews is SyncPreviews with the lifecycle lock held and inst just
-// read.
-func (p *Preparer) syncPreviews(ctx context.Context, proj api.Project, inst *lxdexec.Instance) error {
-	if p.previewDir == "" {
+// Sync makes the proxy devices of proj's container inst (just read, with
+// the lifecycle lock held) match its ports now.
+func (p *Devices) Sync(ctx context.Context, proj api.Project, inst *lxdexec.Instance) error {
+	if p.Dir == "" {
 		return nil
 	}
 	want := p.previewDevices(proj)
 	if previewsMatch(inst.Devices, want) {
 		return nil
 	}
-	ed, ok := p.lxd.(DeviceEditor)
-	if !ok {
+	ed := p.Editor
+	if ed == nil {
 		return ErrNoPreviews
 	}
 	var gone []string
@@ -158,16 +142,16 @@ func (p *Preparer) syncPreviews(ctx context.Context, proj api.Project, inst *lxd
 		return true
 	})
 	if err != nil {
-		return fmt.Errorf("set the preview devices of project %q: %w", proj.Name, classify(err))
+		return fmt.Errorf("set the preview devices of project %q: %w", proj.Name, p.Classify(err))
 	}
 	// LXD leaves a removed listener's socket file behind; only files in
 	// the daemon's own directory are removed.
 	for _, path := range gone {
-		if filepath.Dir(path) == p.previewDir && !slicesContainsListen(want, path) {
+		if filepath.Dir(path) == p.Dir && !slicesContainsListen(want, path) {
 			_ = os.Remove(path)
 		}
 	}
-	p.log.Info("preview devices set", "project", proj.Name, "container", proj.Container, "ports", fmt.Sprint(proj.Ports))
+	p.Log.Info("preview devices set", "project", proj.Name, "container", proj.Container, "ports", fmt.Sprint(proj.Ports))
 	return nil
 }
 
@@ -180,12 +164,12 @@ func slicesContainsListen(devs map[string]map[string]string, path string) bool {
 	return false
 }
 
-// removePreviewSockets removes the socket files proj's devices left.
-func (p *Preparer) removePreviewSockets(proj api.Project) {
-	if p.previewDir == "" || proj.ID == "" {
+// RemoveSockets removes the socket files proj's devices left.
+func (p *Devices) RemoveSockets(proj api.Project) {
+	if p.Dir == "" || proj.ID == "" {
 		return
 	}
-	matches, _ := filepath.Glob(filepath.Join(p.previewDir, proj.ID+"-*.sock"))
+	matches, _ := filepath.Glob(filepath.Join(p.Dir, proj.ID+"-*.sock"))
 	for _, m := range matches {
 		_ = os.Remove(m)
 	}
