@@ -171,15 +171,6 @@ type deviceRemover interface {
 	RemoveDevices(ctx context.Context, name string, devices ...string) error
 }
 
-// RemoveDevices implements deviceRemover.
-func (c *Conn) RemoveDevices(ctx context.Context, name string, devices ...string) error {
-	cl, err := c.get()
-	if err != nil {
-		return err
-	}
-	return cl.RemoveDevices(ctx, name, devices...)
-}
-
 // unmountStale removes the stale version mounts (device → container path)
 // no process in the container runs from (by /proc/<pid>/exe); a run that
 // started on an earlier version keeps it. It reports whether none is

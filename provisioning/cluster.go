@@ -47,15 +47,6 @@ type ClusterMembers interface {
 
 var _ ClusterMembers = (*lxdexec.Client)(nil)
 
-// ClusterMember implements ClusterMembers.
-func (c *Conn) ClusterMember(ctx context.Context, name string) (*lxdexec.ClusterMember, error) {
-	cl, err := c.get()
-	if err != nil {
-		return nil, err
-	}
-	return cl.ClusterMember(ctx, name)
-}
-
 // moveWait bounds how long a prompt waits for a moving container to take
 // its name on the new member (LXD moves a busybox container in 3-7 s).
 const moveWait = 2 * time.Minute

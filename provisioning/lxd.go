@@ -10,6 +10,7 @@ import (
 	"remote/internal/errdefs"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/provisioning/lxdconn"
 )
 
 // LXD is the part of the LXD REST client the preparer and the reconciler
@@ -72,7 +73,7 @@ var (
 	// ErrNoContainer means the project names no container (S9).
 	ErrNoContainer = errdefs.New(errdefs.ErrInvalidArgument, "project has no container name")
 	// ErrUnavailable means LXD could not be reached; the API answers 503.
-	ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "lxd unavailable")
+	ErrUnavailable = lxdconn.ErrUnavailable
 	// ErrIncompleteDependencies means provisioning dependencies were wired
 	// partially; they must be all set or all nil.
 	ErrIncompleteDependencies = errors.New("provisioning dependencies wired partially")

@@ -1,64 +1,16 @@
 package provisioning
 
-// Tests of provisioning's pure parts (flight, keylock, revert, warnlog)
+// Tests of provisioning's pure parts (flight, keylock, revert)
 // that kill the mutants gremlins found living there (make mutate
 // PKGS=./provisioning; docs/testing.md).
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
-
-// The warning is due again exactly when its gap (1 min, then doubling to
-// at most 1 h) has passed; reset warns at once again.
-func TestWarnBackoffExactGaps(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := start
-	oldNow := now
-	t.Cleanup(func() { now = oldNow })
-	now = func() time.Time { return clock }
-	var buf bytes.Buffer
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &buf, DisableTime: true})
-	var w warnBackoff
-	at := func(d time.Duration) string {
-		clock = start.Add(d)
-		buf.Reset()
-		w.log(log, "lxd unreachable")
-		return strings.TrimSpace(buf.String())
-	}
-	steps := []struct {
-		at   time.Duration
-		want string
-	}{
-		{0, "[WARN]  lxd unreachable: next_warning_after=1m0s"},
-		{59 * time.Second, "[DEBUG] lxd unreachable"},
-		{time.Minute, "[WARN]  lxd unreachable: next_warning_after=2m0s"},
-		{3 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=4m0s"},
-		{7 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=8m0s"},
-		{15 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=16m0s"},
-		{31 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=32m0s"},
-		{63 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=1h0m0s"},
-		{123 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=1h0m0s"},
-		{182 * time.Minute, "[DEBUG] lxd unreachable"},
-		{183 * time.Minute, "[WARN]  lxd unreachable: next_warning_after=1h0m0s"},
-	}
-	for _, s := range steps {
-		if got := at(s.at); got != s.want {
-			t.Fatalf("at %v: %q, want %q", s.at, got, s.want)
-		}
-	}
-	w.reset()
-	if got := at(184 * time.Minute); got != "[WARN]  lxd unreachable: next_warning_after=1m0s" {
-		t.Fatalf("after reset: %q", got)
-	}
-}
 
 // Undo steps run newest first, every one of them, once.
 func TestReverterRunsAllUndoStepsNewestFirst(t *testing.T) {

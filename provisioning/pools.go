@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"remote/lxdexec"
+	"remote/provisioning/lxdconn"
 )
 
 // PoolChecker is the LXD ability to look a storage pool up. *lxdexec.Client
@@ -16,20 +17,11 @@ type PoolChecker interface {
 
 var (
 	_ PoolChecker = (*lxdexec.Client)(nil)
-	_ PoolChecker = (*Conn)(nil)
+	_ PoolChecker = (*lxdconn.Conn)(nil)
 )
 
 // ErrNoSuchPool means a project names a storage pool LXD does not have.
 var ErrNoSuchPool = errors.New("no such storage pool in LXD")
-
-// StoragePool implements PoolChecker.
-func (c *Conn) StoragePool(ctx context.Context, name string) (*lxdexec.StoragePool, error) {
-	cl, err := c.get()
-	if err != nil {
-		return nil, err
-	}
-	return cl.StoragePool(ctx, name)
-}
 
 // CheckPool returns nil when LXD has the storage pool name, an error
 // matching ErrNoSuchPool when it does not, and an unavailability error

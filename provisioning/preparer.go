@@ -15,6 +15,7 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/lxdconn"
 	"remote/provisioning/preview"
 )
 
@@ -156,8 +157,13 @@ type Preparer struct {
 
 var (
 	_ providers.ProjectPreparer = (*Preparer)(nil)
-	_ checkpoint.Snapshotter    = (*Conn)(nil)
-	_ preview.DeviceEditor      = (*Conn)(nil)
+	_ checkpoint.Snapshotter    = (*lxdconn.Conn)(nil)
+	_ preview.DeviceEditor      = (*lxdconn.Conn)(nil)
+	_ LXD                       = (*lxdconn.Conn)(nil)
+	_ EventSource               = (*lxdconn.Conn)(nil)
+	_ InstanceLister            = (*lxdconn.Conn)(nil)
+	_ ClusterMembers            = (*lxdconn.Conn)(nil)
+	_ deviceRemover             = (*lxdconn.Conn)(nil)
 )
 
 // New returns a Preparer. It fails when LXD or Projects is missing or when

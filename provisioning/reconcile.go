@@ -11,6 +11,7 @@ import (
 
 	"remote/api"
 	"remote/lxdexec"
+	"remote/provisioning/lxdconn"
 )
 
 // InstanceLister lists every instance with its status (one LXD request).
@@ -51,7 +52,7 @@ type Reconciler struct {
 	unavailable error // last LXD reachability failure, nil when reachable
 
 	// startWarn and resyncWarn back off Run's "unreachable" warnings.
-	startWarn, resyncWarn warnBackoff
+	startWarn, resyncWarn lxdconn.WarnBackoff
 }
 
 // NewReconciler returns a Reconciler.
@@ -311,8 +312,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			break
 		}
-		r.startWarn.log(r.log, "lxd unreachable at start-up, retrying", "in", backoff, "error", err)
-		if !sleep(ctx, backoff) {
+		r.startWarn.Log(r.log, "lxd unreachable at start-up, retrying", "in", backoff, "error", err)
+		if !lxdconn.Sleep(ctx, backoff) {
 			return nil
 		}
 		backoff = min(backoff*2, 30*time.Second)
@@ -368,11 +369,11 @@ func (r *Reconciler) resyncWithBackoff(ctx context.Context, retry *time.Timer, b
 	err := r.Resync(ctx)
 	if err == nil {
 		*backoff = time.Second
-		r.resyncWarn.reset()
+		r.resyncWarn.Reset()
 		return
 	}
 	if errors.Is(err, ErrUnavailable) {
-		r.resyncWarn.log(r.log, "lxd unreachable, retrying", "in", *backoff, "error", err)
+		r.resyncWarn.Log(r.log, "lxd unreachable, retrying", "in", *backoff, "error", err)
 		retry.Reset(*backoff)
 		*backoff = min(*backoff*2, 30*time.Second)
 		return

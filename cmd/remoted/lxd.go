@@ -9,16 +9,16 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/lxdexec"
-	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // lxdLink reports LXD's reachability for GET /v1/info. It shares the
-// daemon's one LXD connection (provisioning.Conn): remoted starts in
+// daemon's one LXD connection (lxdconn.Conn): remoted starts in
 // degraded mode when LXD is unreachable, and the projects' Run keeps dialing
 // in the background (Conn.Dial), so loose chats are served meanwhile and
 // project chats work as soon as LXD answers, without a restart.
 type lxdLink struct {
-	conn    *provisioning.Conn
+	conn    *lxdconn.Conn
 	metrics *daemon.Metrics
 	err     error  // why the first connection failed; read only while conn has no client
 	pin     string // [lxd] server_cert, "" when not pinned
@@ -40,7 +40,7 @@ func dialLXD(ctx context.Context, opts lxdexec.Options, timeout time.Duration, m
 	if err != nil {
 		metrics.LXDError()
 	}
-	return &lxdLink{conn: provisioning.NewConn(c), metrics: metrics, err: err, pin: opts.ServerCert}
+	return &lxdLink{conn: lxdconn.NewConn(c), metrics: metrics, err: err, pin: opts.ServerCert}
 }
 
 // Status reports reachability and the server version for GET /v1/info.

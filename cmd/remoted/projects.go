@@ -20,6 +20,7 @@ import (
 	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // projectWiring is what the projects feature adds to remoted.
@@ -42,7 +43,7 @@ type projectWiring struct {
 // the container launchers from the config, the store and the daemon's LXD
 // connection (without a client while LXD is unreachable: project requests
 // then answer 503 until Run has connected).
-func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, log hclog.Logger) (projectWiring, error) {
+func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hclog.Logger) (projectWiring, error) {
 	hostHome := os.Getenv("HOME")
 	hostUser := hostfs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	if u, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
@@ -177,7 +178,7 @@ func files(in []config.ContainerFile) []provisioning.File {
 // reached yet, a run fails with provisioning.ErrUnavailable instead of
 // the daemon needing a restart.
 type connLaunchers struct {
-	conn *provisioning.Conn
+	conn *lxdconn.Conn
 	shim *runner.ShimConfig // nil: runs go direct
 }
 
@@ -188,7 +189,7 @@ func (l connLaunchers) Container(name string) providers.Launcher {
 }
 
 type connLauncher struct {
-	conn *provisioning.Conn
+	conn *lxdconn.Conn
 	name string
 	shim *runner.ShimConfig
 }

@@ -9,6 +9,7 @@ import (
 	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // TestCredentialSyncTimeoutReachesProjects (S12): [agent]
@@ -24,7 +25,7 @@ func TestCredentialSyncTimeoutReachesProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := wireProjects(cfg, st, provisioning.NewConn(nil), testkit.Logger(t, "wire"))
+	w, err := wireProjects(cfg, st, lxdconn.NewConn(nil), testkit.Logger(t, "wire"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ import (
 	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // Options configures a Daemon; the zero value is a daemon without LXD
@@ -137,7 +138,7 @@ func New(t testing.TB, o Options) *Daemon {
 		d.LXD = lxdClient
 		lxdStatus = lxdInfo{lxdClient}
 	}
-	conn := provisioning.NewConn(lxdClient)
+	conn := lxdconn.NewConn(lxdClient)
 	prep, err := provisioning.New(provisioning.Options{
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: testkit.TestImage, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,

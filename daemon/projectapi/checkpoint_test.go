@@ -16,6 +16,7 @@ import (
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/lxdconn"
 )
 
 // fileAgent is a provider whose "CLI" is a shell in the project's
@@ -47,7 +48,7 @@ func fileAgent(ports providers.AdapterConfig) providers.Provider {
 
 // failingSnapshots is the preparer's LXD with snapshots that always fail,
 // as on a full pool.
-type failingSnapshots struct{ *provisioning.Conn }
+type failingSnapshots struct{ *lxdconn.Conn }
 
 func (failingSnapshots) CreateSnapshot(context.Context, string, string, time.Time) error {
 	return errors.New("no space left on device")
@@ -160,7 +161,7 @@ func TestCheckpointsOff(t *testing.T) {
 // the reason and the CLI still runs.
 func TestFaultCheckpointFails(t *testing.T) {
 	e := newProjectEnv(t, projectEnvOpts{
-		prepLXD:   func(c *provisioning.Conn) provisioning.LXD { return failingSnapshots{c} },
+		prepLXD:   func(c *lxdconn.Conn) provisioning.LXD { return failingSnapshots{c} },
 		providers: []func(providers.AdapterConfig) providers.Provider{fileAgent},
 	})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfail")})

@@ -12,6 +12,7 @@ import (
 	"remote/internal/testkit/fakeanthropic"
 	"remote/providers"
 	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // firstEvent creates a new project and a Claude chat in it, sends the
@@ -112,7 +113,7 @@ func BenchmarkEnsureCLIStore(b *testing.B) {
 	st := testStore(b, providers.Claude)
 	cl := testkit.LXD(b)
 	bin := testkit.ClaudeBinary(b)
-	conn := provisioning.NewConn(cl)
+	conn := lxdconn.NewConn(cl)
 	storeSetup := provisioning.DefaultSetups("/root", b.TempDir())[providers.Claude]
 	pushSetup := storeSetup
 	pushSetup.StoreCLI, pushSetup.InstallFiles = "", []provisioning.File{{Host: bin, Container: "/usr/local/bin/claude", Mode: 0o755}}

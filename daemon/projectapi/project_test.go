@@ -24,13 +24,14 @@ import (
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/lxdconn"
 )
 
 // projectEnv is a test server with the project routes over real LXD.
 type projectEnv struct {
 	*testServer
 	lxd    *lxdexec.Client
-	conn   *provisioning.Conn
+	conn   *lxdconn.Conn
 	prep   *provisioning.Preparer
 	rec    *provisioning.Reconciler
 	routes *Projects
@@ -65,7 +66,7 @@ type projectEnvOpts struct {
 	stepsLXD func(provisioning.LXD) provisioning.LXD
 	// prepLXD wraps the LXD the preparer uses (fault injection);
 	// checkpointKeep is its checkpoints kept per project.
-	prepLXD        func(*provisioning.Conn) provisioning.LXD
+	prepLXD        func(*lxdconn.Conn) provisioning.LXD
 	checkpointKeep int
 	// checkpointExpiry is the LXD expiry of its checkpoints (0: none).
 	checkpointExpiry time.Duration
@@ -83,7 +84,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	}
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})
-	e := &projectEnv{lxd: cl, conn: provisioning.NewConn(cl), logs: logs}
+	e := &projectEnv{lxd: cl, conn: lxdconn.NewConn(cl), logs: logs}
 	ts := newTestServer(t, nil, func(opts *daemon.Options) {
 		opts.Logger = log
 		opts.SkillsDir = o.skillsDir

@@ -12,12 +12,13 @@ import (
 	"remote/providers"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/lxdconn"
 )
 
 // gatedListing is the preparer's LXD whose snapshot listing (what
 // retention needs) waits until gate is closed.
 type gatedListing struct {
-	*provisioning.Conn
+	*lxdconn.Conn
 	gate chan struct{}
 }
 
@@ -42,7 +43,7 @@ func TestCheckpointRetentionOffTurnPath(t *testing.T) {
 	t.Cleanup(open)
 	e := newProjectEnv(t, projectEnvOpts{
 		checkpointKeep: 1,
-		prepLXD:        func(c *provisioning.Conn) provisioning.LXD { return gatedListing{c, gate} },
+		prepLXD:        func(c *lxdconn.Conn) provisioning.LXD { return gatedListing{c, gate} },
 		providers:      []func(providers.AdapterConfig) providers.Provider{fileAgent},
 	})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckret")})

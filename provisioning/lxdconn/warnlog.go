@@ -1,4 +1,4 @@
-package provisioning
+package lxdconn
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 // Seams of the retry loops, replaced by tests that run hours of retries in
 // an instant: now is the clock, sleep waits d or until ctx ends (false).
 var (
-	now   = time.Now
-	sleep = func(ctx context.Context, d time.Duration) bool {
+	now = time.Now
+	// Sleep waits d or until ctx ends (false); tests replace it.
+	Sleep = func(ctx context.Context, d time.Duration) bool {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -30,18 +31,18 @@ const (
 	maxWarnGap   = time.Hour
 )
 
-// warnBackoff backs off a retry loop's warnings as the retries back off:
+// WarnBackoff backs off a retry loop's warnings as the retries back off:
 // the first failure is a warning, later ones only once the gap since the
 // last warning (1 min, doubling to 1 h) has passed; the rest are debug
 // lines. A host without LXD thus logs a warning at start, after 1, 3, 7,
 // 15, 31 and 63 minutes, then hourly, instead of one every 30 s forever.
-type warnBackoff struct {
+type WarnBackoff struct {
 	last time.Time
 	gap  time.Duration
 }
 
-// log writes msg at warn level when one is due, else at debug level.
-func (w *warnBackoff) log(l hclog.Logger, msg string, args ...any) {
+// Log writes msg at warn level when one is due, else at debug level.
+func (w *WarnBackoff) Log(l hclog.Logger, msg string, args ...any) {
 	t := now()
 	if w.last.IsZero() || t.Sub(w.last) >= w.gap {
 		if w.last.IsZero() {
@@ -56,5 +57,5 @@ func (w *warnBackoff) log(l hclog.Logger, msg string, args ...any) {
 	l.Debug(msg, args...)
 }
 
-// reset starts over after a success: the next failure warns at once.
-func (w *warnBackoff) reset() { *w = warnBackoff{} }
+// Reset starts over after a success: the next failure warns at once.
+func (w *WarnBackoff) Reset() { *w = WarnBackoff{} }

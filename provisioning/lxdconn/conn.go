@@ -1,4 +1,4 @@
-package provisioning
+package lxdconn
 
 import (
 	"context"
@@ -9,8 +9,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
+
+// ErrUnavailable means LXD could not be reached; the API answers 503
+// (provisioning.ErrUnavailable is the same error).
+var ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "lxd unavailable")
 
 // Conn is an LXD connection that may not exist yet: until Dial succeeds
 // every call fails with ErrUnavailable, so the daemon can start (and serve
@@ -18,12 +23,6 @@ import (
 type Conn struct {
 	client atomic.Pointer[lxdexec.Client]
 }
-
-var (
-	_ LXD            = (*Conn)(nil)
-	_ EventSource    = (*Conn)(nil)
-	_ InstanceLister = (*Conn)(nil)
-)
 
 // NewConn returns a Conn, connected when c is not nil.
 func NewConn(c *lxdexec.Client) *Conn {
@@ -41,7 +40,7 @@ func (c *Conn) Client() *lxdexec.Client { return c.client.Load() }
 // until it succeeds or ctx ends. It returns at once when already connected.
 func (c *Conn) Dial(ctx context.Context, opts lxdexec.Options, log hclog.Logger) {
 	backoff := time.Second
-	var warn warnBackoff
+	var warn WarnBackoff
 	for c.client.Load() == nil {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cl, err := lxdexec.Connect(cctx, opts)
@@ -51,8 +50,8 @@ func (c *Conn) Dial(ctx context.Context, opts lxdexec.Options, log hclog.Logger)
 			log.Info("connected to lxd")
 			return
 		}
-		warn.log(log, "lxd unreachable, retrying", "in", backoff, "error", err)
-		if !sleep(ctx, backoff) {
+		warn.Log(log, "lxd unreachable, retrying", "in", backoff, "error", err)
+		if !Sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(backoff*2, 30*time.Second)
@@ -224,4 +223,31 @@ func (c *Conn) EditDevices(ctx context.Context, name string, edit func(map[strin
 		return err
 	}
 	return cl.EditDevices(ctx, name, edit)
+}
+
+// RemoveDevices removes devices from the instance name.
+func (c *Conn) RemoveDevices(ctx context.Context, name string, devices ...string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.RemoveDevices(ctx, name, devices...)
+}
+
+// ClusterMember reads a cluster member's state.
+func (c *Conn) ClusterMember(ctx context.Context, name string) (*lxdexec.ClusterMember, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.ClusterMember(ctx, name)
+}
+
+// StoragePool looks the storage pool name up.
+func (c *Conn) StoragePool(ctx context.Context, name string) (*lxdexec.StoragePool, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.StoragePool(ctx, name)
 }

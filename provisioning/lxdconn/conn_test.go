@@ -1,4 +1,4 @@
-package provisioning
+package lxdconn
 
 import (
 	"context"
