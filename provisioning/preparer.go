@@ -16,6 +16,7 @@ import (
 	"remote/providers"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/placement"
 	"remote/provisioning/preview"
 )
 
@@ -162,7 +163,8 @@ var (
 	_ LXD                       = (*lxdconn.Conn)(nil)
 	_ EventSource               = (*lxdconn.Conn)(nil)
 	_ InstanceLister            = (*lxdconn.Conn)(nil)
-	_ ClusterMembers            = (*lxdconn.Conn)(nil)
+	_ placement.PoolChecker     = (*lxdconn.Conn)(nil)
+	_ placement.ClusterMembers  = (*lxdconn.Conn)(nil)
 	_ deviceRemover             = (*lxdconn.Conn)(nil)
 )
 
@@ -263,6 +265,32 @@ func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
 		return err
 	}
 	return p.previews.Sync(ctx, proj, inst)
+}
+
+// CheckPool returns nil when LXD has the storage pool name, an error
+// matching placement.ErrNoSuchPool when it does not, and an
+// unavailability error (IsUnavailable) when LXD cannot be asked.
+func (p *Preparer) CheckPool(ctx context.Context, name string) error {
+	return placement.CheckPool(ctx, p.lxd, name, classify)
+}
+
+// ApplyLimits sets proj's limits on its container, live when it runs. A
+// container not created yet gets them when it is created.
+func (p *Preparer) ApplyLimits(ctx context.Context, proj api.Project) error {
+	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+	}
+	if _, err := owns(inst, proj); err != nil {
+		return err
+	}
+	if err := p.lxd.UpdateInstance(ctx, proj.Container, placement.LimitsPatch(proj, inst), ""); err != nil {
+		return fmt.Errorf("apply limits to project %q: %w", proj.Name, classify(err))
+	}
+	return nil
 }
 
 // resyncPreviews sets a restored or copied container's preview devices.
@@ -446,7 +474,7 @@ func (p *Preparer) start(ctx context.Context, proj api.Project, starting func())
 	if err != nil {
 		return Container{}, err
 	}
-	if proj.Status != StatusRunning || changed || memberName(inst.Location) != proj.Location {
+	if proj.Status != StatusRunning || changed || placement.MemberName(inst.Location) != proj.Location {
 		p.setStatusAt(proj.Name, StatusRunning, inst.Location)
 	}
 	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, nil
@@ -530,7 +558,7 @@ func (p *Preparer) setStatus(project, status string) { p.setStatusAt(project, st
 
 // setStatusAt records status and, when not "", the cluster member.
 func (p *Preparer) setStatusAt(project, status, location string) {
-	location = memberName(location)
+	location = placement.MemberName(location)
 	_, err := p.projects.UpdateProject(project, func(pr *api.Project) error {
 		pr.Status = status
 		if location != "" {
@@ -555,7 +583,7 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	inst, _, err := p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		// Not a missing container while LXD moves it between members.
-		if moved, moving, merr := p.awaitMove(ctx, proj); merr != nil {
+		if moved, moving, merr := placement.AwaitMove(ctx, p.lxd, proj, MarkerKey, p.log, classify); merr != nil {
 			return nil, false, merr
 		} else if moving {
 			inst, err = moved, nil
@@ -620,11 +648,11 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
 		Profiles: p.profiles,
 		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
-		Devices:  rootOnPool(proj.Pool),
+		Devices:  placement.RootOnPool(proj.Pool),
 		Target:   proj.Target,
 	})
 	if err != nil {
-		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, targetError(classify(err), proj.Target))
+		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, placement.TargetError(classify(err), proj.Target))
 	}
 	var rev reverter
 	defer rev.fail()

@@ -12,6 +12,7 @@ import (
 	"remote/api"
 	"remote/lxdexec"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/placement"
 )
 
 // InstanceLister lists every instance with its status (one LXD request).
@@ -171,7 +172,7 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 		}
 		in, ok := byName[p.Container]
 		if !ok {
-			if _, moving := movingCopy(mapValues(byName), p); moving {
+			if _, moving := placement.MovingCopy(mapValues(byName), p, MarkerKey); moving {
 				continue // LXD is moving it between cluster members
 			}
 		}
@@ -208,7 +209,7 @@ func mayBeOwn(p api.Project, in lxdexec.Instance) bool {
 // record stores status, and the cluster member location when not "",
 // when they differ from p's.
 func (r *Reconciler) record(p api.Project, status, location string) {
-	location = memberName(location)
+	location = placement.MemberName(location)
 	if p.Status == status && (location == "" || p.Location == location) {
 		return
 	}
@@ -283,7 +284,7 @@ func (r *Reconciler) handleEvent(ctx context.Context, ev lxdexec.Event) {
 			}
 		default:
 			r.record(p, status, ev.Location)
-			if ev.Stopped() && r.o.OnEvacuated != nil && r.evacuated(ctx, ev.Location) {
+			if ev.Stopped() && r.o.OnEvacuated != nil && placement.Evacuated(ctx, r.o.Lister, ev.Location) {
 				r.log.Info("project container stopped by a cluster member evacuation", "project", p.Name, "member", ev.Location)
 				go r.o.OnEvacuated(p, ev.Location)
 			}
@@ -379,4 +380,29 @@ func (r *Reconciler) resyncWithBackoff(ctx context.Context, retry *time.Timer, b
 		return
 	}
 	r.log.Warn("resync project status", "error", err)
+}
+
+// deleteIsMove checks, after an instance-deleted event for p's container,
+// whether the container still exists or is being moved (a copy with p's
+// id exists). It returns the status to record and false when the delete
+// is real.
+func (r *Reconciler) deleteIsMove(ctx context.Context, p api.Project) (api.Project, bool) {
+	insts, err := r.o.Lister.Instances(ctx)
+	if err != nil {
+		// Unknown: keep the stored status; the resync decides later.
+		r.log.Warn("check a deleted container against LXD", "project", p.Name, "error", err)
+		return p, true
+	}
+	for _, in := range insts {
+		if in.Name == p.Container {
+			p.Status, p.Location = statusOf(p, in, true), in.Location
+			return p, true
+		}
+	}
+	if cp, ok := placement.MovingCopy(insts, p, MarkerKey); ok {
+		r.log.Info("container deleted as part of a move between cluster members", "project", p.Name,
+			"container", p.Container, "to", cp.Location)
+		return p, true
+	}
+	return p, false
 }

@@ -6,7 +6,7 @@ import (
 	"regexp"
 
 	"remote/internal/errdefs"
-	"remote/provisioning"
+	"remote/provisioning/placement"
 )
 
 // poolNameRE is what LXD accepts as a storage pool name (and what is safe
@@ -28,7 +28,7 @@ func (p *Projects) newPool(ctx context.Context, req string) (string, error) {
 		return "", errdefs.InvalidArgument("invalid pool %q: an LXD storage pool name (letters, digits, '.', '_', '-')", pool)
 	}
 	err := p.o.Preparer.CheckPool(ctx, pool)
-	if errors.Is(err, provisioning.ErrNoSuchPool) {
+	if errors.Is(err, placement.ErrNoSuchPool) {
 		return "", errdefs.InvalidArgument("unknown pool %q: LXD has no storage pool of that name", pool)
 	}
 	return pool, err // unavailable: a 503

@@ -1,4 +1,4 @@
-package provisioning
+package placement
 
 import (
 	"context"
@@ -6,19 +6,15 @@ import (
 	"fmt"
 
 	"remote/lxdexec"
-	"remote/provisioning/lxdconn"
 )
 
 // PoolChecker is the LXD ability to look a storage pool up. *lxdexec.Client
-// and *Conn satisfy it.
+// and *lxdconn.Conn satisfy it.
 type PoolChecker interface {
 	StoragePool(ctx context.Context, name string) (*lxdexec.StoragePool, error)
 }
 
-var (
-	_ PoolChecker = (*lxdexec.Client)(nil)
-	_ PoolChecker = (*lxdconn.Conn)(nil)
-)
+var _ PoolChecker = (*lxdexec.Client)(nil)
 
 // ErrNoSuchPool means a project names a storage pool LXD does not have.
 var ErrNoSuchPool = errors.New("no such storage pool in LXD")
@@ -26,8 +22,9 @@ var ErrNoSuchPool = errors.New("no such storage pool in LXD")
 // CheckPool returns nil when LXD has the storage pool name, an error
 // matching ErrNoSuchPool when it does not, and an unavailability error
 // (IsUnavailable) when LXD cannot be asked.
-func (p *Preparer) CheckPool(ctx context.Context, name string) error {
-	pc, ok := p.lxd.(PoolChecker)
+// lxd without PoolChecker cannot look pools up.
+func CheckPool(ctx context.Context, lxd any, name string, classify func(error) error) error {
+	pc, ok := lxd.(PoolChecker)
 	if !ok {
 		return fmt.Errorf("storage pool %q: the LXD client cannot look pools up", name)
 	}
@@ -41,11 +38,11 @@ func (p *Preparer) CheckPool(ctx context.Context, name string) error {
 	return nil
 }
 
-// rootOnPool is the instance devices of a new container whose root disk is
+// RootOnPool is the instance devices of a new container whose root disk is
 // on pool: a local root disk device, which overrides the profile's (and
 // which an LXD copy of the container keeps, so forks stay on the pool).
 // No pool: none, the profile's root disk.
-func rootOnPool(pool string) map[string]map[string]string {
+func RootOnPool(pool string) map[string]map[string]string {
 	if pool == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package provisioning
+package placement
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/internal/errdefs"
@@ -26,9 +28,9 @@ import (
 // from the cluster: nothing is created elsewhere.
 var ErrBadTarget = errdefs.New(errdefs.ErrConflict, "no such cluster member or group")
 
-// targetError wraps a failed creation placed by target whose cause is an
+// TargetError wraps a failed creation placed by target whose cause is an
 // unknown member or group.
-func targetError(err error, target string) error {
+func TargetError(err error, target string) error {
 	if target == "" || !errors.Is(err, lxdexec.ErrNotFound) {
 		return err
 	}
@@ -51,23 +53,35 @@ var _ ClusterMembers = (*lxdexec.Client)(nil)
 // its name on the new member (LXD moves a busybox container in 3-7 s).
 const moveWait = 2 * time.Minute
 
-// movingCopy returns the "lxd-move-of-" copy of p's container, when LXD is
-// moving it: an instance under the move prefix carrying p's id.
-func movingCopy(insts []lxdexec.Instance, p api.Project) (lxdexec.Instance, bool) {
+// MovingCopy returns the "lxd-move-of-" copy of p's container, when LXD is
+// moving it: an instance under the move prefix carrying p's id in its
+// config key marker (provisioning.MarkerKey).
+func MovingCopy(insts []lxdexec.Instance, p api.Project, marker string) (lxdexec.Instance, bool) {
 	for _, in := range insts {
-		if strings.HasPrefix(in.Name, lxdexec.MovePrefix) && p.ID != "" && in.Config[MarkerKey] == p.ID {
+		if strings.HasPrefix(in.Name, lxdexec.MovePrefix) && p.ID != "" && in.Config[marker] == p.ID {
 			return in, true
 		}
 	}
 	return lxdexec.Instance{}, false
 }
 
-// awaitMove is called when p's container is not found: while LXD moves it
-// (a copy with p's id exists) it waits until the container is back under
-// its name and returns it; found is false when no move is under way (the
-// container is really missing).
-func (p *Preparer) awaitMove(ctx context.Context, proj api.Project) (inst *lxdexec.Instance, found bool, err error) {
-	lister, ok := p.lxd.(InstanceLister)
+// Instances is the LXD ability AwaitMove needs; an lxd that also lists
+// its instances (Lister) can tell a move from a missing container.
+type Instances interface {
+	Instance(ctx context.Context, name string) (*lxdexec.Instance, string, error)
+}
+
+// Lister lists every instance with its status (one LXD request).
+type Lister interface {
+	Instances(ctx context.Context) ([]lxdexec.Instance, error)
+}
+
+// AwaitMove is called when proj's container is not found: while LXD moves
+// it (a copy with proj's id in marker exists) it waits until the container
+// is back under its name and returns it; found is false when no move is
+// under way (the container is really missing).
+func AwaitMove(ctx context.Context, lxd Instances, proj api.Project, marker string, log hclog.Logger, classify func(error) error) (inst *lxdexec.Instance, found bool, err error) {
+	lister, ok := lxd.(Lister)
 	if !ok {
 		return nil, false, nil
 	}
@@ -75,16 +89,16 @@ func (p *Preparer) awaitMove(ctx context.Context, proj api.Project) (inst *lxdex
 	if err != nil {
 		return nil, false, fmt.Errorf("list containers of project %q: %w", proj.Name, classify(err))
 	}
-	cp, moving := movingCopy(insts, proj)
+	cp, moving := MovingCopy(insts, proj, marker)
 	if !moving {
 		return nil, false, nil
 	}
-	p.log.Info("container is being moved between cluster members; waiting for it", "project", proj.Name,
+	log.Info("container is being moved between cluster members; waiting for it", "project", proj.Name,
 		"container", proj.Container, "copy", cp.Name, "to", cp.Location)
 	ctx, cancel := context.WithTimeout(ctx, moveWait)
 	defer cancel()
 	for {
-		inst, _, err := p.lxd.Instance(ctx, proj.Container)
+		inst, _, err := lxd.Instance(ctx, proj.Container)
 		if err == nil {
 			return inst, true, nil
 		}
@@ -100,36 +114,12 @@ func (p *Preparer) awaitMove(ctx context.Context, proj api.Project) (inst *lxdex
 	}
 }
 
-// deleteIsMove checks, after an instance-deleted event for p's container,
-// whether the container still exists or is being moved (a copy with p's
-// id exists). It returns the status to record and false when the delete
-// is real.
-func (r *Reconciler) deleteIsMove(ctx context.Context, p api.Project) (api.Project, bool) {
-	insts, err := r.o.Lister.Instances(ctx)
-	if err != nil {
-		// Unknown: keep the stored status; the resync decides later.
-		r.log.Warn("check a deleted container against LXD", "project", p.Name, "error", err)
-		return p, true
-	}
-	for _, in := range insts {
-		if in.Name == p.Container {
-			p.Status, p.Location = statusOf(p, in, true), in.Location
-			return p, true
-		}
-	}
-	if cp, ok := movingCopy(insts, p); ok {
-		r.log.Info("container deleted as part of a move between cluster members", "project", p.Name,
-			"container", p.Container, "to", cp.Location)
-		return p, true
-	}
-	return p, false
-}
-
-// evacuated reports whether member is evacuated (or being evacuated):
-// LXD stopped the container there to move it.
-func (r *Reconciler) evacuated(ctx context.Context, member string) bool {
-	cm, ok := r.o.Lister.(ClusterMembers)
-	if !ok || memberName(member) == "" { // a standalone server has no members
+// Evacuated reports whether member is evacuated (or being evacuated):
+// LXD stopped the container there to move it. lxd without ClusterMembers
+// (a client that cannot ask) never is.
+func Evacuated(ctx context.Context, lxd any, member string) bool {
+	cm, ok := lxd.(ClusterMembers)
+	if !ok || MemberName(member) == "" { // a standalone server has no members
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -141,9 +131,9 @@ func (r *Reconciler) evacuated(ctx context.Context, member string) bool {
 	return strings.EqualFold(m.Status, "Evacuated") || strings.Contains(strings.ToLower(m.Message), "evacuat")
 }
 
-// memberName is a location as LXD reports it, "" for a standalone server
+// MemberName is a location as LXD reports it, "" for a standalone server
 // (which says "none").
-func memberName(location string) string {
+func MemberName(location string) string {
 	if location == "none" {
 		return ""
 	}
