@@ -15,6 +15,7 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/clidevice"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/placement"
 	"remote/provisioning/preview"
@@ -165,7 +166,7 @@ var (
 	_ InstanceLister            = (*lxdconn.Conn)(nil)
 	_ placement.PoolChecker     = (*lxdconn.Conn)(nil)
 	_ placement.ClusterMembers  = (*lxdconn.Conn)(nil)
-	_ deviceRemover             = (*lxdconn.Conn)(nil)
+	_ clidevice.Remover         = (*lxdconn.Conn)(nil)
 )
 
 // New returns a Preparer. It fails when LXD or Projects is missing or when

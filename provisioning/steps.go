@@ -7,17 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/internal/errdefs"
 	"remote/internal/hostfs"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/providers/clistore"
+	"remote/provisioning/clidevice"
 )
 
 //go:embed scheduled-tasks.md
@@ -60,6 +65,7 @@ type Steps struct {
 	mu        sync.Mutex
 	published map[string]string // uuid \x00 path → content hash
 	install   flight
+	store     *clidevice.Device // the CLI store's mounts and pushes
 }
 
 // NewDependencies returns the six provisioning dependencies, all backed by
@@ -69,6 +75,10 @@ func NewDependencies(opts StepsOptions) (Dependencies, *Steps) {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	s := &Steps{opts: opts, log: opts.Logger, published: map[string]string{}, install: newFlight()}
+	s.store = &clidevice.Device{LXD: opts.LXD, Log: opts.Logger, Classify: classify, Run: s.run,
+		PushHostFile: func(ctx context.Context, container, host, dst string, mode fs.FileMode) error {
+			return s.pushHostFile(ctx, container, File{Host: host, Container: dst, Mode: mode}, 0, 0)
+		}}
 	return Dependencies{CLI: s, Credentials: s, Workspace: s, Assets: s, Browser: s, Lifecycle: s}, s
 }
 
@@ -373,3 +383,67 @@ func readBounded(p string, limit int64) ([]byte, error) {
 
 // containerJoin joins container path elements.
 func containerJoin(elem ...string) string { return path.Join(elem...) }
+
+// CLIStore is the daemon's CLI store as provisioning uses it
+// (*clistore.Store): the version of a CLI new runs get.
+type CLIStore interface {
+	Selected(p providers.ProviderID) (clistore.Version, bool)
+}
+
+var _ CLIStore = (*clistore.Store)(nil)
+
+// ensureStoreCLI gives container c the selected store version of the
+// provider's CLI, when the setup uses the store and a version is
+// selected: as read-only LXD disk devices (the version directory at
+// /opt/remote-cli/<provider>/<version>, plus the store's glibc when the
+// container has none) and a link on the PATH. Where LXD cannot mount the
+// host path (a remote LXD, a cluster member without it) the version
+// directory is pushed to the same paths instead. handled is false when
+// the store does not apply (the setup's own check/install then run).
+func (s *Steps) ensureStoreCLI(ctx context.Context, c Container, p providers.ProviderID, st ProviderSetup) (handled bool, err error) {
+	if st.StoreCLI == "" || s.opts.CLIStore == nil {
+		return false, nil
+	}
+	ver, ok := s.opts.CLIStore.Selected(st.StoreCLI)
+	if !ok {
+		return false, nil
+	}
+	key, mark := "cli/"+string(p), "store:"+string(ver.Provider)+"/"+ver.Version
+	if s.cached(c, key, mark) {
+		return true, nil
+	}
+	return true, s.install.do(c.Name+"/"+c.UUID+"/"+string(p), func() error {
+		if s.cached(c, key, mark) {
+			return nil
+		}
+		if !s.opts.CLIStorePush {
+			start := time.Now()
+			stale, err := s.store.Mount(ctx, clidevice.Container{Name: c.Name}, ver)
+			if err == nil {
+				s.log.Debug("cli store mounted", "container", c.Name, "provider", p, "version", ver.Version, "duration", time.Since(start))
+				// Earlier versions' mounts go once no process runs from
+				// them; until then every preparation looks again.
+				if s.store.UnmountStale(ctx, clidevice.Container{Name: c.Name}, stale) {
+					s.remember(c, key, mark)
+				}
+				return nil
+			}
+			if errdefs.IsUnavailable(err) || !isLXDError(err) {
+				return err
+			}
+			// LXD answered: the host path is not usable there (remote
+			// LXD, cluster member without it). Push instead.
+			s.log.Warn("cli store not mountable, pushing the cli instead", "container", c.Name, "provider", p, "error", err)
+		}
+		if err := s.store.Push(ctx, clidevice.Container{Name: c.Name}, ver); err != nil {
+			return fmt.Errorf("install %s cli %s in %q: %w", p, ver.Version, c.Name, err)
+		}
+		s.remember(c, key, mark)
+		return nil
+	})
+}
+
+func isLXDError(err error) bool {
+	var lerr *lxdexec.Error
+	return errors.As(err, &lerr)
+}
