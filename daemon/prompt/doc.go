@@ -3,8 +3,8 @@
 // roots of a loose chat, the project check of a project chat), builds the
 // provider-neutral RunRequest from the chat's state (saved sessions,
 // visible history, skills), runs the provider under the run hub's lock as
-// one turn, and turns what it emits into stored chat events, ending every
-// run with a terminal event. It also owns the provider registry, the
+// one turn, and turns what it emits into stored chat events (projected by
+// daemon/prompt/projection), ending every run with a terminal event. It also owns the provider registry, the
 // directories loose chats may run in (Roots), usage records, the storage
 // guard ([daemon] min_free, max_run_bytes, max_chat_bytes) and restart
 // recovery.

@@ -50,23 +50,6 @@ func TestFormatBytesUnitEdges(t *testing.T) {
 	}
 }
 
-// TestWireUsageRenames: the token counts get their wire names; a wire name
-// already present wins; anything but a JSON object passes through.
-func TestWireUsageRenames(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"inputTokens":5,"outputTokens":7,"cachedInputTokens":1,"cacheWriteInputTokens":2,"other":3}`: `{"cache_creation_input_tokens":2,"cache_read_input_tokens":1,"input_tokens":5,"other":3,"output_tokens":7}`,
-		`{"inputTokens":5,"input_tokens":9}`: `{"input_tokens":9}`,
-		`null`:                               `null`,
-		`[1,2]`:                              `[1,2]`,
-		`{}`:                                 `{}`,
-		``:                                   ``,
-	} {
-		if got := string(wireUsage([]byte(in))); got != want {
-			t.Errorf("wireUsage(%s) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // TestRootsThroughSymlink: a root configured through a symlink admits the
 // directories under its target; the refusal names "the host user" when no
 // user is named.

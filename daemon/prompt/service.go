@@ -17,6 +17,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/metrics"
+	"remote/daemon/prompt/projection"
 	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
@@ -473,7 +474,7 @@ func (e *emitter) emit(ev providers.Event) {
 	if ev.Type == providers.EventRunCompleted && len(ev.Usage) > 0 {
 		e.s.recordUsage(e, ev.Usage)
 	}
-	ce, ok := projectEvent(ev, e.provider, time.Now())
+	ce, ok := projection.Event(ev, e.provider, time.Now())
 	if !ok || e.capped || e.broken.Load() {
 		return
 	}

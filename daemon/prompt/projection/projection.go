@@ -1,4 +1,4 @@
-package prompt
+package projection
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"remote/providers"
 )
 
-// projectEvent turns one normalized agent event into the chat event the
+// Event turns one normalized agent event into the chat event the
 // table in docs/api.md prescribes (S17). ok is false for agent events that
 // are not projected (run.started and unknown types). provider fills an
 // empty ev.Provider; now stamps events that carry no time.
-func projectEvent(ev providers.Event, provider providers.ProviderID, now time.Time) (api.Event, bool) {
+func Event(ev providers.Event, provider providers.ProviderID, now time.Time) (api.Event, bool) {
 	if ev.Provider == "" {
 		ev.Provider = provider
 	}
