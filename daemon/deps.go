@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"remote/daemon/fork"
 	"remote/daemon/metrics"
 	"remote/daemon/prompt"
 )
@@ -18,7 +19,14 @@ type (
 	Service = prompt.Service
 	// Metrics are the daemon's Prometheus series (package metrics).
 	Metrics = metrics.Metrics
+	// ContainerForker is the project side of a fork with a container
+	// (fork.ContainerForker).
+	ContainerForker = fork.ContainerForker
 )
+
+// SetContainerForker makes fork with a container available (call once,
+// before serving).
+func (s *Server) SetContainerForker(f ContainerForker) { s.containerForks.Store(&f) }
 
 // NewMetrics registers the daemon's series on a new registry.
 func NewMetrics() *Metrics { return metrics.New() }

@@ -2,12 +2,12 @@
 // control and who a peer may act as, the route table with its audit line,
 // the single error mapping (ToHTTP: errdefs classes to statuses and envelope
 // codes), the JSON helpers, the handlers of chats, events, history, usage,
-// info and metrics, the chat and workspace WebSockets and fork at a turn.
+// info and metrics, the chat and workspace WebSockets and the fork route.
 //
 // The layers below it are packages of their own: the prompt service
 // (daemon/prompt), the run hub (daemon/runhub), the Prometheus series
-// (daemon/metrics), webhook notifications (daemon/webhook) and the store
-// (daemon/store). It builds on those, api, providers and errdefs; nothing
+// (daemon/metrics), webhook notifications (daemon/webhook), fork at a turn
+// (daemon/fork) and the store (daemon/store). It builds on those, api, providers and errdefs; nothing
 // outside cmd/ and the route providers (daemon/projectapi, daemon/doctor)
 // imports it, and it never imports provisioning, lxdexec, a provider
 // adapter or a route provider (cmd/remoted wires those).

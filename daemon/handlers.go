@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/daemon/fork"
 	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/internal/errdefs"
@@ -270,6 +271,19 @@ type forkRequest struct {
 	// project (checkpoints.go).
 	AtSeq         int64 `json:"atSeq,omitempty"`
 	WithContainer bool  `json:"withContainer,omitempty"`
+}
+
+// forkAt forks src at a turn (package fork) and answers 201 with the fork.
+func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, req forkRequest) error {
+	f := fork.Forker{Store: s.store, Log: s.log}
+	if pr := s.containerForks.Load(); pr != nil {
+		f.Containers = *pr
+	}
+	c, err := f.At(r.Context(), UserFrom(r.Context()), src, fork.Request{AtSeq: req.AtSeq, Title: req.Title, WithContainer: req.WithContainer})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, c)
 }
 
 // handleFork copies a chat and its events (S27): the provider session is

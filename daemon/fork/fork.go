@@ -1,11 +1,12 @@
-package daemon
+package fork
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/daemon/runhub"
@@ -14,7 +15,8 @@ import (
 
 // ContainerForker is the project side of a fork with a container: a new
 // project of the caller's whose container is a copy of a checkpoint. The
-// project routes implement it and register it with SetContainerForker.
+// project routes implement it and register it with the daemon's
+// SetContainerForker.
 type ContainerForker interface {
 	// ForkProject creates a project of user's from the checkpoint taken
 	// before turn of chat src (in src's project); its errors are classified.
@@ -23,25 +25,46 @@ type ContainerForker interface {
 	DropProject(proj api.Project)
 }
 
-// SetContainerForker makes fork with a container available (call once,
-// before serving).
-func (s *Server) SetContainerForker(f ContainerForker) { s.containerForks.Store(&f) }
+// Store is what a fork needs of the daemon's store (prompt.Store).
+type Store interface {
+	CreateChat(c api.Chat) error
+	DeleteChat(id string) error
+	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+	AppendAsync(chatID string, ev api.Event, done func(api.Event, error))
+}
+
+// Forker forks chats in Store; Containers, when not nil, makes fork with
+// a container available.
+type Forker struct {
+	Store      Store
+	Containers ContainerForker
+	Log        hclog.Logger
+}
+
+// Request is what POST /v1/chats/{id}/fork asks of a fork at a turn.
+type Request struct {
+	AtSeq         int64
+	Title         string
+	WithContainer bool
+}
 
 // errStopWalk ends a walk over a chat's events early.
 var errStopWalk = errors.New("stop walk")
 
-// forkAt serves POST /v1/chats/{id}/fork with atSeq (and withContainer):
+// At serves POST /v1/chats/{id}/fork with atSeq (and withContainer) for
+// user:
 // the new chat holds the visible history before the turn holding atSeq
 // and starts a fresh provider session from it; withContainer gives it a
 // new project of the caller's whose container is a copy of the checkpoint
 // taken before that turn. The original chat and container are untouched.
-func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, req forkRequest) error {
+// It returns the new chat.
+func (s *Forker) At(ctx context.Context, user string, src api.Chat, req Request) (api.Chat, error) {
 	if req.AtSeq <= 0 {
-		return errdefs.InvalidArgument("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
+		return api.Chat{}, errdefs.InvalidArgument("atSeq: a positive seq of chat %s is required to fork at a turn", src.ID)
 	}
 	turn, err := s.turnStart(src.ID, req.AtSeq)
 	if err != nil {
-		return err
+		return api.Chat{}, err
 	}
 	fork := src
 	fork.ID = runhub.NewID(6)
@@ -57,42 +80,42 @@ func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, re
 	var undo func()
 	if req.WithContainer {
 		if src.Project == "" {
-			return errdefs.InvalidArgument("withContainer: chat %s has no project", src.ID)
+			return api.Chat{}, errdefs.InvalidArgument("withContainer: chat %s has no project", src.ID)
 		}
-		pr := s.containerForks.Load()
+		pr := s.Containers
 		if pr == nil {
-			return errors.New("fork with container: project routes are not attached")
+			return api.Chat{}, errors.New("fork with container: project routes are not attached")
 		}
-		proj, err := (*pr).ForkProject(r.Context(), UserFrom(r.Context()), src, turn)
+		proj, err := pr.ForkProject(ctx, user, src, turn)
 		if err != nil {
-			return err
+			return api.Chat{}, err
 		}
 		fork.Project, fork.ProjectID = proj.Name, proj.ID
-		undo = func() { (*pr).DropProject(proj) }
+		undo = func() { pr.DropProject(proj) }
 	}
-	fail := func(err error) error {
+	fail := func(err error) (api.Chat, error) {
 		if undo != nil {
 			undo()
 		}
-		return err
+		return api.Chat{}, err
 	}
-	if err := s.store.CreateChat(fork); err != nil {
+	if err := s.Store.CreateChat(fork); err != nil {
 		return fail(fmt.Errorf("create fork of chat %s: %w", src.ID, err))
 	}
 	if err := s.copyEventsBefore(src.ID, fork.ID, turn); err != nil {
-		if derr := s.store.DeleteChat(fork.ID); derr != nil {
-			s.log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
+		if derr := s.Store.DeleteChat(fork.ID); derr != nil {
+			s.Log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
 		}
 		return fail(fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err))
 	}
-	s.log.Info("chat forked at a turn", "chat", src.ID, "fork", fork.ID, "turn", turn, "project", fork.Project, "withContainer", req.WithContainer)
-	return writeJSON(w, http.StatusCreated, fork)
+	s.Log.Info("chat forked at a turn", "chat", src.ID, "fork", fork.ID, "turn", turn, "project", fork.Project, "withContainer", req.WithContainer)
+	return fork, nil
 }
 
 // turnStart is the seq of the user event that starts the turn holding seq.
-func (s *Server) turnStart(chatID string, seq int64) (int64, error) {
+func (s *Forker) turnStart(chatID string, seq int64) (int64, error) {
 	var turn, last int64
-	err := s.store.Events(chatID, 0, 0, func(ev api.Event) error {
+	err := s.Store.Events(chatID, 0, 0, func(ev api.Event) error {
 		if ev.Seq > seq {
 			return errStopWalk
 		}
@@ -113,9 +136,9 @@ func (s *Server) turnStart(chatID string, seq int64) (int64, error) {
 
 // copyEventsBefore appends src's events with seq < before to the new chat
 // dst, in order.
-func (s *Server) copyEventsBefore(src, dst string, before int64) error {
+func (s *Forker) copyEventsBefore(src, dst string, before int64) error {
 	var evs []api.Event
-	err := s.store.Events(src, 0, 0, func(ev api.Event) error {
+	err := s.Store.Events(src, 0, 0, func(ev api.Event) error {
 		if ev.Seq >= before {
 			return errStopWalk
 		}
@@ -128,7 +151,7 @@ func (s *Server) copyEventsBefore(src, dst string, before int64) error {
 	}
 	errs := make(chan error, len(evs))
 	for _, ev := range evs {
-		s.store.AppendAsync(dst, ev, func(_ api.Event, err error) { errs <- err })
+		s.Store.AppendAsync(dst, ev, func(_ api.Event, err error) { errs <- err })
 	}
 	var first error
 	for range evs {
