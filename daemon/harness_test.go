@@ -18,6 +18,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/prompt"
+	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/providers"
@@ -122,7 +123,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 		t.Fatalf("RecoverInterrupted: %v", err)
 	}
 	ts := &testServer{t: t, srv: srv, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}
-	ln, err := Listen(ts.sock, "")
+	ln, err := socket.Listen(ts.sock, "")
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/prompt"
+	"remote/daemon/socket"
 	"remote/internal/testkit"
 	"remote/providers"
 )
@@ -96,7 +97,7 @@ func TestFaultShutdownBeforeServe(t *testing.T) {
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := Listen(filepath.Join(t.TempDir(), "late.sock"), "")
+	ln, err := socket.Listen(filepath.Join(t.TempDir(), "late.sock"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

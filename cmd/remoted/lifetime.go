@@ -16,6 +16,7 @@ import (
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
+	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/daemon/webhook"
 	"remote/internal/version"
@@ -233,7 +234,7 @@ func (d *remoted) serve() error {
 		return fmt.Errorf("socket activation: %w", err)
 	}
 	if ln == nil {
-		if ln, err = daemon.Listen(d.cfg.Daemon.Socket, d.cfg.Daemon.SocketGroup); err != nil {
+		if ln, err = socket.Listen(d.cfg.Daemon.Socket, d.cfg.Daemon.SocketGroup); err != nil {
 			return err
 		}
 	}

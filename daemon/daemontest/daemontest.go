@@ -35,6 +35,7 @@ import (
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
+	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/lxdexec"
@@ -201,7 +202,7 @@ func New(t testing.TB, o Options) *Daemon {
 		st.Close()
 		t.Fatalf("daemontest: RecoverInterrupted: %v", err)
 	}
-	ln, err := daemon.Listen(d.Socket, "")
+	ln, err := socket.Listen(d.Socket, "")
 	if err != nil {
 		st.Close()
 		t.Fatalf("daemontest: listen: %v", err)

@@ -19,6 +19,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/prompt"
+	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/providers"
 )
@@ -117,7 +118,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 		t.Fatalf("RecoverInterrupted: %v", err)
 	}
 	ts := &testServer{t: t, srv: srv, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}
-	ln, err := daemon.Listen(ts.sock, "")
+	ln, err := socket.Listen(ts.sock, "")
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}

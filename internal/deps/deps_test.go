@@ -74,6 +74,8 @@ var rules = []rule{
 		Why: "projection is pure: a provider event in, a chat event out; api and providers only (issue 24's split)"},
 	{From: "remote/daemon/fork", Never: []string{"remote/daemon/prompt", "remote/daemon/projectapi", "remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/lxdexec", "remote/config", "remote/web", "remote/client"},
 		Why: "fork at a turn works on the store's chats and a ContainerForker; package daemon imports it, never the reverse (issue 24's split)"},
+	{From: "remote/daemon/socket", Never: []string{module}, ThirdParty: []string{},
+		Why: "socket creates the API's Unix socket: stdlib only (issue 24's split)"},
 	{From: "remote/web", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/client"},
 		Why: "remote-web is a thin proxy to the daemon's socket: config and the API's wire types only (design: web → daemon internals)"},
 	{From: "remote/client", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web", "remote/config"},

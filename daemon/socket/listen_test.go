@@ -1,4 +1,4 @@
-package daemon
+package socket
 
 import (
 	"errors"
@@ -31,8 +31,8 @@ func TestListen(t *testing.T) {
 	}
 
 	t.Run("live socket is not taken over", func(t *testing.T) {
-		if _, err := Listen(path, ""); !errors.Is(err, ErrSocketInUse) {
-			t.Fatalf("second Listen = %v, want ErrSocketInUse", err)
+		if _, err := Listen(path, ""); !errors.Is(err, ErrInUse) {
+			t.Fatalf("second Listen = %v, want ErrInUse", err)
 		}
 	})
 	t.Run("stale socket is replaced", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package daemon
+package socket
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// ErrSocketInUse means another process answers on the socket path.
-var ErrSocketInUse = errors.New("socket is in use by a running process")
+// ErrInUse means another process answers on the socket path.
+var ErrInUse = errors.New("socket is in use by a running process")
 
 // Listen opens the API's Unix socket at path: the parent directory is
 // created (0755), a stale socket file is removed only when nothing answers
@@ -29,7 +29,7 @@ func Listen(path, group string) (net.Listener, error) {
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("listen on %s: %w", path, ErrSocketInUse)
+			return nil, fmt.Errorf("listen on %s: %w", path, ErrInUse)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
