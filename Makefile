@@ -2,9 +2,13 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate breakages
+.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate breakages help
 
-all: build
+all: build ## same as build
+
+# Lists the targets with the text after their "## ".
+help: ## list the targets with one line each
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z_-]+):.*## (.*)$$/\1\t\2/' | awk -F'\t' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
 # The version build stamps into the binaries (remoted -version, GET /v1/info);
 # unstamped builds fall back to what Go records (see internal/version).
@@ -13,13 +17,13 @@ GO_LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
 
 # remote-shim is rebuilt static (no cgo): it runs on the host and in any
 # container.
-build:
+build: ## build remoted, remotectl, remote-web and the static remote-shim into build/bin
 	mkdir -p build/bin
 	$(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/ ./cmd/...
 	CGO_ENABLED=0 $(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/remote-shim ./cmd/remote-shim
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
-test:
+test: ## set up LXD, the test image, the pinned CLIs and Chromium, then run every test
 	mkdir -p build
 	scripts/test
 
@@ -27,41 +31,41 @@ test:
 # of the pinned ones (installed into build/npm-latest; README "Testing
 # against the newest CLIs"). Pass a test selection with TEST_ARGS.
 TEST_ARGS ?= ./...
-test-latest:
+test-latest: ## run the tests against the newest Claude Code and Codex (TEST_ARGS selects)
 	mkdir -p build
 	scripts/install-clis latest
 	@echo "== REMOTE_CLI_VERSIONS=latest: Claude Code $$(build/npm-latest/node_modules/@anthropic-ai/claude-code-linux-x64/claude --version), $$(build/npm-latest/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex --version)"
 	REMOTE_CLI_VERSIONS=latest $(GO) test -race -count=1 -timeout 25m $(TEST_ARGS)
 
-vet:
+vet: ## go vet every package
 	$(GO) vet ./...
 
 # go mod tidy check and golangci-lint (.golangci.yml), installed pinned into
 # build/tools on first use. make test runs it too.
-lint:
+lint: ## go mod tidy check and golangci-lint (pinned, into build/tools)
 	scripts/lint
 
 # Mutation testing (gremlins, pinned, into build/tools) of the core packages;
 # prints the efficacy per package. Slow (minutes per package): not part of
 # make test. PKGS="./config ./daemon/runhub" limits it. See docs/testing.md.
-mutate:
+mutate: ## mutation testing of the core packages (slow; PKGS limits it)
 	scripts/mutate $(PKGS)
 
 # Re-applies, one at a time, the breakages that once left every test green
 # (docs/testing.md) and checks the test named for each fails. ~3 minutes.
-breakages:
+breakages: ## re-apply the breakages old tests missed; check each is caught
 	scripts/breakages
 
-fmt:
+fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
-clean:
+clean: ## remove build/ and var/
 	rm -rf build var
 
 # Vendors the page's browser libraries from the npm registry into web/static/vendor
 # (committed, embedded with go:embed; nothing is built at run time). Pinned versions.
 WEB_NPM := marked@18.2.1 dompurify@3.5.0 @xterm/xterm@6.0.0 @xterm/addon-fit@0.11.0
-vendor-web:
+vendor-web: ## vendor the page's pinned browser libraries into web/static/vendor
 	rm -rf build/vendor-web && mkdir -p build/vendor-web web/static/vendor
 	cd build/vendor-web && npm install --no-audit --no-fund --ignore-scripts --no-save $(WEB_NPM)
 	set -e; m=build/vendor-web/node_modules; v=web/static/vendor; \
@@ -78,7 +82,7 @@ vendor-web:
 
 # Builds and starts remoted in the foreground on its embedded default config,
 # with its state under ./var and its socket at ./var/remoted.sock.
-run: build
+run: build ## build and start remoted in the foreground with its state under ./var
 	mkdir -p var
 	@echo "remoted: talk to it with: build/bin/remotectl -socket ./var/remoted.sock info"
 	@echo "          or: curl --unix-socket ./var/remoted.sock -H 'X-Remote-User: $$(id -un)' http://remoted/v1/info"
@@ -105,7 +109,7 @@ BINARIES    := remoted remotectl remote-web remote-shim
 # Installs the binaries `make build` left in build/bin, building them only
 # when missing, so that `make build && sudo make install` leaves build/
 # owned by the user.
-install:
+install: ## install the binaries, systemd units and example config (DESTDIR, PREFIX)
 	@for b in $(BINARIES); do [ -x build/bin/$$b ] || { $(MAKE) --no-print-directory build; break; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
@@ -130,7 +134,7 @@ install:
 # On a live systemd host (no DESTDIR) it first stops and disables the
 # service and its socket, so nothing runs and no enablement symlink is left
 # pointing at a removed unit; otherwise it says to do so.
-uninstall:
+uninstall: ## stop the service and remove what install put in place (not /etc/remote, /var/lib/remote)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then \
 		echo "systemctl disable --now remoted.service remoted.socket"; \
 		systemctl disable --now remoted.service remoted.socket || true; \
