@@ -153,7 +153,7 @@ func BenchmarkForkWithContainer(b *testing.B) {
 		for e.srv.Hub().Running(chat.ID) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		cp := checkpoint.CheckpointName(chat.ID, 1)
+		cp := checkpoint.Name(chat.ID, 1)
 		ctx := context.Background()
 		var remote, lxc time.Duration
 		n := 0

@@ -106,7 +106,7 @@ func testCheckpointsPerTurn(t *testing.T, pool testkit.Pool) {
 				t.Fatalf("turn %s: %s before the checkpoint event: %v", turn, evs[i].Type, types(evs))
 			}
 		}
-		want := checkpoint.CheckpointName(chat.ID, evs[0].Seq)
+		want := checkpoint.Name(chat.ID, evs[0].Seq)
 		if cp == nil || cp.Snapshot != want || cp.Project != proj.Name {
 			t.Fatalf("turn %s: checkpoint event %+v, want snapshot %s project %s; events %v", turn, cp, want, proj.Name, types(evs))
 		}
@@ -133,7 +133,7 @@ func testCheckpointsPerTurn(t *testing.T, pool testkit.Pool) {
 	}
 	for i, cp := range list {
 		seq := userSeqs[i+1]
-		if cp.Name != checkpoint.CheckpointName(chat.ID, seq) || cp.ChatID != chat.ID || cp.Seq != seq || cp.CreatedAt.IsZero() {
+		if cp.Name != checkpoint.Name(chat.ID, seq) || cp.ChatID != chat.ID || cp.Seq != seq || cp.CreatedAt.IsZero() {
 			t.Fatalf("checkpoint %d = %+v, want chat %s seq %d", i, cp, chat.ID, seq)
 		}
 	}
@@ -177,7 +177,7 @@ func TestFaultCheckpointFails(t *testing.T) {
 	}
 	var data map[string]string
 	_ = json.Unmarshal(failed.Data, &data)
-	want := map[string]string{"project": proj.Name, "snapshot": checkpoint.CheckpointName(chat.ID, evs[0].Seq), "reason": "no space left on device"}
+	want := map[string]string{"project": proj.Name, "snapshot": checkpoint.Name(chat.ID, evs[0].Seq), "reason": "no space left on device"}
 	if len(data) != 3 || data["project"] != want["project"] || data["snapshot"] != want["snapshot"] || data["reason"] != want["reason"] {
 		t.Fatalf("checkpoint_failed data %s, want %v", failed.Data, want)
 	}
@@ -211,7 +211,7 @@ func testCheckpointRestore(t *testing.T, pool testkit.Pool) {
 	if got := assistantText(evs); got != "resume=s-"+chat.ID+" files=t1 t2" {
 		t.Fatalf("turn 2 said %q", got)
 	}
-	cp := checkpoint.CheckpointName(chat.ID, evs[0].Seq)
+	cp := checkpoint.Name(chat.ID, evs[0].Seq)
 	status, body := e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
 	if status != http.StatusOK {
 		t.Fatalf("restore: %d %s", status, body)
@@ -260,7 +260,7 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("prompt: %d %s", status, body)
 	}
-	cp := checkpoint.CheckpointName(chat.ID, 1)
+	cp := checkpoint.Name(chat.ID, 1)
 	status, body = e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
 	close(release)
 	// The run ends before the test's cleanups remove its container.

@@ -152,7 +152,7 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return api.Project{}, err
 	}
-	cp := checkpoint.CheckpointName(src.ID, turn)
+	cp := checkpoint.Name(src.ID, turn)
 	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
 		p.DropProject(proj)
 		if errors.Is(err, lxdexec.ErrNotFound) {

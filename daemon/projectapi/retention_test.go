@@ -67,7 +67,7 @@ func TestCheckpointRetentionOffTurnPath(t *testing.T) {
 	}
 	open()
 	list := e.checkpointList(t, proj.Name)
-	if len(list) != 1 || list[0].Name != checkpoint.CheckpointName(chat.ID, seqs[1]) {
+	if len(list) != 1 || list[0].Name != checkpoint.Name(chat.ID, seqs[1]) {
 		t.Fatalf("checkpoints with keep 1 after two turns: %+v, want turn 2's only", list)
 	}
 }

@@ -25,7 +25,7 @@ func ParseVersion(out string) string {
 // authStatus runs `claude auth status` (JSON; exit 1 when logged out) and
 // keeps only loggedIn and authMethod: the rest (e-mail, organisation) is
 // never passed on.
-func authStatus(ctx context.Context, host probe.ProbeHost) probe.AuthStatus {
+func authStatus(ctx context.Context, host probe.Host) probe.AuthStatus {
 	// The exit status only repeats loggedIn; output that is not the JSON
 	// (an older CLI without `auth status`) leaves the login unknown, which
 	// does not block prompts.

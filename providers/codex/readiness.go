@@ -56,7 +56,7 @@ func (p *Provider) Invalidate() { p.probe.Invalidate() }
 // loginStatus reads `codex login status` (its lines go to stderr; exit 1
 // when logged out). Only the kind of login is kept: the masked key Codex
 // prints for an API-key login is never passed on.
-func (p *Provider) loginStatus(ctx context.Context, host probe.ProbeHost) probe.AuthStatus {
+func (p *Provider) loginStatus(ctx context.Context, host probe.Host) probe.AuthStatus {
 	if mp := p.modelProvider(ctx, host); mp != "" && mp != "openai" {
 		// A custom [model_providers] entry brings its own endpoint and key
 		// (env_key): Codex needs no login for it.
@@ -84,7 +84,7 @@ var modelProviderRE = regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*["']([^"'
 // modelProvider is the model provider the runs use: a `-c model_provider=`
 // in the configured args, else the top-level model_provider of
 // CODEX_HOME/config.toml (read as the host user); "" when neither names one.
-func (p *Provider) modelProvider(ctx context.Context, host probe.ProbeHost) string {
+func (p *Provider) modelProvider(ctx context.Context, host probe.Host) string {
 	for i, a := range p.cfg.Args {
 		kv := strings.TrimPrefix(a, "--config=")
 		if (a == "-c" || a == "--config") && i+1 < len(p.cfg.Args) {

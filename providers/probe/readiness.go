@@ -25,16 +25,16 @@ const (
 	maxProbeOutput = 64 << 10
 )
 
-// ProbeRun runs the probed binary with args (as the host user, with the
+// Run runs the probed binary with args (as the host user, with the
 // adapter's host environment) and returns its stdout, stderr and error
 // (*providers.ExitError for a non-zero exit).
-type ProbeRun func(ctx context.Context, args ...string) (stdout, stderr string, err error)
+type Run func(ctx context.Context, args ...string) (stdout, stderr string, err error)
 
-// ProbeHost is what a login check may do on the host, as the host user:
+// Host is what a login check may do on the host, as the host user:
 // run the probed binary, or read a file (through cat, so the host user's
 // permissions apply; at most 64 KiB).
-type ProbeHost struct {
-	Run      ProbeRun
+type Host struct {
+	Run      Run
 	ReadFile func(ctx context.Context, path string) ([]byte, error)
 }
 
@@ -62,7 +62,7 @@ type Probe struct {
 	// ParseVersion extracts the version from `--version` output.
 	ParseVersion func(out string) string
 	// Auth checks the login; nil reports providers.AuthUnknown as ready.
-	Auth func(ctx context.Context, host ProbeHost) AuthStatus
+	Auth func(ctx context.Context, host Host) AuthStatus
 	// Install is the action line when the binary is missing.
 	Install string
 	TTL     time.Duration // DefaultReadyTTL when zero
@@ -142,7 +142,7 @@ func (p *Probe) check(ctx context.Context) providers.Readiness {
 	if p.Auth == nil {
 		r.Ready = true
 	} else {
-		st := p.Auth(ctx, ProbeHost{Run: run, ReadFile: func(ctx context.Context, file string) ([]byte, error) {
+		st := p.Auth(ctx, Host{Run: run, ReadFile: func(ctx context.Context, file string) ([]byte, error) {
 			out, _, err := p.run(ctx, "cat", env, []string{"--", file})
 			return []byte(out), err
 		}})

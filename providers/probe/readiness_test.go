@@ -49,7 +49,7 @@ func TestProbeReadinessCachesReadyOnly(t *testing.T) {
 	loggedIn := false
 	p := probeFor(dir)
 	p.Tested = "1.2.3"
-	p.Auth = func(ctx context.Context, h ProbeHost) AuthStatus {
+	p.Auth = func(ctx context.Context, h Host) AuthStatus {
 		logins++
 		if loggedIn {
 			return AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}
@@ -154,7 +154,7 @@ func TestProbeReadinessActions(t *testing.T) {
 	t.Run("login unknown", func(t *testing.T) {
 		dir, _ := fakeCLI(t, "echo 'fake 1.2.3'\n")
 		p := probeFor(dir)
-		p.Auth = func(context.Context, ProbeHost) AuthStatus {
+		p.Auth = func(context.Context, Host) AuthStatus {
 			return AuthStatus{Auth: providers.AuthUnknown, Action: "unused"}
 		}
 		if r := p.Readiness(context.Background()); !r.Ready || r.LoggedIn || r.Auth != "unknown" || r.Action != "" {
@@ -176,7 +176,7 @@ func TestProbeHostKeeps64KiB(t *testing.T) {
 	var out, errOut string
 	var content []byte
 	var runErr, readErr error
-	p.Auth = func(ctx context.Context, h ProbeHost) AuthStatus {
+	p.Auth = func(ctx context.Context, h Host) AuthStatus {
 		out, errOut, runErr = h.Run(ctx, "status")
 		content, readErr = h.ReadFile(ctx, file)
 		return AuthStatus{LoggedIn: true, Auth: providers.AuthSubscription}

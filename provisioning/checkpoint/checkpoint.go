@@ -48,9 +48,9 @@ var (
 	ErrBadCheckpoint = errdefs.New(errdefs.ErrInvalidArgument, "not a checkpoint name")
 )
 
-// CheckpointName is the LXD snapshot name of the checkpoint taken before
+// Name is the LXD snapshot name of the checkpoint taken before
 // the turn whose user event is seq in chat: rc-<chat>-<seq>.
-func CheckpointName(chat string, seq int64) string {
+func Name(chat string, seq int64) string {
 	return "rc-" + chat + "-" + strconv.FormatInt(seq, 10)
 }
 
@@ -162,7 +162,7 @@ func (p *Manager) Take(ctx context.Context, proj api.Project) {
 }
 
 func (p *Manager) takeCheckpoint(ctx context.Context, proj api.Project, t Turn) {
-	name := CheckpointName(t.Chat, t.Seq)
+	name := Name(t.Chat, t.Seq)
 	snap := p.Snap
 	if snap == nil {
 		t.Done(proj.Name, name, ErrNoSnapshots)

@@ -3,9 +3,9 @@ package checkpoint
 import "testing"
 
 func TestCheckpointNames(t *testing.T) {
-	name := CheckpointName("0123456789ab", 42)
+	name := Name("0123456789ab", 42)
 	if name != "rc-0123456789ab-42" {
-		t.Fatalf("CheckpointName = %q", name)
+		t.Fatalf("Name = %q", name)
 	}
 	if chat, seq, ok := ParseCheckpoint(name); !ok || chat != "0123456789ab" || seq != 42 {
 		t.Fatalf("ParseCheckpoint(%q) = %q %d %v", name, chat, seq, ok)
