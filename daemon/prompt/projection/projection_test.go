@@ -9,7 +9,7 @@ import (
 	"remote/providers"
 )
 
-func TestEvent(t *testing.T) {
+func TestProjectEvent(t *testing.T) {
 	now := time.UnixMilli(1234)
 	native := &providers.NativeEnvelope{SchemaVersion: 1, Method: "item/x", TurnID: "t1"}
 	tests := []struct {
