@@ -65,6 +65,7 @@ type stack struct {
 	// the daemon's socket.
 	preview, sock string
 	model         *fakeanthropic.Server
+	api           *http.Client // testUser's, logged in by getJSON
 	codex         *fakeopenai.Server
 }
 
@@ -281,16 +282,21 @@ func createChatWith(t *testing.T, ctx context.Context, base, provider, cwd, appr
 	steps(t, ctx, "create "+provider+" chat", actions...)
 }
 
-// getJSON calls the API through remote-web as testUser and returns the body.
+// getJSON calls the API through remote-web as testUser and returns the
+// body. It logs in once per stack (successful logins are rate-limited).
 func getJSON(t *testing.T, s *stack, path string) string {
 	t.Helper()
-	c := noRedirectClient()
-	resp, err := c.PostForm(s.base+"/login", url.Values{"username": {testUser}, "password": {testPassword}})
-	if err != nil {
-		t.Fatal(err)
+	if s.api == nil {
+		c := noRedirectClient()
+		resp, err := c.PostForm(s.base+"/login", url.Values{"username": {testUser}, "password": {testPassword}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s.api = c
 	}
-	resp.Body.Close()
-	resp, err = c.Get(s.base + path)
+	c := s.api
+	resp, err := c.Get(s.base + path)
 	if err != nil {
 		t.Fatal(err)
 	}

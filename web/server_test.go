@@ -227,9 +227,12 @@ func (h *harness) client(t *testing.T) *http.Client {
 	c2 := *c
 	c2.Jar = jar
 	tr := c.Transport.(*http.Transport).Clone()
-	preview := h.preview.Listener.Addr().String()
+	var preview string
+	if h.preview != nil {
+		preview = h.preview.Listener.Addr().String()
+	}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if host, _, _ := net.SplitHostPort(addr); strings.HasSuffix(host, ".localhost") {
+		if host, _, _ := net.SplitHostPort(addr); preview != "" && strings.HasSuffix(host, ".localhost") {
 			addr = preview // the preview origins' wildcard name
 		}
 		var d net.Dialer
@@ -349,19 +352,23 @@ func TestLogin(t *testing.T) {
 	})
 }
 
+// TestCookieFlags: the session cookie is remote_session on http and
+// __Host-remote_session (Secure, Path=/, no Domain: no other host, a
+// preview included, can set it) on https.
 func TestCookieFlags(t *testing.T) {
 	for _, tls := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http", true: "https"}[tls], func(t *testing.T) {
 			h := newHarness(t, tls)
 			resp := h.login(t, h.client(t), testUser, testPassword)
+			name := map[bool]string{false: "remote_session", true: "__Host-remote_session"}[tls]
 			var c *http.Cookie
 			for _, k := range resp.Cookies() {
-				if k.Name == SessionCookie {
+				if k.Name == name {
 					c = k
 				}
 			}
-			if c == nil {
-				t.Fatalf("no %s cookie in %v", SessionCookie, resp.Header["Set-Cookie"])
+			if c == nil || len(resp.Cookies()) != 1 || c.Domain != "" {
+				t.Fatalf("no host-only %s cookie alone in %v", name, resp.Header["Set-Cookie"])
 			}
 			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure != tls {
 				t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, Secure=%v", c, tls)
