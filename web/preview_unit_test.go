@@ -180,7 +180,7 @@ func TestAttackFairShares(t *testing.T) {
 	}
 
 	// Preview links: 16 unused per user.
-	alice, bob := h.loggedIn(t), h.client(t)
+	bob := h.client(t)
 	if resp := h.login(t, bob, "bob", "bobpw"); resp.StatusCode == http.StatusSeeOther {
 		t.Fatal("bob logged in past his session limit")
 	}
@@ -188,7 +188,7 @@ func TestAttackFairShares(t *testing.T) {
 	if resp := h.login(t, bob, "bob", "bobpw"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("bob's login after his sessions expired: %d", resp.StatusCode)
 	}
-	alice = h.loggedIn(t)
+	alice := h.loggedIn(t)
 	mint := func(c *http.Client, project string) (*http.Response, []byte) {
 		return get(t, c, h.srv.URL+"/preview/"+project+"/8080", map[string]string{"Sec-Fetch-Site": "same-origin"})
 	}
