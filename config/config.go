@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,24 +164,29 @@ type Web struct {
 	// apps of users' projects are served (never on the page's origin);
 	// "" turns previews off in remote-web.
 	PreviewListen string `toml:"preview_listen"`
-	// PreviewURL is the preview origin as browsers reach it; unset means
-	// http(s)://preview_listen (PreviewOrigin).
+	// PreviewURL is how browsers reach the previews: a wildcard origin
+	// like "https://*.preview.example.net", whose "*" becomes
+	// "<port>-<project id>" (one origin per project and port). Unset
+	// means http(s)://*.localhost:<preview_listen port> (PreviewOrigin).
 	PreviewURL string `toml:"preview_url"`
 }
 
-// PreviewOrigin is the preview origin browsers use: preview_url, or the
-// scheme of the page (https with tls_cert) and preview_listen; "" when
-// previews are off.
+// PreviewOrigin is the wildcard origin of the previews: preview_url, or
+// the scheme of the page (https with tls_cert), "*.localhost" and
+// preview_listen's port; "" when previews are off.
 func (w Web) PreviewOrigin() string {
-	switch {
-	case w.PreviewListen == "":
+	if w.PreviewListen == "" {
 		return ""
-	case w.PreviewURL != "":
-		return strings.TrimSuffix(w.PreviewURL, "/")
-	case w.TLSCert != "":
-		return "https://" + w.PreviewListen
 	}
-	return "http://" + w.PreviewListen
+	if w.PreviewURL != "" {
+		return strings.TrimSuffix(w.PreviewURL, "/")
+	}
+	scheme := "http"
+	if w.TLSCert != "" {
+		scheme = "https"
+	}
+	_, port, _ := net.SplitHostPort(w.PreviewListen)
+	return scheme + "://*.localhost:" + port
 }
 
 // WebUser is one browser login. PasswordHash is never echoed in errors.

@@ -91,13 +91,13 @@ func TestSessionTTLZeroRefused(t *testing.T) {
 // TestPreviewURLSchemes: preview_url may be http or https, nothing else.
 func TestPreviewURLSchemes(t *testing.T) {
 	const base = "[web]\npreview_listen = \"127.0.0.1:8081\"\npreview_url = "
-	for _, u := range []string{"http://preview.example.com", "https://preview.example.com"} {
+	for _, u := range []string{"http://*.preview.example.com", "https://*.preview.example.com:8443"} {
 		if c := mustParse(t, base+"\""+u+"\"\n"); c.Web.PreviewOrigin() != u {
 			t.Errorf("preview origin %q, want %q", c.Web.PreviewOrigin(), u)
 		}
 	}
-	got := parseError(t, base+"\"ftp://preview.example.com\"\n")
-	want := `remoted.toml:3: [web] preview_url: "ftp://preview.example.com": want an origin like "https://preview.example.com" (scheme and host, no path)`
+	got := parseError(t, base+"\"ftp://*.preview.example.com\"\n")
+	want := `remoted.toml:3: [web] preview_url: "ftp://*.preview.example.com": want a wildcard origin like "https://*.preview.example.net" (scheme, "*." and a DNS name, no path): each project's port is served on a host name of its own`
 	if got != want {
 		t.Errorf("ftp preview_url: %q, want %q", got, want)
 	}

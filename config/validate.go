@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -323,8 +324,15 @@ func (w Web) validatePreview(ps *problems) {
 	}
 	if w.PreviewURL != "" {
 		u, err := url.Parse(w.PreviewURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "%q: want an origin like \"https://preview.example.com\" (scheme and host, no path)", w.PreviewURL)
+		var domain string
+		wild := false
+		if err == nil {
+			domain, wild = strings.CutPrefix(u.Hostname(), "*.")
+		}
+		_, ipErr := netip.ParseAddr(domain)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !wild || ipErr == nil || !validHostName(domain) ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "%q: want a wildcard origin like \"https://*.preview.example.net\" (scheme, \"*.\" and a DNS name, no path): each project's port is served on a host name of its own", w.PreviewURL)
 		}
 	}
 }

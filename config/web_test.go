@@ -84,17 +84,18 @@ func TestWebTrustedProxies(t *testing.T) {
 }
 
 // TestWebPreview covers [web] preview_listen (its own host:port, never the
-// page's) and preview_url (an origin; default http(s)://preview_listen).
+// page's) and preview_url (a wildcard origin, one host name per project
+// and port; default http(s)://*.localhost:<preview_listen port>).
 func TestWebPreview(t *testing.T) {
 	c, err := Parse("remoted.toml", []byte("[web]\nlisten = \"127.0.0.1:8080\"\npreview_listen = \"127.0.0.1:8081\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Web.PreviewOrigin(); got != "http://127.0.0.1:8081" {
+	if got := c.Web.PreviewOrigin(); got != "http://*.localhost:8081" {
 		t.Errorf("preview origin %q", got)
 	}
-	c, err = Parse("remoted.toml", []byte("[web]\npreview_listen = \"127.0.0.1:8081\"\npreview_url = \"https://preview.example.com/\"\n"))
-	if err != nil || c.Web.PreviewOrigin() != "https://preview.example.com" {
+	c, err = Parse("remoted.toml", []byte("[web]\npreview_listen = \"127.0.0.1:8081\"\npreview_url = \"https://*.preview.example.com/\"\n"))
+	if err != nil || c.Web.PreviewOrigin() != "https://*.preview.example.com" {
 		t.Errorf("preview_url: %q %v", c.Web.PreviewOrigin(), err)
 	}
 	if d := Default(); d.Web.PreviewListen != "" || d.Web.PreviewOrigin() != "" {
@@ -103,8 +104,10 @@ func TestWebPreview(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"listen = \"127.0.0.1:8080\"\npreview_listen = \"127.0.0.1:8080\"", `remoted.toml:3: [web] preview_listen: "127.0.0.1:8080" is the page's listen address: previews need an origin of their own`},
 		{"preview_listen = \"8081\"", `remoted.toml:2: [web] preview_listen: "8081" is not host:port`},
-		{"preview_url = \"https://p.example.com\"", `remoted.toml:2: [web] preview_url: set preview_listen too, or leave preview_url out`},
-		{"preview_listen = \"127.0.0.1:8081\"\npreview_url = \"https://p.example.com/app\"", `remoted.toml:3: [web] preview_url: "https://p.example.com/app": want an origin like "https://preview.example.com" (scheme and host, no path)`},
+		{"preview_url = \"https://*.p.example.com\"", `remoted.toml:2: [web] preview_url: set preview_listen too, or leave preview_url out`},
+		{"preview_listen = \"127.0.0.1:8081\"\npreview_url = \"https://*.p.example.com/app\"", `remoted.toml:3: [web] preview_url: "https://*.p.example.com/app": want a wildcard origin like "https://*.preview.example.net" (scheme, "*." and a DNS name, no path): each project's port is served on a host name of its own`},
+		{"preview_listen = \"127.0.0.1:8081\"\npreview_url = \"https://p.example.com\"", `remoted.toml:3: [web] preview_url: "https://p.example.com": want a wildcard origin like "https://*.preview.example.net" (scheme, "*." and a DNS name, no path): each project's port is served on a host name of its own`},
+		{"preview_listen = \"127.0.0.1:8081\"\npreview_url = \"http://*.127.0.0.1:8081\"", `remoted.toml:3: [web] preview_url: "http://*.127.0.0.1:8081": want a wildcard origin like "https://*.preview.example.net" (scheme, "*." and a DNS name, no path): each project's port is served on a host name of its own`},
 	} {
 		_, err := Parse("remoted.toml", []byte("[web]\n"+tt.in+"\n"))
 		if !errors.Is(err, ErrInvalidValue) || err.Error() != tt.want {

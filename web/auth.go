@@ -24,12 +24,32 @@ var (
 	ErrBadCredentials = errors.New("invalid username or password")
 	// ErrNoSession means the request carries no valid, unexpired session.
 	ErrNoSession = errors.New("no valid session")
-	// ErrTooManySessions means the session table is full of live sessions.
-	ErrTooManySessions = errors.New("too many live sessions")
+	// ErrTossedCookie means a request carried more than one session
+	// cookie: another site of the same registrable domain set one
+	// (cookie tossing), and neither can be trusted.
+	ErrTossedCookie = errors.New("more than one session cookie")
+	// ErrUserLimit classes a *LimitError: one user holds as many of
+	// something (sessions, previews) as one user may.
+	ErrUserLimit = errors.New("per-user limit reached")
 	// ErrBadUser means a configured user is unusable (empty name, duplicate,
 	// or a password hash that is not bcrypt).
 	ErrBadUser = errors.New("bad web user")
 )
+
+// LimitError is a refusal because one user is at a per-user limit; other
+// users are not affected. Wait is how long until one of theirs ends.
+type LimitError struct {
+	What, Hint string
+	Limit      int
+	Wait       time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("too many %s for this user (limit %d): %s", e.What, e.Limit, e.Hint)
+}
+
+// Is makes errors.Is(err, ErrUserLimit) true.
+func (e *LimitError) Is(target error) bool { return target == ErrUserLimit }
 
 // userName is what the daemon accepts in X-Remote-User (daemon/access.go);
 // a configured user outside it could log in but never use the API.
@@ -125,64 +145,85 @@ type session struct {
 
 // sessions is the server-side session table. Tokens are 32 random bytes;
 // only their SHA-256 is kept, so a dump of memory does not yield cookies.
+// Each user holds at most max live sessions, so the table is bounded by
+// the configured users and no user can fill it for the others.
 type sessions struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	max int
-	m   map[[32]byte]session
-	now func() time.Time
+	mu      sync.Mutex
+	ttl     time.Duration
+	max     int
+	m       map[[32]byte]session
+	perUser map[string]int
+	now     func() time.Time
 }
 
-func newSessions(ttl time.Duration, maxLive int, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, max: maxLive, m: make(map[[32]byte]session), now: now}
+func newSessions(ttl time.Duration, maxPerUser int, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, max: maxPerUser, m: make(map[[32]byte]session), perUser: map[string]int{}, now: now}
 }
 
-// create returns a new token for user.
+// create returns a new token for user, or a *LimitError when user holds
+// max live sessions.
 func (s *sessions) create(user string) (token string, expires time.Time, err error) {
 	raw := randomBytes(32)
 	token = base64.RawURLEncoding.EncodeToString(raw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if len(s.m) >= s.max {
+	if s.perUser[user] >= s.max {
+		oldest := time.Time{}
 		for k, v := range s.m {
+			if v.user != user {
+				continue
+			}
 			if !now.Before(v.expires) {
-				delete(s.m, k)
+				s.deleteLocked(k)
+			} else if oldest.IsZero() || v.expires.Before(oldest) {
+				oldest = v.expires
 			}
 		}
-		if len(s.m) >= s.max {
-			return "", time.Time{}, fmt.Errorf("create session for %q: %w (limit %d)", user, ErrTooManySessions, s.max)
+		if s.perUser[user] >= s.max {
+			return "", time.Time{}, &LimitError{What: "login sessions", Hint: "log out in another browser, or wait until a session ends",
+				Limit: s.max, Wait: oldest.Sub(now)}
 		}
 	}
 	expires = now.Add(s.ttl)
 	s.m[sha256.Sum256([]byte(token))] = session{user: user, expires: expires}
+	s.perUser[user]++
 	return token, expires, nil
 }
 
-// lookup returns the user of a live session.
-func (s *sessions) lookup(token string) (string, error) {
+func (s *sessions) deleteLocked(k [32]byte) {
+	if v, ok := s.m[k]; ok {
+		delete(s.m, k)
+		if s.perUser[v.user]--; s.perUser[v.user] <= 0 {
+			delete(s.perUser, v.user)
+		}
+	}
+}
+
+// lookup returns the live session of token.
+func (s *sessions) lookup(token string) (session, error) {
 	if token == "" {
-		return "", ErrNoSession
+		return session{}, ErrNoSession
 	}
 	k := sha256.Sum256([]byte(token))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.m[k]
 	if !ok {
-		return "", ErrNoSession
+		return session{}, ErrNoSession
 	}
 	if !s.now().Before(v.expires) {
-		delete(s.m, k)
-		return "", ErrNoSession
+		s.deleteLocked(k)
+		return session{}, ErrNoSession
 	}
-	return v.user, nil
+	return v, nil
 }
 
 // remove ends a session; unknown tokens are ignored.
 func (s *sessions) remove(token string) {
 	k := sha256.Sum256([]byte(token))
 	s.mu.Lock()
-	delete(s.m, k)
+	s.deleteLocked(k)
 	s.mu.Unlock()
 }
 

@@ -48,6 +48,9 @@ func newBrowser(t testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// The tests' DNS names (noRedirectClient's testName); *.localhost
+		// is loopback in Chromium already.
+		chromedp.Flag("host-resolver-rules", "MAP *.example.com 127.0.0.1, MAP *.lan 127.0.0.1"),
 		chromedp.WindowSize(1280, 900),
 	}
 	base, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)

@@ -3,8 +3,11 @@
 // browsers to the daemon's Unix socket (only /v1/* and /ws/*, with the
 // caller named in X-Remote-User from the session, same-origin checks on
 // every WebSocket and state-changing request, and JSON-only bodies), the
-// Host allowlist against DNS rebinding, and the embedded page, whose agent
-// Markdown is sanitized to plain, inert HTML.
+// Host allowlist against DNS rebinding, the embedded page, whose agent
+// Markdown is sanitized to plain, inert HTML, and the preview origins: one
+// per project and port (<port>-<project id>.<domain>), entered with a
+// token bound to the login session that minted it, never serving a
+// service worker. Sessions, logins and previews are capped per user.
 //
 // Its two origins dispatch on route tables (routes.go) that
 // docs/threat-model.md must cover, row by row.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"remote/api"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/internal/testkit/fakeopenai"
@@ -59,9 +61,11 @@ type stack struct {
 	dir  string
 	work string
 	base string // remote-web's URL
-	// preview is remote-web's preview origin; sock the daemon's socket.
+	// preview is remote-web's wildcard preview origin (preview_url); sock
+	// the daemon's socket.
 	preview, sock string
 	model         *fakeanthropic.Server
+	api           *http.Client // testUser's, logged in by getJSON
 	codex         *fakeopenai.Server
 }
 
@@ -105,6 +109,27 @@ func startStack(t *testing.T, model *fakeanthropic.Server, withCodex bool) *stac
 // directory before remoted starts (to open a store filled beforehand).
 func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool, seed func(stateDir string)) *stack {
 	t.Helper()
+	return startStackWith(t, model, stackOpts{codex: withCodex, seed: seed})
+}
+
+// stackOpts shape a stack: pageHost is the DNS name browsers use for the
+// page (added to allowed_hosts; Chromium maps it to 127.0.0.1), and
+// previewDomain the domain under which previews get their host names
+// (default localhost).
+type stackOpts struct {
+	codex                   bool
+	seed                    func(stateDir string)
+	pageHost, previewDomain string
+}
+
+// previewOrigin is the origin of p's port.
+func (s *stack) previewOrigin(p api.Project, port int) string {
+	return strings.Replace(s.preview, "*", fmt.Sprintf("%d-%s", port, p.ID), 1)
+}
+
+func startStackWith(t testing.TB, model *fakeanthropic.Server, o stackOpts) *stack {
+	t.Helper()
+	withCodex, seed := o.codex, o.seed
 	if testing.Short() {
 		t.Skip("end-to-end test builds and runs remoted and remote-web")
 	}
@@ -127,7 +152,17 @@ func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool,
 	addr := freeAddr(t)
 	s.base = "http://" + addr
 	paddr := freeAddr(t)
-	s.preview, s.sock = "http://"+paddr, sock
+	_, pport, _ := net.SplitHostPort(paddr)
+	_, port, _ := net.SplitHostPort(addr)
+	if o.previewDomain == "" {
+		o.previewDomain = "localhost"
+	}
+	s.preview, s.sock = "http://*."+o.previewDomain+":"+pport, sock
+	var hosts []string
+	if o.pageHost != "" {
+		s.base = "http://" + o.pageHost + ":" + port
+		hosts = append(hosts, o.pageHost)
+	}
 	cfg := fmt.Sprintf(`version = 1
 [daemon]
 socket = %q
@@ -163,11 +198,17 @@ env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
 [web]
 listen = %q
 preview_listen = %q
+preview_url = %q
+allowed_hosts = %s
 
 [[web.users]]
 name = %q
 password_hash = %q
-`, addr, paddr, testUser, testHash(t, testPassword))
+
+[[web.users]]
+name = "bob"
+password_hash = %q
+`, addr, paddr, s.preview, tomlList(hosts), testUser, testHash(t, testPassword), testHash(t, bobPassword))
 	cfgPath := filepath.Join(dir, "remote.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -180,7 +221,7 @@ password_hash = %q
 	// Both are up when an unauthenticated API call gets remote-web's 401
 	// and the daemon's socket exists.
 	for i := 0; ; i++ {
-		resp, err := http.Get(s.base + "/login")
+		resp, err := http.Get("http://" + addr + "/login")
 		_, serr := os.Stat(sock)
 		if err == nil {
 			resp.Body.Close()
@@ -194,6 +235,18 @@ password_hash = %q
 		time.Sleep(10 * time.Millisecond)
 	}
 	return s
+}
+
+// bobPassword is the stack's second web user's, bob's, password.
+const bobPassword = "bob's own passphrase"
+
+// tomlList writes strs as a TOML array.
+func tomlList(strs []string) string {
+	q := make([]string, len(strs))
+	for i, v := range strs {
+		q[i] = strconv.Quote(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // createChat fills the new-chat form and waits for the chat view.
@@ -229,16 +282,21 @@ func createChatWith(t *testing.T, ctx context.Context, base, provider, cwd, appr
 	steps(t, ctx, "create "+provider+" chat", actions...)
 }
 
-// getJSON calls the API through remote-web as testUser and returns the body.
+// getJSON calls the API through remote-web as testUser and returns the
+// body. It logs in once per stack (successful logins are rate-limited).
 func getJSON(t *testing.T, s *stack, path string) string {
 	t.Helper()
-	c := noRedirectClient()
-	resp, err := c.PostForm(s.base+"/login", url.Values{"username": {testUser}, "password": {testPassword}})
-	if err != nil {
-		t.Fatal(err)
+	if s.api == nil {
+		c := noRedirectClient()
+		resp, err := c.PostForm(s.base+"/login", url.Values{"username": {testUser}, "password": {testPassword}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s.api = c
 	}
-	resp.Body.Close()
-	resp, err = c.Get(s.base + path)
+	c := s.api
+	resp, err := c.Get(s.base + path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,13 @@ func daemonDo(t *testing.T, s *stack, method, path, user string, body any) (int,
 // container serves busybox httpd on 8080 and a WebSocket echo on 8090.
 func previewProject(t *testing.T, s *stack, user, prefix string) api.Project {
 	t.Helper()
+	return previewProjectWith(t, s, user, prefix, "", nil)
+}
+
+// previewProjectWith is previewProject whose httpd serves index (when not
+// empty) and files (path under /www: content).
+func previewProjectWith(t *testing.T, s *stack, user, prefix, index string, files map[string]string) api.Project {
+	t.Helper()
 	cl := testkit.LXD(t)
 	name := strings.TrimPrefix(testkit.ContainerName(prefix), "t-")
 	testkit.CleanupProjectContainers(t, cl, name)
@@ -62,7 +70,13 @@ func previewProject(t *testing.T, s *stack, user, prefix string) api.Project {
 	if status, body := daemonDo(t, s, "POST", "/v1/projects/"+name+"/start", user, nil); status != http.StatusOK {
 		t.Fatalf("start project: %d %s", status, body)
 	}
-	testkit.ServeHTTPD(t, cl, p.Container, 8080, `<!doctype html><title>app</title><h1 id="app">hello from `+name+`</h1>`)
+	if index == "" {
+		index = `<!doctype html><title>app</title><h1 id="app">hello from ` + name + `</h1>`
+	}
+	for path, content := range files {
+		testkit.PushFile(t, cl, p.Container, "/www/"+path, content)
+	}
+	testkit.ServeHTTPD(t, cl, p.Container, 8080, index)
 	testkit.ServeWSEcho(t, cl, p.Container, 8090)
 	return p
 }
@@ -88,7 +102,7 @@ func TestPreviewInBrowser(t *testing.T) {
 	// The link opens a new tab; this tab follows it instead.
 	steps(t, ctx, "open the preview of port 8080",
 		chromedp.Navigate(s.base+"/preview/"+p.Name+"/8080"),
-		waitJS(`location.origin === '`+s.preview+`' && (document.querySelector('#app')||{}).textContent === 'hello from `+p.Name+`'`),
+		waitJS(`location.origin === '`+s.previewOrigin(p, 8080)+`' && (document.querySelector('#app')||{}).textContent === 'hello from `+p.Name+`'`),
 	)
 	if c := eval[string](t, ctx, `document.cookie`); strings.Contains(c, "remote_") {
 		t.Fatalf("Remote's cookies readable by the app's script: %q", c)
@@ -96,7 +110,7 @@ func TestPreviewInBrowser(t *testing.T) {
 	screenshot(t, ctx, "preview-8080")
 	steps(t, ctx, "websocket through the preview of port 8090",
 		chromedp.Navigate(s.base+"/preview/"+p.Name+"/8090"),
-		waitJS(`location.origin === '`+s.preview+`' && document.body.innerText === 'wsecho'`),
+		waitJS(`location.origin === '`+s.previewOrigin(p, 8090)+`' && document.body.innerText === 'wsecho'`),
 		waitJS(`(() => { if (!window.__ws) { window.__ws = new WebSocket('ws://' + location.host + '/ws');
 			window.__ws.onopen = () => window.__ws.send('hi from chromium');
 			window.__ws.onmessage = (m) => { window.__got = m.data; }; } return true; })()`),
@@ -145,13 +159,15 @@ func pget(t *testing.T, c *http.Client, u string, hdr map[string]string) (int, h
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// mint asks the page for a preview token and returns the preview origin's
-// enter URL it redirects to.
-func mint(t *testing.T, s *stack, c *http.Client, project string, port string) string {
+// mint asks the page for a preview token of p's port, as the page's own
+// navigation would, and returns the preview origin's enter URL it
+// redirects to.
+func mint(t *testing.T, s *stack, c *http.Client, p api.Project, port string) string {
 	t.Helper()
-	status, h, body := pget(t, c, s.base+"/preview/"+project+"/"+port, nil)
-	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), s.preview+"/.remote-preview/enter?token=") {
-		t.Fatalf("mint %s:%s: %d %q %s", project, port, status, h.Get("Location"), body)
+	n, _ := strconv.Atoi(port)
+	status, h, body := pget(t, c, s.base+"/preview/"+p.Name+"/"+port, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), s.previewOrigin(p, n)+"/.remote-preview/enter?token=") {
+		t.Fatalf("mint %s:%s: %d %q %s", p.Name, port, status, h.Get("Location"), body)
 	}
 	return h.Get("Location")
 }
@@ -179,10 +195,11 @@ func TestAttackPreviewOrigin(t *testing.T) {
 		t.Fatal("no session cookie after login")
 	}
 
+	origin := s.previewOrigin(p, 8080)
 	// No token, or the page's cookie: nothing.
 	for _, hdr := range []map[string]string{nil, {"Cookie": SessionCookie + "=" + session}} {
 		for _, path := range []string{"/", "/index.html", "/static/app.js", "/login"} {
-			status, _, body := pget(t, http.DefaultClient, s.preview+path, hdr)
+			status, _, body := pget(t, noRedirectClient(), origin+path, hdr)
 			if status != http.StatusUnauthorized || strings.Contains(body, "hello from") || strings.Contains(body, "<script") {
 				t.Fatalf("preview %s with %v: %d %.200s", path, hdr, status, body)
 			}
@@ -195,14 +212,36 @@ func TestAttackPreviewOrigin(t *testing.T) {
 		}
 	}
 
-	// A token works once.
-	enter := mint(t, s, c, p.Name, "8080")
-	pc := noRedirectClient()
-	status, h, body := pget(t, pc, enter, nil)
-	if status != http.StatusSeeOther || h.Get("Location") != "/" {
+	// The entry: the preview origin sets an entry cookie and sends the
+	// browser to the page, which checks the minting session and sends it
+	// back; the entry cookie then buys the preview cookie. A token works
+	// once.
+	enter := mint(t, s, c, p, "8080")
+	status, h, body := pget(t, c, enter, nil)
+	confirm := h.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(confirm, s.base+"/preview/confirm?token=") {
 		t.Fatalf("enter: %d %v %s", status, h, body)
 	}
-	ck := h.Get("Set-Cookie")
+	for _, want := range []string{"remote_preview_entry=", "Path=/", "Max-Age=60", "HttpOnly", "SameSite=Lax"} {
+		if ck := h.Get("Set-Cookie"); !strings.Contains(ck, want) || strings.Contains(strings.ToLower(ck), "domain=") {
+			t.Fatalf("entry cookie %q lacks %q or names a domain", ck, want)
+		}
+	}
+	status, h, body = pget(t, c, confirm, nil)
+	next := h.Get("Location")
+	if status != http.StatusSeeOther || !strings.HasPrefix(next, origin+"/.remote-preview/session?token=") {
+		t.Fatalf("confirm: %d %v %s", status, h, body)
+	}
+	status, h, body = pget(t, c, next, nil)
+	if status != http.StatusSeeOther || h.Get("Location") != "/" {
+		t.Fatalf("session: %d %v %s", status, h, body)
+	}
+	var ck string
+	for _, v := range h.Values("Set-Cookie") {
+		if strings.HasPrefix(v, PreviewCookie+"=") {
+			ck = v
+		}
+	}
 	for _, want := range []string{PreviewCookie + "=", "Path=/", "HttpOnly", "SameSite=Lax"} {
 		if !strings.Contains(ck, want) {
 			t.Fatalf("preview cookie %q lacks %q", ck, want)
@@ -211,23 +250,31 @@ func TestAttackPreviewOrigin(t *testing.T) {
 	if strings.Contains(strings.ToLower(ck), "domain=") {
 		t.Fatalf("preview cookie %q is not host-only", ck)
 	}
-	if status, _, body := pget(t, pc, s.preview+"/", nil); status != http.StatusOK || !strings.Contains(body, "hello from "+p.Name) {
+	if status, _, body := pget(t, c, origin+"/", nil); status != http.StatusOK || !strings.Contains(body, "hello from "+p.Name) {
 		t.Fatalf("preview with its cookie: %d %s", status, body)
 	}
-	if status, _, body := pget(t, noRedirectClient(), enter, nil); status != http.StatusUnauthorized || !strings.Contains(body, "preview token unknown, used or expired") {
-		t.Fatalf("token used twice: %d %s", status, body)
+	for _, u := range []string{enter, confirm, next} {
+		if status, _, body := pget(t, c, u, nil); status == http.StatusSeeOther || (!strings.Contains(body, "preview token unknown") && !strings.Contains(body, "was not opened by this browser")) {
+			t.Fatalf("token used twice at %s: %d %s", u, status, body)
+		}
 	}
+	// Another port of the project is another origin: the cookie of 8080
+	// does not open 8090.
+	if status, _, body := pget(t, c, s.previewOrigin(p, 8090)+"/", nil); status != http.StatusUnauthorized {
+		t.Fatalf("port 8090 with 8080's preview cookie: %d %s", status, body)
+	}
+	pc := c
 
 	// A hostile app: Remote's cookies never reach it, and it cannot set
 	// them, nor headers acting on the whole host.
-	previewURL, _ := url.Parse(s.preview)
+	previewURL, _ := url.Parse(origin)
 	var pcookie string
 	for _, k := range pc.Jar.Cookies(previewURL) {
 		if k.Name == PreviewCookie {
 			pcookie = k.Value
 		}
 	}
-	status, h, body = pget(t, http.DefaultClient, s.preview+"/cgi-bin/hostile", map[string]string{
+	status, h, body = pget(t, noRedirectClient(), origin+"/cgi-bin/hostile", map[string]string{
 		"Cookie": SessionCookie + "=" + session + "; " + PreviewCookie + "=" + pcookie + "; app=1",
 	})
 	if status != http.StatusOK {
@@ -255,7 +302,7 @@ func TestAttackPreviewOrigin(t *testing.T) {
 		t.Fatalf("mint from the preview origin: %d %s", status, body)
 	}
 	// A cross-origin WebSocket to the preview is refused.
-	status, _, body = pget(t, pc, s.preview+"/ws", map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Origin": s.base,
+	status, _, body = pget(t, pc, origin+"/ws", map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Origin": s.base,
 		"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
 	if status != http.StatusForbidden {
 		t.Fatalf("cross-origin websocket: %d %s", status, body)
@@ -275,7 +322,7 @@ func TestAttackPreviewOrigin(t *testing.T) {
 	// its clock moved past the token's minute.
 	now := time.Now()
 	srv, err := New(Options{Socket: s.sock, Users: []User{{Name: testUser, PasswordHash: testHash(t, testPassword)}},
-		PreviewURL: "http://127.0.0.1:1", Now: func() time.Time { return now }})
+		PreviewURL: "http://*.localhost:1", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +337,12 @@ func TestAttackPreviewOrigin(t *testing.T) {
 	}
 	srv.ServeHTTP(rec2, mintReq)
 	loc := rec2.Result().Header.Get("Location")
-	if rec2.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "http://127.0.0.1:1/.remote-preview/enter?token=") {
+	if rec2.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "http://8080-"+p.ID+".localhost:1/.remote-preview/enter?token=") {
 		t.Fatalf("in-process mint: %d %q %s", rec2.Code, loc, rec2.Body)
 	}
 	now = now.Add(61 * time.Second)
 	rec3 := httptest.NewRecorder()
-	srv.PreviewHandler().ServeHTTP(rec3, httptest.NewRequest("GET", strings.Replace(loc, "127.0.0.1:1", "127.0.0.1", 1), nil))
+	srv.PreviewHandler().ServeHTTP(rec3, httptest.NewRequest("GET", loc, nil))
 	if rec3.Code != http.StatusUnauthorized || !strings.Contains(rec3.Body.String(), "preview token unknown, used or expired") || rec3.Result().Header.Get("Set-Cookie") != "" {
 		t.Fatalf("expired token: %d %s", rec3.Code, rec3.Body)
 	}
@@ -305,7 +352,7 @@ func TestAttackPreviewOrigin(t *testing.T) {
 	if status, body := daemonDo(t, s, "DELETE", "/v1/projects/"+p.Name+"?purge=true", testUser, nil); status != http.StatusNoContent {
 		t.Fatalf("delete project: %d %s", status, body)
 	}
-	if status, _, body := pget(t, pc, s.preview+"/", nil); status != http.StatusNotFound || strings.Contains(body, "hello from") {
+	if status, _, body := pget(t, pc, origin+"/", nil); status != http.StatusNotFound || strings.Contains(body, "hello from") {
 		t.Fatalf("preview after the project was deleted: %d %s", status, body)
 	}
 }

@@ -28,16 +28,18 @@ func (s *Server) pageRoutes() []route {
 		{"POST /login", s.serveLogin},
 		{"POST /logout", s.serveLogout},
 		{"GET /preview/{project}/{port}", s.servePreviewStart},
+		{"GET " + previewConfirmPath, s.servePreviewConfirm},
 		{"/v1/", s.serveAPI},
 		{"/ws/", s.serveAPI},
 	}
 }
 
 // previewRoutes is the preview origin's table ([web] preview_listen):
-// the token exchange, and the previewed app behind everything else.
+// the entry's two steps, and the previewed app behind everything else.
 func (s *Server) previewRoutes() []route {
 	return []route{
 		{"GET " + previewEnterPath, s.previewEnter},
+		{"GET " + previewSessionPath, s.previewSession},
 		{"/", s.servePreviewApp},
 	}
 }

@@ -15,7 +15,7 @@ import (
 // 404 for a path nothing serves, a subtree's root included ("/v1" is not
 // redirected to the proxy).
 func TestRouteTableMisses(t *testing.T) {
-	s, err := New(Options{Socket: "/nonexistent.sock", PreviewURL: "http://127.0.0.1:8081"})
+	s, err := New(Options{Socket: "/nonexistent.sock", PreviewURL: "http://*.localhost:8081"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +35,13 @@ func TestRouteTableMisses(t *testing.T) {
 		{false, "GET", "/static", 404, api.CodeNotFound, ""},
 		{false, "GET", "/nope", 404, api.CodeNotFound, ""},
 		{true, "POST", "/.remote-preview/enter", 405, api.CodeBadRequest, "GET, HEAD"},
+		{true, "POST", "/.remote-preview/session", 405, api.CodeBadRequest, "GET, HEAD"},
+		{false, "POST", "/preview/confirm", 405, api.CodeBadRequest, "GET, HEAD"},
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(c.method, "http://127.0.0.1:8081"+c.path, nil)
 		if c.preview {
+			req.Host = "8080-0123456789abcdef.localhost:8081"
 			s.PreviewHandler().ServeHTTP(rec, req)
 		} else {
 			s.ServeHTTP(rec, req)

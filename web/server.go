@@ -24,17 +24,27 @@ import (
 //go:embed static
 var staticFS embed.FS
 
-// SessionCookie is the name of the session cookie.
-const SessionCookie = "remote_session"
+// SessionCookie is the name of the session cookie on plain http;
+// SecureSessionCookie its name when Options.Secure (https): the __Host-
+// prefix makes browsers refuse it from any other host, so no other site
+// (a preview included) can set it for the page.
+const (
+	SessionCookie       = "remote_session"
+	SecureSessionCookie = "__Host-remote_session"
+)
 
 // Defaults used when Options leaves a field zero.
 const (
 	DefaultSessionTTL  = 12 * time.Hour
 	DefaultLoginLimit  = 5
 	DefaultLoginWindow = time.Minute
-	defaultMaxSessions = 10000
-	defaultMaxKeys     = 10000
-	maxLoginBody       = 8 << 10
+	// DefaultLoginsPerUser successful logins per LoginWindow are allowed
+	// per user; DefaultMaxSessionsPerUser live sessions per user.
+	DefaultLoginsPerUser      = 10
+	DefaultMaxSessionsPerUser = 32
+	defaultMaxKeys            = 10000
+	maxLoginBody              = 8 << 10
+	codeRateLimited           = "rate_limited"
 )
 
 // ContentSecurityPolicy is sent on every response: no inline or foreign
@@ -78,17 +88,28 @@ type Options struct {
 	// count against the name; a successful login counts against neither.
 	LoginLimit  int
 	LoginWindow time.Duration
+	// LoginsPerUser successful logins per LoginWindow are allowed per
+	// user, and each user holds at most MaxSessionsPerUser live
+	// sessions; more answer 429 for that user only. Zero: the defaults.
+	LoginsPerUser      int
+	MaxSessionsPerUser int
 	// Logger receives request and login logs; nil discards.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests move it to expire sessions.
 	Now func() time.Time
-	// PreviewURL is the preview origin as browsers reach it ([web]
-	// preview_url, e.g. "http://127.0.0.1:8081"), served by
-	// PreviewHandler on its own listener; "" turns previews off.
+	// PreviewURL is the wildcard origin of the previews as browsers reach
+	// them ([web] preview_url, e.g. "https://*.preview.example.net"): the
+	// "*" becomes <port>-<project id>, one origin per project and port,
+	// all served by PreviewHandler on its own listener; "" turns previews
+	// off.
 	PreviewURL string
 	// PreviewTokenTTL bounds a preview token's life; zero means
 	// DefaultPreviewTokenTTL.
 	PreviewTokenTTL time.Duration
+	// MaxPreviewTokens and MaxPreviewSessions bound the unused preview
+	// tokens and the preview sessions of one user; zero means
+	// DefaultMaxPreviewTokens and DefaultMaxPreviewSessions.
+	MaxPreviewTokens, MaxPreviewSessions int
 }
 
 // Server is remote-web's HTTP handler: login, logout, the page, and the
@@ -100,17 +121,19 @@ type Server struct {
 	sessions *sessions
 	byUser   *limiter
 	byAddr   *limiter
+	okByUser *limiter // successful logins
 	hosts    map[string]bool
 	proxy    http.Handler
 	static   http.Handler
 	pages    fs.FS
 
-	previewOrigin   string // scheme://host[:port] of PreviewURL
-	previewHost     string // its host name, answered on the preview origin
-	previewTokens   *grants
-	previewSessions *grants
-	previewProxy    http.Handler
-	daemon          *http.Client
+	// PreviewURL's parts: a preview origin is
+	// previewScheme://<port>-<id>.previewDomain previewPort.
+	previewScheme, previewDomain, previewPort string
+	previewTokens                             *grants
+	previewSessions                           *grants
+	previewProxy                              http.Handler
+	daemon                                    *http.Client
 
 	page, preview *http.ServeMux // the two origins' route tables (routes.go)
 }
@@ -129,6 +152,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.LoginWindow <= 0 {
 		opts.LoginWindow = DefaultLoginWindow
+	}
+	if opts.LoginsPerUser <= 0 {
+		opts.LoginsPerUser = DefaultLoginsPerUser
+	}
+	if opts.MaxSessionsPerUser <= 0 {
+		opts.MaxSessionsPerUser = DefaultMaxSessionsPerUser
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -149,9 +178,10 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      log,
 		users:    u,
-		sessions: newSessions(opts.SessionTTL, defaultMaxSessions, opts.Now),
+		sessions: newSessions(opts.SessionTTL, opts.MaxSessionsPerUser, opts.Now),
 		byUser:   newLimiter(opts.LoginLimit, opts.LoginWindow, defaultMaxKeys, opts.Now),
 		byAddr:   newLimiter(opts.LoginLimit, opts.LoginWindow, defaultMaxKeys, opts.Now),
+		okByUser: newLimiter(opts.LoginsPerUser, opts.LoginWindow, len(opts.Users)+1, opts.Now),
 		static:   http.StripPrefix("/static/", http.FileServerFS(sub)),
 		pages:    sub,
 		hosts:    map[string]bool{"localhost": true},
@@ -195,7 +225,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveIndex serves the page to a logged-in user, else sends to /login.
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.user(r); err != nil {
+	if _, _, err := s.session(w, r); err != nil {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
@@ -210,12 +240,17 @@ func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) {
 
 // serveAPI authenticates, checks the origin and forwards to the daemon.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	user, err := s.user(r)
+	sess, _, err := s.session(w, r)
+	if errors.Is(err, ErrTossedCookie) {
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "two session cookies arrived, one set by another site (cookie tossing): both are cleared, log in again")
+		return
+	}
 	if err != nil {
 		s.log.Debug("api request without session", "path", r.URL.Path, "remote", r.RemoteAddr)
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "log in first: no valid session cookie")
 		return
 	}
+	user := sess.user
 	if (isWebSocket(r) || !safeMethod(r.Method)) && !s.sameOrigin(r) {
 		s.log.Warn("cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "user", user)
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
@@ -232,13 +267,69 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.proxy.ServeHTTP(w, r)
 }
 
-// user returns the session's user name or ErrNoSession.
-func (s *Server) user(r *http.Request) (string, error) {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil {
-		return "", ErrNoSession
+// sessionCookie is the session cookie's name: __Host- prefixed on https.
+func (s *Server) sessionCookie() string {
+	if s.opts.Secure {
+		return SecureSessionCookie
 	}
-	return s.sessions.lookup(c.Value)
+	return SessionCookie
+}
+
+// session returns r's live session and its token, or ErrNoSession. A
+// request carrying the session cookie twice is refused with
+// ErrTossedCookie, and w expires every cookie of that name the browser
+// could have sent with it: one came from another site of the same
+// registrable domain (on plain http nothing else stops that), and which
+// one is ours cannot be told.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (session, string, error) {
+	var values []string
+	for _, c := range r.Cookies() {
+		if c.Name == s.sessionCookie() {
+			values = append(values, c.Value)
+		}
+	}
+	switch len(values) {
+	case 0:
+		return session{}, "", ErrNoSession
+	case 1:
+		v, err := s.sessions.lookup(values[0])
+		return v, values[0], err
+	}
+	for _, v := range values {
+		s.sessions.remove(v)
+	}
+	s.log.Warn("request with two session cookies refused: cookie tossing", "path", r.URL.Path, "remote", r.RemoteAddr)
+	s.expireSessionCookies(w, r)
+	return session{}, "", ErrTossedCookie
+}
+
+// expireSessionCookies deletes the session cookie at every path and
+// domain it could have been sent with for r: each prefix of r's path,
+// host-only and for each parent domain of r's host.
+func (s *Server) expireSessionCookies(w http.ResponseWriter, r *http.Request) {
+	host, _ := s.hostAllowed(r.Host)
+	domains := []string{""}
+	if _, err := netip.ParseAddr(host); err != nil {
+		for d := host; strings.Contains(d, "."); d = d[strings.IndexByte(d, '.')+1:] {
+			domains = append(domains, d)
+		}
+	}
+	paths := []string{"/"}
+	p := r.URL.Path
+	for i := 1; i < len(p) && len(paths) < 16; i++ {
+		if p[i] == '/' {
+			paths = append(paths, p[:i], p[:i+1])
+		}
+	}
+	if p != "/" && !strings.HasSuffix(p, "/") {
+		paths = append(paths, p)
+	}
+	for _, d := range domains {
+		for _, path := range paths {
+			http.SetCookie(w, &http.Cookie{Name: s.sessionCookie(), Value: "", Path: path, Domain: d, MaxAge: -1,
+				HttpOnly: true, Secure: s.opts.Secure})
+		}
+	}
 }
 
 func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
@@ -281,14 +372,24 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	// parallel guesses cannot slip past the limit), given back on success.
 	s.byUser.refund(userKey)
 	s.byAddr.refund(addr)
+	// Successful logins have a budget of their own per user, and so do
+	// the sessions they make: one user's script cannot crowd out others.
+	if ok, wait := s.okByUser.allow(name); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((wait+time.Second-1)/time.Second))))
+		s.log.Warn("login rate limited", "by", "successful logins", "user", name, "remote", addr)
+		s.loginFailed(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many logins for this user (limit %d a minute): try again later", s.opts.LoginsPerUser))
+		return
+	}
 	token, expires, err := s.sessions.create(name)
-	if err != nil {
-		s.log.Error("login: cannot create session", "user", name, "error", err)
-		s.loginFailed(w, r, http.StatusServiceUnavailable, "too many sessions; try again later")
+	var le *LimitError
+	if errors.As(err, &le) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((le.Wait+time.Second-1)/time.Second))))
+		s.log.Warn("login refused: per-user session limit", "user", name, "limit", le.Limit)
+		s.loginFailed(w, r, http.StatusTooManyRequests, le.Error())
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name:     SessionCookie,
+		Name:     s.sessionCookie(),
 		Value:    token,
 		Path:     "/",
 		Expires:  expires,
@@ -320,7 +421,7 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, status int,
 		case http.StatusBadRequest:
 			code = api.CodeBadRequest
 		case http.StatusTooManyRequests:
-			code = "rate_limited"
+			code = codeRateLimited
 		case http.StatusServiceUnavailable:
 			code = api.CodeUnavailable
 		}
@@ -344,14 +445,13 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		if user, err := s.sessions.lookup(c.Value); err == nil {
-			s.previewSessions.dropUser(user) // logging out ends the user's previews too
-		}
-		s.sessions.remove(c.Value)
+	if sess, token, err := s.session(w, r); err == nil {
+		s.previewSessions.dropUser(sess.user) // logging out ends the user's previews too
+		s.previewTokens.dropUser(sess.user)
+		s.sessions.remove(token)
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Name: s.sessionCookie(), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode,
 	})
 	if wantsJSON(r) {
@@ -377,14 +477,20 @@ func setSecurityHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a form's POST
+	// carries "Origin: null", and on plain http to a host name that is
+	// not localhost (no fetch metadata there) the login form could not
+	// prove it came from this origin. Other origins still get nothing.
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 // sameOrigin reports whether a browser request comes from this origin.
 // Fetch metadata decides when present: browsers set Sec-Fetch-Site and a
-// page cannot forge it, and it stays right where Origin does not (a form
-// POST under Referrer-Policy no-referrer carries "Origin: null"). Without
-// it the Origin header must name this scheme and host. Requests with
+// page cannot forge it. Browsers send it to https and localhost only; on
+// plain http to any other name the Origin header must name this scheme
+// and host (the page's Referrer-Policy, same-origin, keeps it set on the
+// page's own form posts; a cross-origin post carries its origin, or
+// "null"). Requests with
 // neither come from non-browser clients, which cannot ride on a victim's
 // cookie, and are let through.
 func (s *Server) sameOrigin(r *http.Request) bool {

@@ -2,8 +2,12 @@ package web
 
 import (
 	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -117,6 +121,19 @@ func startFakeDaemon(t *testing.T) *fakeDaemon {
 			}
 		}
 	})
+	// A project "p-<user>" is <user>'s, with port 8080; its app answers
+	// with its name, path and caller.
+	mux.HandleFunc("/v1/projects/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if name != "p-"+r.Header.Get(HeaderUser) {
+			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such project")
+			return
+		}
+		writeJSON(w, http.StatusOK, api.Project{ID: fakeProjectID(name), Name: name, Ports: []int{8080}})
+	})
+	mux.HandleFunc("/v1/projects/{name}/ports/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, "app %s:%s /%s user=%s", r.PathValue("name"), r.PathValue("port"), r.PathValue("path"), r.Header.Get(HeaderUser))
+	})
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		d.record(r)
 		_, _ = io.WriteString(w, "remoted_up 1\n")
@@ -148,6 +165,8 @@ type harness struct {
 	srv    *httptest.Server
 	clock  *clock
 	web    *Server
+	// preview serves web's PreviewHandler on http://*.localhost:<port>.
+	preview *httptest.Server
 }
 
 func testHash(t testing.TB, pw string) string {
@@ -163,16 +182,27 @@ func newHarness(t *testing.T, tls bool) *harness {
 	t.Helper()
 	d := startFakeDaemon(t)
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pport, _ := net.SplitHostPort(pln.Addr().String())
 	s, err := New(Options{
 		Socket:     d.socket,
 		Users:      []User{{Name: testUser, PasswordHash: testHash(t, testPassword)}, {Name: "bob", PasswordHash: testHash(t, "bobpw")}},
 		SessionTTL: time.Hour,
 		Secure:     tls,
 		Now:        clk.now,
+		PreviewURL: "http://*.localhost:" + pport,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ps := httptest.NewUnstartedServer(s.PreviewHandler())
+	ps.Listener.Close()
+	ps.Listener = pln
+	ps.Start()
+	t.Cleanup(ps.Close)
 	var hs *httptest.Server
 	if tls {
 		hs = httptest.NewTLSServer(s)
@@ -180,7 +210,13 @@ func newHarness(t *testing.T, tls bool) *harness {
 		hs = httptest.NewServer(s)
 	}
 	t.Cleanup(hs.Close)
-	return &harness{daemon: d, srv: hs, clock: clk, web: s}
+	return &harness{daemon: d, srv: hs, clock: clk, web: s, preview: ps}
+}
+
+// fakeProjectID is the fake daemon's id of project name.
+func fakeProjectID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:8])
 }
 
 // client returns an HTTP client with a cookie jar that does not follow redirects.
@@ -190,6 +226,19 @@ func (h *harness) client(t *testing.T) *http.Client {
 	c := h.srv.Client()
 	c2 := *c
 	c2.Jar = jar
+	tr := c.Transport.(*http.Transport).Clone()
+	var preview string
+	if h.preview != nil {
+		preview = h.preview.Listener.Addr().String()
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, _ := net.SplitHostPort(addr); preview != "" && strings.HasSuffix(host, ".localhost") {
+			addr = preview // the preview origins' wildcard name
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	c2.Transport = tr
 	c2.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &c2
 }
@@ -303,19 +352,23 @@ func TestLogin(t *testing.T) {
 	})
 }
 
+// TestCookieFlags: the session cookie is remote_session on http and
+// __Host-remote_session (Secure, Path=/, no Domain: no other host, a
+// preview included, can set it) on https.
 func TestCookieFlags(t *testing.T) {
 	for _, tls := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http", true: "https"}[tls], func(t *testing.T) {
 			h := newHarness(t, tls)
 			resp := h.login(t, h.client(t), testUser, testPassword)
+			name := map[bool]string{false: "remote_session", true: "__Host-remote_session"}[tls]
 			var c *http.Cookie
 			for _, k := range resp.Cookies() {
-				if k.Name == SessionCookie {
+				if k.Name == name {
 					c = k
 				}
 			}
-			if c == nil {
-				t.Fatalf("no %s cookie in %v", SessionCookie, resp.Header["Set-Cookie"])
+			if c == nil || len(resp.Cookies()) != 1 || c.Domain != "" {
+				t.Fatalf("no host-only %s cookie alone in %v", name, resp.Header["Set-Cookie"])
 			}
 			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure != tls {
 				t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, Secure=%v", c, tls)
@@ -664,7 +717,7 @@ func TestSecurityHeaders(t *testing.T) {
 			want := map[string]string{
 				"Content-Security-Policy": ContentSecurityPolicy,
 				"X-Content-Type-Options":  "nosniff",
-				"Referrer-Policy":         "no-referrer",
+				"Referrer-Policy":         "same-origin",
 				"X-Frame-Options":         "DENY",
 			}
 			for k, v := range want {
@@ -744,6 +797,9 @@ func TestHashPassword(t *testing.T) {
 	}
 }
 
+// TestSessionTableBounded: each user holds at most max live sessions; a
+// user at the limit does not stop another user's login, and an expired
+// session frees its place.
 func TestSessionTableBounded(t *testing.T) {
 	clk := &clock{t: time.Unix(0, 0)}
 	s := newSessions(time.Minute, 2, clk.now)
@@ -752,8 +808,12 @@ func TestSessionTableBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := s.create("a"); !errors.Is(err, ErrTooManySessions) {
+	_, _, err := s.create("a")
+	if !errors.Is(err, ErrUserLimit) || err.Error() != "too many login sessions for this user (limit 2): log out in another browser, or wait until a session ends" {
 		t.Fatalf("third session: %v", err)
+	}
+	if _, _, err := s.create("b"); err != nil {
+		t.Fatalf("another user at a's limit: %v", err)
 	}
 	clk.add(time.Minute)
 	if _, _, err := s.create("a"); err != nil {

@@ -69,8 +69,9 @@ func TestAttackCookieNotSecureBehindProxy(t *testing.T) {
 			if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 				t.Fatalf("login: %d cookies %v", resp.StatusCode, resp.Header["Set-Cookie"])
 			}
-			if c := resp.Cookies()[0]; c.Name != web.SessionCookie || c.Secure != tt.secure {
-				t.Errorf("cookie %s Secure=%v, want %s Secure=%v", c.Name, c.Secure, web.SessionCookie, tt.secure)
+			want := map[bool]string{false: "remote_session", true: "__Host-remote_session"}[tt.secure]
+			if c := resp.Cookies()[0]; c.Name != want || c.Secure != tt.secure {
+				t.Errorf("cookie %s Secure=%v, want %s Secure=%v", c.Name, c.Secure, want, tt.secure)
 			}
 		})
 	}

@@ -42,6 +42,13 @@ func ServeHTTPD(t testing.TB, cl *lxdexec.Client, container string, port int, in
 	run(t, cl, container, "busybox httpd -p 127.0.0.1:"+strconv.Itoa(port)+" -h /www")
 }
 
+// PushFile writes content into container at path (mode 0644, parents
+// made).
+func PushFile(t testing.TB, cl *lxdexec.Client, container, path, content string) {
+	t.Helper()
+	push(t, cl, container, path, content, 0o644)
+}
+
 var wsecho struct {
 	once sync.Once
 	path string

@@ -29,7 +29,7 @@ var testName = regexp.MustCompile("`((?:Test|Fuzz)[A-Za-z0-9_]+)(?:/[^`]*)?`")
 func routes(t *testing.T) []string {
 	t.Helper()
 	out := daemontest.New(t, daemontest.Options{}).Server.RouteTable()
-	h, err := web.New(web.Options{Socket: filepath.Join(t.TempDir(), "remoted.sock"), PreviewURL: "http://127.0.0.1:8081"})
+	h, err := web.New(web.Options{Socket: filepath.Join(t.TempDir(), "remoted.sock"), PreviewURL: "http://*.localhost:8081"})
 	if err != nil {
 		t.Fatal(err)
 	}
