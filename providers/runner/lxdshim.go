@@ -265,6 +265,9 @@ func (c *execConn) stderrText() string {
 func (l *LXDLauncher) attachContainer(ctx context.Context, dir string, req *startRequest) (*shim.Client, *execConn, error) {
 	bin, err := l.ensureShim(ctx)
 	if err != nil {
+		if cerr := l.checkRunning(ctx); cerr != nil {
+			return nil, nil, cerr // a container gone or stopped: ErrShimGone
+		}
 		return nil, nil, err
 	}
 	actx, cancel := context.WithCancel(context.Background())
