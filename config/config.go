@@ -125,8 +125,14 @@ type Provider struct {
 	// Args are appended to the adapter's own arguments.
 	Args []string `toml:"args"`
 	// Env is extra environment for the CLI. Values may be secrets: they
-	// never appear in errors.
+	// never appear in errors. Loose chats get all of it; project
+	// containers only what ProjectEnv names.
 	Env map[string]string `toml:"env"`
+	// ProjectEnv names the keys of Env that also reach the CLI in
+	// credentials = "shared" project containers (an operator's API key is
+	// otherwise readable by every project's agent). Containers of
+	// credentials = "project" projects never get any of Env.
+	ProjectEnv []string `toml:"project_env"`
 	// ProviderProvisioning adds the project-container keys (config/projects.go).
 	ProviderProvisioning
 }

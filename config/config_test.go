@@ -78,7 +78,8 @@ shim_binary = "/opt/remote/remote-shim"
 enabled = false
 binary = "/opt/claude/bin/claude"
 args = ["--verbose"]
-env = { CLAUDE_CONFIG_DIR = "/x" }
+env = { CLAUDE_CONFIG_DIR = "/x", ANTHROPIC_API_KEY = "k" }
+project_env = ["CLAUDE_CONFIG_DIR"]
 
 [providers.codex.env]
 RUST_LOG = "info"
@@ -111,7 +112,8 @@ password_hash = "$2a$10$abc"
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
 	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"},
 		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}, ShimBinary: "/opt/remote/remote-shim"}
-	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x"}}
+	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x", "ANTHROPIC_API_KEY": "k"},
+		ProjectEnv: []string{"CLAUDE_CONFIG_DIR"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
 	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills"}
 	want.Web = Web{Listen: "[::1]:9090", TLSCert: "/etc/remote/web.crt", TLSKey: "/etc/remote/web.key", SessionTTL: Duration{2 * time.Hour},
@@ -218,6 +220,9 @@ func TestParseRejects(t *testing.T) {
 		{"nul arg", "[providers.codex]\nargs = [\"ok\", \"a\\u0000\"]\n", ErrInvalidValue, "remoted.toml:2: [providers.codex] args[1]: contains a NUL byte"},
 		{"env name", "[providers.kimi.env]\n\"BAD-NAME\" = \"secret-value\"\n", ErrInvalidValue, `remoted.toml:2: [providers.kimi.env] BAD-NAME: invalid environment variable name`},
 		{"env nul value", "[providers.kimi.env]\nTOKEN = \"sec\\u0000ret\"\n", ErrInvalidValue, "remoted.toml:2: [providers.kimi.env] TOKEN: value contains a NUL byte"},
+		{"project env not in env", "[providers.claude]\nenv = { A = \"1\" }\nproject_env = [\"A\", \"ANTHROPIC_API_KEY\"]\n", ErrInvalidValue, `remoted.toml:3: [providers.claude] project_env[1]: "ANTHROPIC_API_KEY" is not a key of [providers.claude] env`},
+		{"project env name", "[providers.claude]\nenv = { A = \"1\" }\nproject_env = [\"A-B\"]\n", ErrInvalidValue, `remoted.toml:3: [providers.claude] project_env[0]: "A-B" is not an environment variable name`},
+		{"project env twice", "[providers.claude]\nenv = { A = \"1\" }\nproject_env = [\"A\", \"A\"]\n", ErrInvalidValue, `remoted.toml:3: [providers.claude] project_env[1]: "A" is listed twice`},
 		// projects
 		{"instructions dir", "[projects]\ninstructions_dir = \"i\"\n", ErrInvalidValue, `remoted.toml:2: [projects] instructions_dir: "i" must be an absolute path`},
 		{"skills dir", "[projects]\nskills_dir = \"s\"\n", ErrInvalidValue, `remoted.toml:2: [projects] skills_dir: "s" must be an absolute path`},

@@ -187,6 +187,19 @@ func (p Provider) validate(ps *problems, id string) {
 			ps.add(ErrInvalidValue, path, "value contains a NUL byte") // the value itself is never shown
 		}
 	}
+	seen := map[string]bool{}
+	for i, k := range p.ProjectEnv {
+		path := appendIndex(appendKey(base, "project_env"), i)
+		switch _, inEnv := p.Env[k]; {
+		case !envKeyRE.MatchString(k):
+			ps.add(ErrInvalidValue, path, "%q is not an environment variable name", k)
+		case seen[k]:
+			ps.add(ErrInvalidValue, path, "%q is listed twice", k)
+		case !inEnv:
+			ps.add(ErrInvalidValue, path, "%q is not a key of [providers.%s] env", k, id)
+		}
+		seen[k] = true
+	}
 	p.ProviderProvisioning.validate(ps, base)
 }
 

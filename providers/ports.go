@@ -69,6 +69,11 @@ type Target struct {
 	ProjectID string
 	Container string
 	Secrets   []Secret
+	// SharedCredentials: the project shares the host's logins
+	// (credentials "shared"), so AdapterConfig.ProjectEnv's keys reach its
+	// runs. False for a project with its own login ("project") and for a
+	// target not known to be shared: the operator's keys never reach it.
+	SharedCredentials bool
 }
 
 // ProjectPreparer makes a project's container ready (S9, S10) and may emit
@@ -91,9 +96,14 @@ type ContainerLaunchers interface {
 // run (from [providers.<id>] in config) and the ports it runs through.
 // Adapters may wrap it in an options struct of their own for extra knobs.
 type AdapterConfig struct {
-	Binary string            // a bare name is looked up on PATH (host) or in the container
-	Args   []string          // extra arguments appended to the adapter's own
-	Env    map[string]string // extra environment for the CLI
+	Binary string   // a bare name is looked up on PATH (host) or in the container
+	Args   []string // extra arguments appended to the adapter's own
+	// Env is extra environment for the CLI ([providers.<id>] env): all of
+	// it on the host; in a project container only the keys ProjectEnv
+	// names, and only when Target.SharedCredentials (ContainerEnv in
+	// package runner).
+	Env        map[string]string
+	ProjectEnv []string
 	// Host runs loose chats on the host; Containers and Preparer run
 	// project chats. Containers and Preparer may be nil when projects are
 	// not wired; a project run then fails with a clear error.

@@ -323,8 +323,12 @@ func TestProjectCredentialsStayInTheProject(t *testing.T) {
 	hostPath := f.userFile(t, ".claude/.credentials.json", claudeCred("host-1"), 0o600)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(hostPath, old, old)
-	if _, err := f.prep.Prepare(ctx, providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}, nil); err != nil {
+	tgt, err := f.prep.Prepare(ctx, providers.PrepareRequest{Provider: providers.Claude, ProjectID: f.project}, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if tgt.SharedCredentials {
+		t.Fatal("a project-credentials target is marked as sharing the host's logins: the operator's project_env keys would reach it")
 	}
 	if out := sh(t, f.cl, f.name, `cat /root/.claude/.credentials.json 2>/dev/null; true`); out != "" {
 		t.Fatalf("host login pushed into a project-credentials container: %q", out)

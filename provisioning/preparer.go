@@ -370,7 +370,8 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// container is ready, before the CLI starts; a failure is reported,
 	// never fatal.
 	p.checkpoints.Take(ctx, cur)
-	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets}, nil
+	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets,
+		SharedCredentials: cur.Credentials != api.CredentialsProject}, nil
 }
 
 // provision runs the provisioning steps; sharedCredentials is false for a

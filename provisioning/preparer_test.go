@@ -110,7 +110,7 @@ func TestPrepareRealLXD(t *testing.T) {
 		if got := ev.subtypes(); !slices.Equal(got, []string{"container_starting", "container_preparing"}) {
 			t.Fatalf("events %v, want container_starting then container_preparing", got)
 		}
-		if target.Container != f.name || target.ProjectID != f.project || len(target.Secrets) != 1 {
+		if target.Container != f.name || target.ProjectID != f.project || len(target.Secrets) != 1 || !target.SharedCredentials {
 			t.Fatalf("target %+v", target)
 		}
 		if f.store.status(f.project) != StatusRunning {

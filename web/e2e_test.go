@@ -175,6 +175,7 @@ allowed_roots = [%q]
 [providers.claude]
 binary = %q
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
 `, sock, filepath.Join(dir, "state"), dir, claude, home, model.URL)
 	if withCodex {
 		codexBin := testkit.CodexBinary(t)
@@ -192,6 +193,7 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dum
 [providers.codex]
 binary = %q
 env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
+project_env = ["FAKE_OPENAI_API_KEY"]
 `, codexBin, codexHome, home)
 	}
 	cfg += fmt.Sprintf(`

@@ -70,6 +70,7 @@ allowed_roots = [%q]
 [providers.claude]
 binary = %q
 env = { ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", HOME = %q }
+project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]
 `, e.socket, filepath.Join(dir, "state"), dir, claude, model.URL, home) + extra
 	cfgPath := filepath.Join(dir, "remoted.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

@@ -18,7 +18,8 @@ func adapters() map[providers.ProviderID]prompt.Constructor {
 		providers.Codex:  func(c providers.AdapterConfig) providers.Provider { return codex.New(c) },
 		// MiniMax's endpoint comes from [providers.minimax] env
 		// MINIMAX_BASE_URL (default api.minimax.io); its key from
-		// MINIMAX_API_KEY there, which reaches only the CLI's environment.
+		// MINIMAX_API_KEY there, which reaches only the CLI's environment
+		// (in a project container only as project_env allows).
 		providers.MiniMax: func(c providers.AdapterConfig) providers.Provider {
 			return minimax.New(c, minimax.Options{BaseURL: c.Env["MINIMAX_BASE_URL"]})
 		},

@@ -266,6 +266,7 @@ allowed_roots = [%q]
 binary = "/usr/local/bin/claude"
 check = ["/usr/local/bin/claude", "--version"]
 env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:%d", ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
 %s
 [[providers.claude.credentials]]
 host = %q

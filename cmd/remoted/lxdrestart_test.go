@@ -74,6 +74,7 @@ allowed_roots = [%q]
 [providers.claude]
 binary = %q
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
 `, sock, filepath.Join(dir, "state"), lxdSock, dir, claude, home, fake.URL)
 	d := newDaemon(t, buildRemoted(t), cfg, sock)
 	d.start()

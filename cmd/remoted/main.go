@@ -185,7 +185,7 @@ func newLogger(cfg config.Daemon) hclog.InterceptLogger {
 func providerSettings(cfg config.Config) map[providers.ProviderID]prompt.ProviderSetting {
 	out := map[providers.ProviderID]prompt.ProviderSetting{}
 	for id, p := range cfg.Providers {
-		out[providers.ProviderID(id)] = prompt.ProviderSetting{Enabled: p.IsEnabled(), Binary: p.Binary, Args: p.Args, Env: p.Env}
+		out[providers.ProviderID(id)] = prompt.ProviderSetting{Enabled: p.IsEnabled(), Binary: p.Binary, Args: p.Args, Env: p.Env, ProjectEnv: p.ProjectEnv}
 	}
 	return out
 }

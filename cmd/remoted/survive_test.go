@@ -363,6 +363,7 @@ shim_binary = %q
 [providers.codex]
 binary = %q
 env = { CODEX_HOME = %q, HOME = %q, FAKE_OPENAI_API_KEY = "test-key" }
+project_env = ["FAKE_OPENAI_API_KEY"]
 `, sock, filepath.Join(dir, "state"), dir, bins[1], codexBin, codexHome, home)
 	d := newDaemon(t, bins[0], cfg, sock)
 	d.start()

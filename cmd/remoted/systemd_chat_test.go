@@ -35,6 +35,7 @@ allowed_roots = ["/root/work"]
 [providers.claude]
 binary = "/opt/claude/claude"
 env = { HOME = "/root/agent-home", ANTHROPIC_BASE_URL = "http://127.0.0.1:` + sdModelPort + `", ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
+project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
 `
 
 // events returns the chat's stored events.

@@ -117,6 +117,7 @@ func claudeEnv(t testing.TB, st *clistore.Store, push, legacy bool, more ...func
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 				"DISABLE_AUTOUPDATER":                      "1",
 			}
+			ports.ProjectEnv = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"}
 			return claude.New(ports)
 		}},
 	}
@@ -294,6 +295,7 @@ func TestProjectChatCodexFromCLIStore(t *testing.T) {
 		providers: []func(providers.AdapterConfig) providers.Provider{func(ports providers.AdapterConfig) providers.Provider {
 			ports.Binary = "codex"
 			ports.Env = map[string]string{"FAKE_OPENAI_API_KEY": "test-key"}
+			ports.ProjectEnv = []string{"FAKE_OPENAI_API_KEY"}
 			return codex.New(ports)
 		}},
 	})

@@ -150,6 +150,7 @@ func TestProjectChatRealClaude(t *testing.T) {
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 				"DISABLE_AUTOUPDATER":                      "1",
 			}
+			ports.ProjectEnv = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"}
 			return claude.New(ports)
 		}},
 	})

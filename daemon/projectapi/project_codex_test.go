@@ -57,6 +57,7 @@ func TestProjectChatRealCodex(t *testing.T) {
 		providers: []func(providers.AdapterConfig) providers.Provider{func(ports providers.AdapterConfig) providers.Provider {
 			ports.Binary = "/usr/local/bin/codex"
 			ports.Env = map[string]string{"FAKE_OPENAI_API_KEY": "test-key"}
+			ports.ProjectEnv = []string{"FAKE_OPENAI_API_KEY"}
 			return codex.New(ports)
 		}},
 	})

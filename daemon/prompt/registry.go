@@ -20,6 +20,9 @@ type ProviderSetting struct {
 	Binary  string
 	Args    []string
 	Env     map[string]string
+	// ProjectEnv: the keys of Env that reach credentials = "shared"
+	// project containers too.
+	ProjectEnv []string
 }
 
 // Registry maps provider ids to the adapters built from config. It can be
@@ -52,7 +55,7 @@ func (r *Registry) Configure(ctors map[providers.ProviderID]Constructor, setting
 			continue
 		}
 		cfg := ports
-		cfg.Binary, cfg.Args, cfg.Env = set.Binary, slices.Clone(set.Args), set.Env
+		cfg.Binary, cfg.Args, cfg.Env, cfg.ProjectEnv = set.Binary, slices.Clone(set.Args), set.Env, slices.Clone(set.ProjectEnv)
 		if ports.Logger != nil {
 			cfg.Logger = ports.Logger.Named(string(id))
 		}

@@ -151,6 +151,7 @@ func newFixture(t *testing.T, scenario string, cfg providers.AdapterConfig) *fix
 	f := &fixture{home: t.TempDir(), record: filepath.Join(t.TempDir(), "argv")}
 	cfg.Binary = exe
 	cfg.Env = map[string]string{fakeEnv: scenario, "AGY_FAKE_RECORD": f.record, "HOME": f.home}
+	cfg.ProjectEnv = []string{fakeEnv, "AGY_FAKE_RECORD"} // the fake CLI in a (simulated) shared project
 	f.p = New(cfg)
 	return f
 }
@@ -344,7 +345,7 @@ func TestRunProject(t *testing.T) {
 	synced := false
 	prep := runnertest.Preparer{
 		PrepareFunc: func(context.Context, providers.PrepareRequest, func(providers.Event)) (providers.Target, error) {
-			return providers.Target{ProjectID: "p1", Container: "c-p1"}, nil
+			return providers.Target{ProjectID: "p1", Container: "c-p1", SharedCredentials: true}, nil
 		},
 		SyncFunc: func(context.Context, providers.Target, providers.ProviderID) error { synced = true; return nil },
 	}

@@ -124,7 +124,8 @@ func TestRunProject(t *testing.T) {
 			stdin := &recorder{}
 			synced := false
 			p := New(providers.AdapterConfig{
-				Env: map[string]string{"EXTRA": "1"},
+				Env:        map[string]string{"EXTRA": "1", "ANTHROPIC_API_KEY": "sk-operator"},
+				ProjectEnv: []string{"EXTRA"},
 				Containers: runnertest.ContainersFunc(func(name string) providers.Launcher {
 					container = name
 					return runnertest.LauncherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
@@ -138,7 +139,7 @@ func TestRunProject(t *testing.T) {
 							t.Errorf("prepare %+v", req)
 						}
 						emit(providers.Event{Type: providers.EventSystem, Subtype: "container_starting"})
-						return providers.Target{ProjectID: "p1", Container: "proj-1", Secrets: []providers.Secret{
+						return providers.Target{ProjectID: "p1", Container: "proj-1", SharedCredentials: true, Secrets: []providers.Secret{
 							{Key: "IS_SANDBOX", Value: "0"}, {Key: "HOME", Value: "/tmp"}, {Key: "GH_TOKEN", Value: "ghp"}, {Key: "REMOTE_TOKEN", Value: "secret"},
 						}}, nil
 					},
@@ -167,6 +168,9 @@ func TestRunProject(t *testing.T) {
 				if !slices.Contains(cmd.Env, want) {
 					t.Errorf("env %q lacks %s", cmd.Env, want)
 				}
+			}
+			if strings.Contains(strings.Join(cmd.Env, " "), "sk-operator") {
+				t.Errorf("env %q has the operator's key, which project_env does not name", cmd.Env)
 			}
 			if stdin.buf.String() != "hello" || !stdin.closed {
 				t.Errorf("stdin %q closed %v: the prompt goes on stdin", stdin.buf.String(), stdin.closed)

@@ -256,7 +256,7 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 			return env, err
 		},
 		Container: runner.ContainerSpec{
-			Fixed:           p.cfg.Env,
+			Fixed:           p.cfg.Env, // as ProjectEnv allows (codexlaunch)
 			Forced:          map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
 			Runtime:         runtimeEnv,
 			ExcludedSecrets: []string{"OPENAI_API_KEY", "CODEX_HOME", "HOME"},

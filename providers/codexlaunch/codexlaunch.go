@@ -12,6 +12,8 @@ package codexlaunch
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,7 +42,15 @@ type Spec struct {
 	HostEnv func() ([]string, error)
 	// Container is the container command's environment; Binary, Args and
 	// Secrets are filled in here, and OPENAI_API_KEY is always removed.
+	// Its Fixed entries are the operator's: only those runner.ContainerEnv
+	// lets through reach the container.
 	Container runner.ContainerSpec
+	// OperatorKeys are variables the adapter forces from the operator's
+	// configuration (MiniMax's API key; an empty value is none). In a
+	// container each is forced only where runner.ContainerEnv lets it
+	// through; elsewhere a project secret of that name may supply the
+	// project's own.
+	OperatorKeys map[string]string
 	// SyncTimeout > 0 copies the CLI's credentials back after a
 	// successful project run, bounded by it (S12); 0: no sync.
 	SyncTimeout time.Duration
@@ -78,6 +88,19 @@ func Run(ctx context.Context, s Spec, req providers.RunRequest, emit func(provid
 	}
 	spec := s.Container
 	spec.Binary, spec.Args, spec.Secrets = s.Cfg.Binary, s.Args, target.Secrets
+	spec.Fixed = runner.ContainerEnv(spec.Fixed, s.Cfg.ProjectEnv, target)
+	spec.Forced = maps.Clone(spec.Forced)
+	if spec.Forced == nil {
+		spec.Forced = map[string]string{}
+	}
+	keys := runner.ContainerEnv(s.OperatorKeys, s.Cfg.ProjectEnv, target)
+	for k := range s.OperatorKeys {
+		if v := keys[k]; v != "" {
+			spec.Forced[k] = v
+		} else {
+			spec.ExcludedSecrets = slices.DeleteFunc(slices.Clone(spec.ExcludedSecrets), func(e string) bool { return e == k })
+		}
+	}
 	cmd := runner.ContainerCommand(spec)
 	cmd.Env = runner.WithoutEnv(cmd.Env, "OPENAI_API_KEY")
 	s.Settings.Cwd = cmd.Dir

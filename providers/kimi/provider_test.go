@@ -132,6 +132,7 @@ func newFixture(t *testing.T, scenario string, cfg providers.AdapterConfig) *fix
 	record := filepath.Join(t.TempDir(), "record")
 	cfg.Binary = exe
 	cfg.Env = map[string]string{fakeEnv: scenario, "KIMI_FAKE_RECORD": record}
+	cfg.ProjectEnv = []string{fakeEnv, "KIMI_FAKE_RECORD"} // the fake CLI in a (simulated) shared project
 	return &fixture{record: record, p: New(cfg)}
 }
 
@@ -277,7 +278,7 @@ func TestRunProject(t *testing.T) {
 				t.Errorf("prepare %+v", req)
 			}
 			emit(providers.Event{Type: providers.EventSystem, Subtype: "container_starting"})
-			return providers.Target{ProjectID: "p1", Container: "proj-p1", Secrets: []providers.Secret{
+			return providers.Target{ProjectID: "p1", Container: "proj-p1", SharedCredentials: true, Secrets: []providers.Secret{
 				{Key: "HOME", Value: "/evil"}, {Key: "API_TOKEN", Value: "s3cret"}, {Key: "RUNTIME_X", Value: "masked"},
 			}}, nil
 		},

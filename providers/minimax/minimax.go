@@ -165,7 +165,8 @@ func (p *Provider) HostHome() (string, error) {
 // project's container; see codexharness.Run for the event and error
 // contract.
 func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
-	if p.opts.APIKey == "" {
+	if p.opts.APIKey == "" && req.ProjectID == "" {
+		// A project run may use the project's own key (a project secret).
 		return fmt.Errorf("minimax: %w (set %s)", ErrNoAPIKey, KeyVar)
 	}
 	model := req.Model
@@ -217,12 +218,14 @@ func (p *Provider) Run(ctx context.Context, req providers.RunRequest, emit func(
 			return runner.WithoutEnv(runner.HostEnv(extra), "OPENAI_API_KEY"), nil
 		},
 		Container: runner.ContainerSpec{
-			Fixed: userEnv,
-			Forced: map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome,
-				KeyVar: p.opts.APIKey, "OPENAI_API_KEY": ""},
+			Fixed:           userEnv,
+			Forced:          map[string]string{"HOME": runner.ContainerHome, "CODEX_HOME": ContainerCodexHome, "OPENAI_API_KEY": ""},
 			Runtime:         runtimeEnv,
 			ExcludedSecrets: protected,
 		},
+		// The operator's key reaches a project only as [providers.minimax]
+		// project_env allows; otherwise the project's own secret may.
+		OperatorKeys: map[string]string{KeyVar: p.opts.APIKey},
 	}, req, emit)
 }
 

@@ -84,15 +84,16 @@ func (p *peer) Wait() error                 { <-p.done; return nil }
 // the adapter's; the key is in the environment only; the thread runs with
 // the container sandbox in /workspace.
 func TestProjectRunProtectsOwnVariables(t *testing.T) {
-	prep := &fakePreparer{target: providers.Target{ProjectID: "p", Container: "c1", Secrets: []providers.Secret{
+	prep := &fakePreparer{target: providers.Target{ProjectID: "p", Container: "c1", SharedCredentials: true, Secrets: []providers.Secret{
 		{Key: KeyVar, Value: "secret-key"}, {Key: "OPENAI_API_KEY", Value: "secret-openai"},
 		{Key: "HOME", Value: "/tmp/x"}, {Key: "CODEX_HOME", Value: "/tmp/y"}, {Key: "DATABASE_URL", Value: "db"},
 	}}}
 	var cmd providers.Command
 	pr := newPeer()
 	p := New(providers.AdapterConfig{
-		Env:      map[string]string{"CODEX_HOME": "/cfg", "EXTRA": "1"},
-		Preparer: prep,
+		Env:        map[string]string{"CODEX_HOME": "/cfg", "EXTRA": "1"},
+		ProjectEnv: []string{KeyVar, "EXTRA", "CODEX_HOME"},
+		Preparer:   prep,
 		Containers: runnertest.ContainersFunc(func(name string) providers.Launcher {
 			if name != "c1" {
 				t.Errorf("container %q", name)
@@ -133,5 +134,55 @@ func TestProjectRunProtectsOwnVariables(t *testing.T) {
 	}
 	if prep.synced != 0 {
 		t.Fatalf("MiniMax synced credentials %d times; its key is managed", prep.synced)
+	}
+}
+
+// TestProjectRunOperatorKeyOnlyWhereAllowed: the operator's key and env
+// reach a project container only when it shares the host's logins and
+// project_env names them; otherwise the project's own secret
+// MINIMAX_API_KEY is the CLI's key.
+func TestProjectRunOperatorKeyOnlyWhereAllowed(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		shared     bool
+		projectEnv []string
+		want       []string
+	}{
+		{"own login, everything listed", false, []string{KeyVar, "EXTRA"}, []string{KeyVar + "=project-key"}},
+		{"shared, nothing listed", true, nil, []string{KeyVar + "=project-key"}},
+		{"shared, key listed", true, []string{KeyVar}, []string{KeyVar + "=" + testKey}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prep := &fakePreparer{target: providers.Target{ProjectID: "p", Container: "c1", SharedCredentials: tt.shared,
+				Secrets: []providers.Secret{{Key: KeyVar, Value: "project-key"}}}}
+			var cmd providers.Command
+			pr := newPeer()
+			p := New(providers.AdapterConfig{
+				Env:        map[string]string{KeyVar: testKey, "EXTRA": "operator-extra"},
+				ProjectEnv: tt.projectEnv,
+				Preparer:   prep,
+				Containers: runnertest.ContainersFunc(func(string) providers.Launcher {
+					return runnertest.LauncherFunc(func(_ context.Context, c providers.Command) (providers.Process, error) {
+						cmd = c
+						return pr, nil
+					})
+				}),
+			}, Options{BaseURL: "https://example.test/v1"})
+			if err := p.Run(context.Background(), providers.RunRequest{Prompt: "x", ProjectID: "p"}, func(providers.Event) {}); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			for _, want := range tt.want {
+				if !slices.Contains(cmd.Env, want) {
+					t.Errorf("env lacks %s: %v", want, cmd.Env)
+				}
+			}
+			env := strings.Join(cmd.Env, "\n")
+			if !slices.Contains(tt.want, KeyVar+"="+testKey) && strings.Contains(env, testKey) {
+				t.Errorf("the operator's key reached the container: %v", cmd.Env)
+			}
+			if strings.Contains(env, "operator-extra") != (tt.shared && slices.Contains(tt.projectEnv, "EXTRA")) {
+				t.Errorf("EXTRA in env %v: want only in a shared project that lists it", cmd.Env)
+			}
+		})
 	}
 }

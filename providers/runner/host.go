@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"remote/providers"
 )
 
@@ -195,23 +197,26 @@ func (p *hostProcess) Wait() error {
 	return p.waitErr
 }
 
+// supervise learns of the child's exit without reaping it (waitExited):
+// until it is reaped after the last kill of its group, its pid — the
+// group id — cannot be reused, so no kill(-pgid) here reaches a group
+// that took the number.
 func (p *hostProcess) supervise(ctx context.Context, grace, delay time.Duration) {
 	pgid := p.cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() { waitExited(pgid); close(exited) }()
 
-	var err error
 	select {
-	case err = <-exited:
+	case <-exited:
 	case <-ctx.Done():
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		t := time.NewTimer(grace)
 		select {
-		case err = <-exited:
+		case <-exited:
 			t.Stop()
 		case <-t.C:
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			err = <-exited
+			<-exited
 		}
 	}
 
@@ -230,11 +235,23 @@ func (p *hostProcess) supervise(ctx context.Context, grace, delay time.Duration)
 	if !p.stdout.done() || !p.stderr.done() || ctx.Err() != nil {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	err := p.cmd.Wait() // the last group kill is behind: reap
 	p.stdout.f.Close()
 	p.stderr.f.Close()
 
 	p.waitErr = exitError(err)
 	close(p.done)
+}
+
+// waitExited blocks until child pid has exited and leaves it unreaped: a
+// zombie keeps its pid, hence its process group id, from being reused.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
 }
 
 func exitError(err error) error {

@@ -69,8 +69,8 @@ type LaunchSpec struct {
 	// HostArgs and ContainerArgs are the CLI arguments on the host and in a
 	// project container.
 	HostArgs, ContainerArgs []string
-	// Forced is the adapter's own environment: over AdapterConfig.Env and
-	// project secrets, under req.RuntimeEnv. A container run also forces
+	// Forced is the adapter's own environment: over AdapterConfig.Env (in
+	// a container: ContainerEnv's part of it) and project secrets, under req.RuntimeEnv. A container run also forces
 	// HOME to ContainerHome.
 	Forced map[string]string
 }
@@ -92,7 +92,7 @@ type Launch struct {
 //
 // With req.ProjectID the project is prepared first (PrepareProject, with
 // its errors) and the command runs in its container (ContainerCommand):
-// LANG=C.UTF-8 < cfg.Env < project secrets < spec.Forced and
+// LANG=C.UTF-8 < ContainerEnv(cfg.Env) < project secrets < spec.Forced and
 // HOME=ContainerHome < req.RuntimeEnv, in DefaultContainerCwd.
 func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec LaunchSpec,
 	req providers.RunRequest, emit func(providers.Event)) (Launch, error) {
@@ -117,7 +117,7 @@ func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec Launch
 		return Launch{}, err
 	}
 	fixed := map[string]string{"LANG": "C.UTF-8"}
-	maps.Copy(fixed, cfg.Env)
+	maps.Copy(fixed, ContainerEnv(cfg.Env, cfg.ProjectEnv, target))
 	forced := make(map[string]string, len(spec.Forced)+1)
 	maps.Copy(forced, spec.Forced)
 	forced["HOME"] = ContainerHome
@@ -130,6 +130,24 @@ func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec Launch
 		Runtime: req.RuntimeEnv,
 	})
 	return Launch{Launcher: launcher, Command: cmd, Target: target}, nil
+}
+
+// ContainerEnv returns the entries of env (the operator's [providers.<id>]
+// env, or a part of it) that may reach a run in target's container: those
+// whose key allowed (AdapterConfig.ProjectEnv) names, when target shares
+// the host's logins; nothing for a project with its own. An operator's
+// API key thus never reaches a project unless the operator said so.
+func ContainerEnv(env map[string]string, allowed []string, target providers.Target) map[string]string {
+	out := map[string]string{}
+	if !target.SharedCredentials {
+		return out
+	}
+	for _, k := range allowed {
+		if v, ok := env[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // SyncCredentials copies provider id's credentials back from target's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -68,12 +69,13 @@ func TestResolveLaunchProject(t *testing.T) {
 	var got providers.PrepareRequest
 	var events []providers.Event
 	cfg := providers.AdapterConfig{
-		Binary: "cli", Env: map[string]string{"A": "cfg", "LANG": "en_US.UTF-8", "HOME": "/cfg"},
+		Binary: "cli", Env: map[string]string{"A": "cfg", "LANG": "en_US.UTF-8", "HOME": "/cfg", "API_KEY": "operator"},
+		ProjectEnv: []string{"A", "LANG", "HOME"},
 		Containers: fakeContainers,
 		Preparer: runnertest.Preparer{PrepareFunc: func(_ context.Context, req providers.PrepareRequest, emit func(providers.Event)) (providers.Target, error) {
 			got = req
 			emit(providers.Event{Type: providers.EventSystem})
-			return providers.Target{ProjectID: "p1", Container: "c1", Secrets: []providers.Secret{{Key: "S", Value: "secret"}, {Key: "HOME", Value: "/moved"}}}, nil
+			return providers.Target{ProjectID: "p1", Container: "c1", SharedCredentials: true, Secrets: []providers.Secret{{Key: "S", Value: "secret"}, {Key: "HOME", Value: "/moved"}}}, nil
 		}},
 	}
 	forced := map[string]string{"F": "forced"}
@@ -279,5 +281,30 @@ func TestSyncCredentialsReportsRejection(t *testing.T) {
 				t.Fatalf("event %+v data %s, want %s", got[0], got[0].Data, want)
 			}
 		}
+	}
+}
+
+// TestContainerEnv: the operator's env reaches a project container only
+// for the keys project_env names, and only when the project shares the
+// host's logins.
+func TestContainerEnv(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-operator", "DISABLE_AUTOUPDATER": "1"}
+	for _, tt := range []struct {
+		name    string
+		allowed []string
+		shared  bool
+		want    map[string]string
+	}{
+		{"own login gets nothing, even listed", []string{"ANTHROPIC_API_KEY", "DISABLE_AUTOUPDATER"}, false, map[string]string{}},
+		{"shared gets nothing unlisted", nil, true, map[string]string{}},
+		{"shared gets what is listed", []string{"DISABLE_AUTOUPDATER", "MISSING"}, true, map[string]string{"DISABLE_AUTOUPDATER": "1"}},
+		{"shared gets a listed key", []string{"ANTHROPIC_API_KEY"}, true, map[string]string{"ANTHROPIC_API_KEY": "sk-operator"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ContainerEnv(env, tt.allowed, providers.Target{Container: "c", SharedCredentials: tt.shared})
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("ContainerEnv = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -53,15 +55,11 @@ func (l *LXDLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot,
 		if err := l.checkRunning(actx); err != nil {
 			return nil, err
 		}
-		bin, err := l.shimPath()
+		cl, conn, err := l.attachContainer(actx, h.Dir, nil)
 		if err != nil {
 			return nil, err
 		}
-		cl, conn, err := l.attachContainer(actx, bin, h.Dir, nil)
-		if err != nil {
-			return nil, err
-		}
-		return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, bin, h.Dir)), nil
+		return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, h.Dir)), nil
 	}
 
 	if cmd.Path == "" {
@@ -90,11 +88,11 @@ func (l *LXDLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot,
 	if slot.Started != nil {
 		started = slot.Started
 	}
-	cl, conn, err := l.attachContainer(ctx, bin, dir, &startRequest{spec: spec, started: started})
+	cl, conn, err := l.attachContainer(ctx, dir, &startRequest{spec: spec, started: started})
 	if err != nil {
 		return nil, fmt.Errorf("%w %s in container %s: %w", ErrLaunch, cmd.Path, l.Instance, err)
 	}
-	return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, bin, dir)), nil
+	return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, dir)), nil
 }
 
 type startRequest struct {
@@ -129,10 +127,22 @@ func (l *LXDLauncher) shimPath() (string, error) {
 }
 
 // ensureShim pushes the shim binary into the container unless this
-// version (by hash) is there already, whole and executable, and returns
-// its path there. A damaged copy is deleted and pushed again.
+// version is there already, executable and with exactly the binary's
+// content (sha256), and returns its path there. A copy that differs is
+// deleted and pushed again.
+//
+// It runs right before every exec of the shim in the container (serve,
+// attach): container root can replace the file — a same-size wrapper
+// would otherwise receive the next start spec, environment included — so
+// its content is checked each time, not its type, mode and size once.
+// What remains is a race (a swap between this read and LXD's exec), by
+// root of that container, who can read its CLIs' environment anyway.
 func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	bin, err := l.shimPath()
+	if err != nil {
+		return "", err
+	}
+	sum, err := l.Shim.sha256()
 	if err != nil {
 		return "", err
 	}
@@ -146,14 +156,19 @@ func (l *LXDLauncher) ensureShim(ctx context.Context) (string, error) {
 	rc, info, err := l.Client.PullFile(ctx, l.Instance, bin)
 	switch {
 	case err == nil:
+		h := sha256.New()
+		_, cerr := io.Copy(h, io.LimitReader(rc, st.Size()+1))
 		rc.Close()
-		if info.Type == lxdexec.FileTypeFile && info.Mode&0o111 != 0 && (info.Size < 0 || info.Size == st.Size()) {
+		if cerr == nil && info.Type == lxdexec.FileTypeFile && info.Mode&0o111 != 0 && hex.EncodeToString(h.Sum(nil)) == sum {
 			return bin, nil
 		}
-		// A damaged copy (not executable, cut short by a push that did not
-		// finish, replaced by something else): a push over it would keep
-		// its mode (LXD without instances_files_modify_permissions), so it
-		// goes first.
+		if cerr == nil && info.Type == lxdexec.FileTypeFile && info.Mode&0o111 != 0 {
+			l.Shim.logger().Warn("remote-shim in the container differs from this version; replacing it", "container", l.Instance, "path", bin)
+		}
+		// A copy that differs (not executable, cut short by a push that did
+		// not finish, replaced by something else): a push over it would
+		// keep its mode (LXD without instances_files_modify_permissions),
+		// so it goes first.
 		if err := l.Client.DeleteFile(ctx, l.Instance, bin); err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
 			return "", fmt.Errorf("replace damaged %s: %w", bin, err)
 		}
@@ -243,10 +258,18 @@ func (c *execConn) stderrText() string {
 	return strings.TrimSpace(c.stderr.String())
 }
 
-// attachContainer execs `remote-shim attach --dir D` and speaks the
-// protocol over it: a start when req is set (calling req.started first),
-// else an attach from offset 0.
-func (l *LXDLauncher) attachContainer(ctx context.Context, bin, dir string, req *startRequest) (*shim.Client, *execConn, error) {
+// attachContainer execs `remote-shim attach --dir D` — the shim checked
+// right before (ensureShim) — and speaks the protocol over it: a start
+// when req is set (calling req.started first), else an attach from
+// offset 0.
+func (l *LXDLauncher) attachContainer(ctx context.Context, dir string, req *startRequest) (*shim.Client, *execConn, error) {
+	bin, err := l.ensureShim(ctx)
+	if err != nil {
+		if cerr := l.checkRunning(ctx); cerr != nil {
+			return nil, nil, cerr // a container gone or stopped: ErrShimGone
+		}
+		return nil, nil, err
+	}
 	actx, cancel := context.WithCancel(context.Background())
 	ex, err := l.Client.Exec(actx, l.Instance, lxdexec.ExecRequest{Command: []string{bin, "attach", "--dir", dir}, Cwd: "/", KillGrace: time.Second})
 	if err != nil {
@@ -307,14 +330,14 @@ func (l *LXDLauncher) attachContainer(ctx context.Context, bin, dir string, req 
 
 // containerRelease returns the release control: over the attach stream,
 // or a short new attach when that one is gone.
-func (l *LXDLauncher) containerRelease(cl *shim.Client, bin, dir string) func() {
+func (l *LXDLauncher) containerRelease(cl *shim.Client, dir string) func() {
 	return func() {
 		if err := cl.Release(); err == nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c2, _, err := l.attachContainer(ctx, bin, dir, nil)
+		c2, _, err := l.attachContainer(ctx, dir, nil)
 		if err != nil {
 			if !errors.Is(err, providers.ErrShimGone) && l.Shim != nil {
 				l.Shim.logger().Warn("release remote-shim", "container", l.Instance, "dir", dir, "error", err)

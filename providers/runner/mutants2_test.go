@@ -213,7 +213,7 @@ func TestShimContainerEdges(t *testing.T) {
 		if out, _, err := drain(t, p); err != nil || out != "done\n" {
 			t.Fatalf("run: %q, %v", out, err)
 		}
-		other, conn, err := l.attachContainer(context.Background(), bin, handle.Dir, nil)
+		other, conn, err := l.attachContainer(context.Background(), handle.Dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

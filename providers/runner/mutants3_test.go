@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/internal/testkit"
-	"remote/lxdexec"
 	"remote/providers"
 )
 
@@ -79,15 +78,12 @@ func TestShimContainerReleaseAfterAttachGone(t *testing.T) {
 		t.Fatalf("logged: %s", logged.String())
 	}
 
-	// Now the new attach is refused (a stand-in answers for remote-shim).
+	// Now the new attach fails: the shim's path is a directory (a
+	// stand-in for remote-shim would be replaced, not executed).
 	slot := runAndKillAttach()
-	if err := client.PushFile(context.Background(), name, "/tmp/refuse", strings.NewReader("#!/bin/sh\necho '{\"error\":\"refused for the test\"}'\n"),
-		lxdexec.FileOptions{Mode: 0o755}); err != nil {
-		t.Fatal(err)
-	}
-	containerExec(t, client, name, "mv", "/tmp/refuse", inside)
+	containerExec(t, client, name, "sh", "-c", `rm "$0" && mkdir "$0"`, inside)
 	slot.Release()
-	if got := logged.String(); !strings.Contains(got, "[WARN]  release remote-shim: container="+name+" dir="+ContainerRunsDir+"/"+slot.RunID+" error=\"remote-shim refused: refused for the test\"") {
+	if got := logged.String(); !strings.Contains(got, "[WARN]  release remote-shim: container="+name+" dir="+ContainerRunsDir+"/"+slot.RunID+" error=\""+inside+" in the container is a directory") {
 		t.Fatalf("logged %q, want the release's warning", got)
 	}
 }

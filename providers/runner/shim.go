@@ -51,6 +51,7 @@ type ShimConfig struct {
 
 	mu      sync.Mutex
 	digest  string // first 16 hex digits of Binary's sha256
+	sum     string // all of it: what a container's copy must hash to
 	digFor  string // "size mtime" of Binary when digest was computed
 	pushing map[string]*sync.Mutex
 }
@@ -81,6 +82,15 @@ func (c *ShimConfig) logger() hclog.Logger {
 // Digest returns the first 16 hex digits of the binary's sha256 (cached
 // while its size and modification time stay the same).
 func (c *ShimConfig) Digest() (string, error) {
+	sum, err := c.sha256()
+	if err != nil {
+		return "", err
+	}
+	return sum[:16], nil
+}
+
+// sha256 returns the binary's sha256 in hex (cached like Digest).
+func (c *ShimConfig) sha256() (string, error) {
 	fi, err := os.Stat(c.Binary)
 	if err != nil {
 		return "", fmt.Errorf("remote-shim binary: %w", err)
@@ -89,7 +99,7 @@ func (c *ShimConfig) Digest() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.digFor == key {
-		return c.digest, nil
+		return c.sum, nil
 	}
 	f, err := os.Open(c.Binary)
 	if err != nil {
@@ -100,8 +110,9 @@ func (c *ShimConfig) Digest() (string, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("remote-shim binary: %w", err)
 	}
-	c.digest, c.digFor = hex.EncodeToString(h.Sum(nil))[:16], key
-	return c.digest, nil
+	c.sum, c.digFor = hex.EncodeToString(h.Sum(nil)), key
+	c.digest = c.sum[:16]
+	return c.sum, nil
 }
 
 func (c *ShimConfig) instanceLock(instance string) *sync.Mutex {

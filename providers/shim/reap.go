@@ -3,6 +3,7 @@ package shim
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -62,13 +63,14 @@ func parentOf(pid int) (int, bool) {
 }
 
 // killDescendants kills every process re-parented to the shim, and theirs
-// as each dies, until none is left or about five seconds passed. The CLI
-// itself must have been reaped already (its pid would be reused).
-func killDescendants(logf func(string, ...any)) {
+// as each dies, until none is left or about five seconds passed. cli, the
+// CLI's unreaped pid, is left alone: server.reap reaps it after the last
+// group kill.
+func killDescendants(cli int, logf func(string, ...any)) {
 	deadline := time.Now().Add(5 * time.Second)
 	killed := 0
 	for time.Now().Before(deadline) {
-		kids := children()
+		kids := slices.DeleteFunc(children(), func(pid int) bool { return pid == cli })
 		if len(kids) == 0 {
 			break
 		}

@@ -64,7 +64,8 @@ type server struct {
 
 	started     bool
 	pgid        int
-	signalled   bool // a client signalled the CLI: the run was cancelled
+	cli         *os.Process // reaped by reap, after the last group kill
+	signalled   bool        // a client signalled the CLI: the run was cancelled
 	stdinQ      [][]byte
 	stdinQueued int
 	stdinBytes  int64
@@ -163,6 +164,7 @@ func (s *server) run() error {
 	s.killGroup(syscall.SIGKILL)
 	select {
 	case <-s.finalCh:
+		s.reap()
 	case <-time.After(s.opts.WaitDelay + 3*time.Second):
 	}
 	s.mu.Lock()
@@ -173,12 +175,25 @@ func (s *server) run() error {
 	return nil
 }
 
+// killGroup signals the CLI's process group. Until reap the CLI is at
+// least a zombie, so its pid — the group id — cannot have been reused
+// (wait.go); after reap it is never signalled again.
 func (s *server) killGroup(sig syscall.Signal) {
 	s.mu.Lock()
-	pgid := s.pgid
-	s.mu.Unlock()
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, sig)
+	defer s.mu.Unlock()
+	if s.pgid > 0 {
+		_ = syscall.Kill(-s.pgid, sig)
+	}
+}
+
+// reap reaps the exited CLI after the last group kill; from then on its
+// pid may be reused, so killGroup no longer signals.
+func (s *server) reap() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cli != nil {
+		_, _ = s.cli.Wait()
+		s.cli, s.pgid = nil, 0
 	}
 }
 
@@ -429,10 +444,10 @@ func (s *server) start(spec Spec) error {
 		}
 	}
 	startErr := make(chan error, 1)
-	waited := make(chan error, 1)
+	waited := make(chan ExitStatus, 1)
 	go func() {
 		// Pdeathsig fires when the thread that forked the child ends: keep
-		// this goroutine on its thread until the child is reaped.
+		// this goroutine on its thread until the child has exited.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
@@ -440,7 +455,13 @@ func (s *server) start(spec Spec) error {
 			return
 		}
 		startErr <- nil
-		waited <- cmd.Wait()
+		// Not cmd.Wait: the CLI stays unreaped, holding its group id,
+		// until the last group kill (wait.go).
+		st, err := waitExited(cmd.Process.Pid)
+		if err != nil {
+			s.opts.Logf("wait for the CLI: %v", err)
+		}
+		waited <- st
 	}()
 	err = <-startErr
 	stdinR.Close()
@@ -453,7 +474,7 @@ func (s *server) start(spec Spec) error {
 		return fmt.Errorf("start %s: %w", spec.Path, err)
 	}
 	s.mu.Lock()
-	s.pgid = cmd.Process.Pid
+	s.pgid, s.cli = cmd.Process.Pid, cmd.Process
 	s.mu.Unlock()
 	s.opts.Logf("started %s, pid %d", spec.Path, cmd.Process.Pid)
 	close(s.startedCh)
@@ -518,9 +539,8 @@ func (s *server) feedStdin(w *os.File) {
 
 // supervise waits for the CLI, then for its output (at most WaitDelay),
 // and records the exit.
-func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]chan struct{}) {
-	err := <-waited
-	st := exitStatus(err)
+func (s *server) supervise(waited <-chan ExitStatus, pipes [2]*os.File, drained [2]chan struct{}) {
+	st := <-waited
 	// Closed, not sent: both pipes' waits below must see it.
 	expired := make(chan struct{})
 	timer := time.AfterFunc(s.opts.WaitDelay, func() { close(expired) })
@@ -550,7 +570,7 @@ func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]ch
 	cancelled := s.signalled
 	s.mu.Unlock()
 	if cancelled && s.opts.Subreaper {
-		killDescendants(s.opts.Logf)
+		killDescendants(s.cliPID(), s.opts.Logf)
 	}
 	b, _ := jsonMarshal(st)
 	tmp := filepath.Join(s.dir, ExitName+".tmp")
@@ -565,18 +585,11 @@ func (s *server) supervise(waited <-chan error, pipes [2]*os.File, drained [2]ch
 	close(s.finalCh)
 }
 
-func exitStatus(err error) ExitStatus {
-	if err == nil {
-		return ExitStatus{}
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return ExitStatus{Code: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
-		}
-		return ExitStatus{Code: ee.ExitCode() & 0xff}
-	}
-	return ExitStatus{Code: 255}
+// cliPID is the CLI's pid while it is unreaped, else 0.
+func (s *server) cliPID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pgid
 }
 
 // lookPath resolves a bare name on the spec's PATH.
