@@ -97,8 +97,9 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 	if err != nil {
 		return projectWiring{}, err
 	}
+	pools, images, targets := cfg.ProjectAllowlists()
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
-		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool})
+		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets})
 	if err != nil {
 		return projectWiring{}, err
 	}
