@@ -102,6 +102,12 @@ type ProjectsProvisioning struct {
 	// pools, images and cluster targets a new project may name; empty
 	// means the configured default only ([projects] pool, [lxd] image,
 	// [lxd] target; see Config.ProjectAllowlists).
+	// Idmap is how new project containers' uids map onto the host's:
+	// "auto" (the default, also ""): a host uid range of its own per
+	// container (LXD security.idmap.isolated) where LXD has one free,
+	// else the shared range with a warning; "isolated": its own or no
+	// container; "shared": LXD's default, one range for all.
+	Idmap          string   `toml:"idmap"`
 	AllowedPools   []string `toml:"allowed_pools"`
 	AllowedImages  []string `toml:"allowed_images"`
 	AllowedTargets []string `toml:"allowed_targets"`
@@ -180,6 +186,9 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if p.Pool != "" && !validPoolName(p.Pool) {
 		ps.add(ErrInvalidValue, keyPath("projects", "pool"), "must be an LXD storage pool name (letters, digits, '.', '_', '-'; at most 63)")
+	}
+	if !slices.Contains([]string{"", "auto", "isolated", "shared"}, p.Idmap) {
+		ps.add(ErrInvalidValue, keyPath("projects", "idmap"), "%q: want auto, isolated or shared", p.Idmap)
 	}
 	for i, pool := range p.AllowedPools {
 		if !validPoolName(pool) {

@@ -56,6 +56,7 @@ processes = 500
 		{name: "negative processes", toml: "[projects.limits]\nprocesses = -1\n", wantErr: "processes"},
 		{name: "bad pool", toml: "[projects]\npool = \"../x\"\n", wantErr: "[projects] pool"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
+		{name: "bad idmap", toml: "[projects]\nidmap = \"private\"\n", wantErr: `[projects] idmap: "private": want auto, isolated or shared`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -132,7 +132,10 @@ type Options struct {
 	// PreviewDir holds the Unix sockets of the projects' port previews
 	// (LXD proxy devices); "" turns previews off.
 	PreviewDir string
-	Logger     hclog.Logger
+	// Idmap is how new containers' uids map onto the host's; "" is
+	// IdmapAuto.
+	Idmap  Idmap
+	Logger hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -153,6 +156,7 @@ type Preparer struct {
 	pinned      pins          // checkpoints a fork is copying
 	pruning     pruneQueue    // checkpoint retention runs
 	previewDir  string        // sockets of port previews ("" none)
+	idmap       Idmap         // uid ranges of new containers
 }
 
 var _ providers.ProjectPreparer = (*Preparer)(nil)
@@ -188,10 +192,16 @@ func New(opts Options) (*Preparer, error) {
 	if err := checkPreviewDir(opts.PreviewDir); err != nil {
 		return nil, err
 	}
+	if opts.Idmap == "" {
+		opts.Idmap = IdmapAuto
+	}
+	if !opts.Idmap.valid() {
+		return nil, fmt.Errorf("provisioning: idmap %q: want auto, isolated or shared", opts.Idmap)
+	}
 	return &Preparer{keep: opts.CheckpointKeep, expiry: opts.CheckpointExpiry, previewDir: opts.PreviewDir,
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap,
 	}, nil
 }
 
@@ -535,7 +545,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		image = p.image
 	}
 	p.log.Info("creating container", "project", proj.Name, "container", proj.Container, "image", image)
-	err := p.lxd.CreateInstance(ctx, lxdexec.InstancesPost{
+	err := p.createInstance(ctx, proj, lxdexec.InstancesPost{
 		Name:     proj.Container,
 		Type:     "container",
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},

@@ -79,6 +79,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *provisioning.Conn, l
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
 		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
 		PreviewDir:            previewDir,
+		Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
 		Logger:                log.Named("prepare"),
 	})
 	if err != nil {
