@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,8 +94,38 @@ type ProjectsProvisioning struct {
 	// request names none ("": the profile's root disk). The daemon checks
 	// that LXD has it when a project is created.
 	Pool string `toml:"pool"`
-	// Limits are the default resource limits of project containers.
+	// Limits are the resource limits of project containers: the defaults
+	// of a new project and the caps of every project (a capped limit may
+	// be lowered through the API, never raised above its cap nor removed).
 	Limits ProjectLimits `toml:"limits"`
+	// AllowedPools, AllowedImages and AllowedTargets are the storage
+	// pools, images and cluster targets a new project may name; empty
+	// means the configured default only ([projects] pool, [lxd] image,
+	// [lxd] target; see Config.ProjectAllowlists).
+	// Idmap is how new project containers' uids map onto the host's:
+	// "auto" (the default, also ""): a host uid range of its own per
+	// container (LXD security.idmap.isolated) where LXD has one free,
+	// else the shared range with a warning; "isolated": its own or no
+	// container; "shared": LXD's default, one range for all.
+	Idmap          string   `toml:"idmap"`
+	AllowedPools   []string `toml:"allowed_pools"`
+	AllowedImages  []string `toml:"allowed_images"`
+	AllowedTargets []string `toml:"allowed_targets"`
+}
+
+// ProjectAllowlists returns the pools, images and targets a new project
+// may name: each [projects] allowed_* key as set, else the configured
+// default alone ([projects] pool, [lxd] image, [lxd] target; none when
+// that is empty too).
+func (c Config) ProjectAllowlists() (pools, images, targets []string) {
+	orDefault := func(list []string, def string) []string {
+		if len(list) > 0 || def == "" {
+			return slices.Clone(list)
+		}
+		return []string{def}
+	}
+	return orDefault(c.Projects.AllowedPools, c.Projects.Pool), orDefault(c.Projects.AllowedImages, c.LXD.Image),
+		orDefault(c.Projects.AllowedTargets, c.LXD.Target)
 }
 
 // ProjectLimits are LXD resource limits of a project container: CPU
@@ -155,6 +186,24 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if p.Pool != "" && !validPoolName(p.Pool) {
 		ps.add(ErrInvalidValue, keyPath("projects", "pool"), "must be an LXD storage pool name (letters, digits, '.', '_', '-'; at most 63)")
+	}
+	if !slices.Contains([]string{"", "auto", "isolated", "shared"}, p.Idmap) {
+		ps.add(ErrInvalidValue, keyPath("projects", "idmap"), "%q: want auto, isolated or shared", p.Idmap)
+	}
+	for i, pool := range p.AllowedPools {
+		if !validPoolName(pool) {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("projects", "allowed_pools"), i), "%q is not an LXD storage pool name", pool)
+		}
+	}
+	for i, image := range p.AllowedImages {
+		if image == "" || strings.ContainsAny(image, " \t\n\x00") {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("projects", "allowed_images"), i), "%q is not an image alias or fingerprint", image)
+		}
+	}
+	for i, target := range p.AllowedTargets {
+		if !nameRE.MatchString(strings.TrimPrefix(target, "@")) {
+			ps.add(ErrInvalidValue, appendIndex(keyPath("projects", "allowed_targets"), i), "%q is not a cluster member name or @group", target)
+		}
 	}
 	if p.Limits.Processes < 0 {
 		ps.add(ErrInvalidValue, keyPath("projects", "limits", "processes"), "must not be negative")

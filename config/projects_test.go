@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ processes = 500
 		{name: "negative processes", toml: "[projects.limits]\nprocesses = -1\n", wantErr: "processes"},
 		{name: "bad pool", toml: "[projects]\npool = \"../x\"\n", wantErr: "[projects] pool"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
+		{name: "bad idmap", toml: "[projects]\nidmap = \"private\"\n", wantErr: `[projects] idmap: "private": want auto, isolated or shared`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,4 +98,33 @@ func FuzzFileMode(f *testing.F) {
 			t.Fatalf("%q: round trip %q → %o (%v)", s, out, back, err)
 		}
 	})
+}
+
+// TestProjectAllowlists: the allowed_* keys as set; unset, the configured
+// default alone ([projects] pool, [lxd] image, [lxd] target) or none;
+// malformed entries are refused naming the key and index.
+func TestProjectAllowlists(t *testing.T) {
+	c := mustParse(t, "[lxd]\nimage = \"debian12\"\ntarget = \"m1\"\n[projects]\npool = \"fast\"\n")
+	pools, images, targets := c.ProjectAllowlists()
+	if fmt.Sprint(pools, images, targets) != "[fast] [debian12] [m1]" {
+		t.Fatalf("defaults: %v %v %v", pools, images, targets)
+	}
+	pools, images, targets = Default().ProjectAllowlists()
+	if fmt.Sprint(pools, images, targets) != "[] [busybox] []" {
+		t.Fatalf("built-in defaults: %v %v %v", pools, images, targets)
+	}
+	c = mustParse(t, "[projects]\npool = \"fast\"\nallowed_pools = [\"default\", \"btrfs\"]\nallowed_images = [\"busybox\", \"ubuntu/24.04\"]\nallowed_targets = [\"m2\", \"@gpu\"]\n")
+	pools, images, targets = c.ProjectAllowlists()
+	if fmt.Sprint(pools, images, targets) != "[default btrfs] [busybox ubuntu/24.04] [m2 @gpu]" {
+		t.Fatalf("set: %v %v %v", pools, images, targets)
+	}
+	for in, want := range map[string]string{
+		"[projects]\nallowed_pools = [\"../x\"]\n":          `remoted.toml:2: [projects] allowed_pools[0]: "../x" is not an LXD storage pool name`,
+		"[projects]\nallowed_images = [\"a b\"]\n":          `remoted.toml:2: [projects] allowed_images[0]: "a b" is not an image alias or fingerprint`,
+		"[projects]\nallowed_targets = [\"m1\", \"a/b\"]\n": `remoted.toml:2: [projects] allowed_targets[1]: "a/b" is not a cluster member name or @group`,
+	} {
+		if got := parseError(t, in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
 }

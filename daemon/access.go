@@ -26,9 +26,13 @@ type Peer struct {
 	// MayAssert says the peer may name any acting user in X-Remote-User:
 	// root, the daemon's own uid and the configured frontends.
 	MayAssert bool
+	// Admin says the peer is an administrator: uid 0 or the daemon's own
+	// uid, and not one of the configured frontends. Only a request that
+	// also acts as the peer itself is an administrator's (see IsAdmin).
+	Admin bool
 	// Name is the login name the peer's uid maps to in the user database,
-	// looked up for allowed peers that may not assert another user; NameErr
-	// says why there is none.
+	// looked up for allowed peers that may not assert another user and for
+	// administrators; NameErr says why there is none.
 	Name    string
 	NameErr error
 	// Err says why the credentials could not be read, if they could not.
@@ -161,7 +165,8 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, peerKey{}, p)
 	}
 	p.MayAssert = a.MayAssert(cred.Uid)
-	if !p.MayAssert {
+	p.Admin = (cred.Uid == 0 || int(cred.Uid) == os.Getuid()) && !slices.Contains(a.Frontends, int(cred.Uid))
+	if !p.MayAssert || p.Admin {
 		p.Name, p.NameErr = a.loginName(cred.Uid)
 	}
 	return context.WithValue(ctx, peerKey{}, p)
@@ -221,6 +226,21 @@ func callerName(r *http.Request) (string, error) {
 			Message: fmt.Sprintf("%s %q refused: uid %d (%s) may act only as itself; only root, the daemon's user and [daemon] frontend_uids may name another user", api.HeaderUser, name, p.UID, p.Name)}
 	}
 	return p.Name, nil
+}
+
+// IsAdmin reports whether r is an administrator acting as itself: its
+// peer is root or the daemon's own uid (not a configured frontend), it
+// carries no frontend mark (X-Remote-Frontend: remote-web relays its
+// browser users' requests even when it runs as root), and X-Remote-User
+// is absent or names the peer's own login name. Never a name alone: a
+// browser user called "root" is not root.
+func IsAdmin(r *http.Request) bool {
+	p := PeerFrom(r.Context())
+	if p == nil || !p.Allowed || !p.Admin || r.Header.Get(api.HeaderFrontend) != "" {
+		return false
+	}
+	name := r.Header.Get(api.HeaderUser)
+	return name == "" || (p.NameErr == nil && name == p.Name)
 }
 
 type userKey struct{}

@@ -29,6 +29,9 @@ type peerRequest struct {
 	Body               json.RawMessage `json:",omitempty"`
 	// Upgrade asks for a WebSocket upgrade.
 	Upgrade bool `json:",omitempty"`
+	// Frontend marks the request as relayed by remote-web
+	// (X-Remote-Frontend).
+	Frontend bool `json:",omitempty"`
 }
 
 type peerAnswer struct {
@@ -57,6 +60,9 @@ func peerScript(sock string) int {
 		}
 		if pr.User != "" {
 			req.Header.Set(api.HeaderUser, pr.User)
+		}
+		if pr.Frontend {
+			req.Header.Set(api.HeaderFrontend, api.FrontendRemoteWeb)
 		}
 		if pr.Upgrade {
 			req.Header.Set("Connection", "Upgrade")

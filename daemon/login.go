@@ -28,7 +28,8 @@ const keepEndedLogins = time.Hour
 //
 // The CLI runs as the host user, so it logs in the account every loose
 // chat of every user runs on: only the host user itself (on the socket,
-// or named by a frontend) and root acting as root may do this; any other
+// or named by a frontend) and an administrator acting as itself (IsAdmin:
+// root or the daemon's uid, not through a frontend) may do this; any other
 // user is refused (403). One login per provider runs at a time; starting
 // another returns the running one.
 type ProviderLogins struct {
@@ -56,13 +57,14 @@ func (l *ProviderLogins) Routes() []Route {
 	}
 }
 
-// mayLogin refuses every acting user but the host user and root itself.
+// mayLogin refuses every acting user but the host user and an
+// administrator acting as itself.
 func (l *ProviderLogins) mayLogin(r *http.Request) error {
 	name := UserFrom(r.Context())
 	if name != "" && name == l.HostUser.Name {
 		return nil
 	}
-	if p := PeerFrom(r.Context()); p != nil && p.UID == 0 && name == "root" {
+	if IsAdmin(r) {
 		return nil
 	}
 	return &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,

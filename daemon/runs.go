@@ -7,18 +7,18 @@ import (
 )
 
 // handleRuns serves GET /v1/runs: the runs in flight of the caller's chats
-// (every chat's for root), oldest first, with the shim of each
+// (every chat's for an administrator acting as itself, IsAdmin), oldest first, with the shim of each
 // (`remotectl runs`).
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := s.svc.Runs()
 	if err != nil {
 		return err
 	}
-	user := UserFrom(r.Context())
+	user, all := UserFrom(r.Context()), IsAdmin(r)
 	out := make([]api.Run, 0, len(runs))
 	for _, ri := range runs {
 		c, err := s.store.Chat(ri.ChatID)
-		if err != nil || (user != "root" && c.Owner != user) {
+		if err != nil || (!all && c.Owner != user) {
 			continue
 		}
 		run := api.Run{ChatID: ri.ChatID, RunID: ri.RunID, Provider: ri.Provider, Project: c.Project, Owner: c.Owner,

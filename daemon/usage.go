@@ -15,8 +15,8 @@ import (
 var usageGroupings = []string{"chat", "project", "user", "provider", "day"}
 
 // handleUsage serves GET /v1/usage?by=chat|project|user|provider|day
-// [&from=&to=]: usage rows of the caller's own runs (every user's for
-// root), summed per key, sorted by key. from and to are dates (YYYY-MM-DD,
+// [&from=&to=]: usage rows of the caller's own runs (every user's for an
+// administrator acting as itself, IsAdmin), summed per key, sorted by key. from and to are dates (YYYY-MM-DD,
 // UTC; to inclusive) or RFC 3339 times (to exclusive).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -32,10 +32,10 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	user := UserFrom(r.Context())
+	user, all := UserFrom(r.Context()), IsAdmin(r)
 	rows := map[string]*api.UsageRow{}
 	err = s.store.Usage(from, to, func(u store.UsageRecord) error {
-		if user != "root" && u.Owner != user {
+		if !all && u.Owner != user {
 			return nil
 		}
 		var key string

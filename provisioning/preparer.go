@@ -137,7 +137,10 @@ type Options struct {
 	// PreviewDir holds the Unix sockets of the projects' port previews
 	// (LXD proxy devices); "" turns previews off.
 	PreviewDir string
-	Logger     hclog.Logger
+	// Idmap is how new containers' uids map onto the host's; "" is
+	// IdmapAuto.
+	Idmap  Idmap
+	Logger hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -155,6 +158,7 @@ type Preparer struct {
 	lifecycle   keyLock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
+	idmap       Idmap // uid ranges of new containers
 }
 
 var (
@@ -200,10 +204,16 @@ func New(opts Options) (*Preparer, error) {
 	if err := preview.CheckDir(opts.PreviewDir); err != nil {
 		return nil, err
 	}
+	if opts.Idmap == "" {
+		opts.Idmap = IdmapAuto
+	}
+	if !opts.Idmap.valid() {
+		return nil, fmt.Errorf("provisioning: idmap %q: want auto, isolated or shared", opts.Idmap)
+	}
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger,
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap,
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -644,7 +654,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		image = p.image
 	}
 	p.log.Info("creating container", "project", proj.Name, "container", proj.Container, "image", image)
-	err := p.lxd.CreateInstance(ctx, lxdexec.InstancesPost{
+	err := p.createInstance(ctx, proj, lxdexec.InstancesPost{
 		Name:     proj.Container,
 		Type:     "container",
 		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},

@@ -262,6 +262,9 @@ profiles = ["default", %q]
 [agent]
 allowed_roots = [%q]
 
+[projects]
+allowed_targets = ["rc-member1", "rc-member2", "rc-member3"]
+
 [providers.claude]
 binary = "/usr/local/bin/claude"
 check = ["/usr/local/bin/claude", "--version"]

@@ -80,6 +80,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
 		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
 		PreviewDir:            previewDir,
+		Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
 		Logger:                log.Named("prepare"),
 	})
 	if err != nil {
@@ -98,8 +99,9 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
+	pools, images, targets := cfg.ProjectAllowlists()
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
-		DefaultLimits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool})
+		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets})
 	if err != nil {
 		return projectWiring{}, err
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	Version string
 	// Configure, when set, adjusts the daemon's options before daemon.New.
 	Configure func(*daemon.Options)
+	// Projects, when set, adjusts the project routes' options (limits,
+	// allowlists) before they are made.
+	Projects func(*projectapi.ProjectsOptions)
 }
 
 // Chat is a stored chat and its events (Seq and T are assigned by the store).
@@ -147,7 +150,11 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: preparer: %v", err)
 	}
-	projects, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")})
+	po := projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")}
+	if o.Projects != nil {
+		o.Projects(&po)
+	}
+	projects, err := projectapi.NewProjects(po)
 	if err != nil {
 		t.Fatalf("daemontest: project routes: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 
 // CLIStoreRoutes serve the daemon's CLI store: GET /v1/cli-store to any
 // allowed peer; POST /v1/providers/{id}/install and .../select only to
-// root and the daemon's own uid. Installing puts software into every
+// root and the daemon's own uid acting as themselves (daemon.IsAdmin).
+// Installing puts software into every
 // project container, so it is host administration: no other local user
 // may do it, and a frontend (which relays its own users' requests) may
 // not either. The daemon runs npm itself, so what lands in the store is
@@ -28,9 +28,6 @@ import (
 type CLIStoreRoutes struct {
 	Store  *clistore.Store
 	Logger hclog.Logger
-	// selfUID is the daemon's uid, read once.
-	once    sync.Once
-	selfUID uint32
 	// installs serialises installs (npm is slow; one at a time).
 	installs sync.Mutex
 }
@@ -60,13 +57,13 @@ func (c *CLIStoreRoutes) handleList(w http.ResponseWriter, r *http.Request) erro
 	return daemon.WriteJSON(w, http.StatusOK, out)
 }
 
-// admin refuses every peer but root and the daemon's own uid.
+// admin refuses every request but root's and the daemon's own uid's
+// acting as themselves: a frontend running as root relays browser users,
+// who are no administrators.
 func (c *CLIStoreRoutes) admin(r *http.Request) error {
-	c.once.Do(func() { c.selfUID = uint32(os.Getuid()) })
-	p := daemon.PeerFrom(r.Context())
-	if p == nil || (p.UID != 0 && p.UID != c.selfUID) {
+	if !daemon.IsAdmin(r) {
 		return &daemon.Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
-			Message: "only root (or the daemon's own user) may install or select CLIs in the store"}
+			Message: "only root (or the daemon's own user) acting as itself may install or select CLIs in the store: not through a frontend, nor naming another user in X-Remote-User"}
 	}
 	return nil
 }

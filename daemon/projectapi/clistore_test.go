@@ -465,7 +465,8 @@ func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 	for _, peer := range []*daemon.Peer{
 		{UID: 1000, GID: 1000, Allowed: true},                // a local user in the allowed group
 		{UID: 998, GID: 998, Allowed: true, MayAssert: true}, // a frontend (remote-web)
-		nil, // no peer at all
+		{UID: 0, Allowed: true, MayAssert: true},             // root listed in frontend_uids
+		nil,                                                  // no peer at all
 	} {
 		for name, h := range map[string]daemon.HandlerFunc{"install": install, "select": sel} {
 			req := httptest.NewRequest("POST", "/v1/providers/claude/"+name, strings.NewReader(`{"version":"2.1.328"}`))
@@ -476,7 +477,7 @@ func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 			}
 			err := h(httptest.NewRecorder(), req)
 			status, body := daemon.ToHTTP(err)
-			if status != http.StatusForbidden || body.Message != "only root (or the daemon's own user) may install or select CLIs in the store" {
+			if status != http.StatusForbidden || body.Message != "only root (or the daemon's own user) acting as itself may install or select CLIs in the store: not through a frontend, nor naming another user in X-Remote-User" {
 				t.Errorf("%s by %+v: %d %+v", name, peer, status, body)
 			}
 		}
@@ -488,9 +489,61 @@ func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 	req := httptest.NewRequest("POST", "/v1/providers/claude/select", strings.NewReader(`{"version":"2.1.328"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.SetPathValue("id", "claude")
-	req = req.WithContext(daemon.WithPeer(req.Context(), &daemon.Peer{UID: 0, Allowed: true, MayAssert: true}))
+	req = req.WithContext(daemon.WithPeer(req.Context(), &daemon.Peer{UID: 0, Allowed: true, MayAssert: true, Admin: true, Name: "root"}))
 	if status, _ := daemon.ToHTTP(sel(httptest.NewRecorder(), req)); status != http.StatusNotFound {
 		t.Fatalf("root: %d", status)
+	}
+}
+
+// TestAttackCLIStoreThroughFrontend: remote-web running as root (the
+// test runs as uid 0) relays its browser users. A relayed request, also
+// one naming a browser user called "root", and a uid-0 peer naming
+// another user, try to select a CLI version every project container would
+// run: 403, the selection unchanged. Root acting as itself (remotectl as
+// root: its own name, or none) selects.
+func TestAttackCLIStoreThroughFrontend(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the frontend is root here: the test needs uid 0")
+	}
+	st := testStore(t, providers.Codex)
+	cloneVersion(t, st, providers.Codex, providers.TestedCodexVersion, "0.170.0")
+	ts := storeServer(t, st)
+	post := func(user string, frontend bool, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://remoted"+path, strings.NewReader(`{"version":"0.170.0"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.Header.Set(api.HeaderUser, user)
+		}
+		if frontend {
+			req.Header.Set(api.HeaderFrontend, api.FrontendRemoteWeb)
+		}
+		resp, err := ts.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	const refusal = `{"error":{"code":"forbidden","message":"only root (or the daemon's own user) acting as itself may install or select CLIs in the store: not through a frontend, nor naming another user in X-Remote-User"}}` + "\n"
+	for _, tc := range []struct {
+		user     string
+		frontend bool
+	}{{"alice", true}, {"root", true}, {"", true}, {"alice", false}} {
+		for _, path := range []string{"/v1/providers/codex/select", "/v1/providers/codex/install"} {
+			if status, body := post(tc.user, tc.frontend, path); status != http.StatusForbidden || body != refusal {
+				t.Errorf("%s as %q (frontend mark %v): %d %s, want 403 %s", path, tc.user, tc.frontend, status, body, refusal)
+			}
+		}
+		if v, _ := st.Selected(providers.Codex); v.Version != "0.169.0" {
+			t.Fatalf("after %+v: selected %s, want 0.169.0 unchanged", tc, v.Version)
+		}
+	}
+	for _, user := range []string{"root", ""} {
+		if status, body := post(user, false, "/v1/providers/codex/select"); status != http.StatusOK || !strings.Contains(body, `"selected":"0.170.0"`) {
+			t.Fatalf("root acting as itself (%q): %d %s", user, status, body)
+		}
 	}
 }
 

@@ -2,8 +2,12 @@ package projectapi
 
 import (
 	"fmt"
+	"math/big"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"remote/api"
@@ -13,8 +17,8 @@ import (
 
 var (
 	cpuLimitRE  = regexp.MustCompile(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`)
-	sizeLimitRE = regexp.MustCompile(`^[0-9]{1,12}(\.[0-9]{1,3})?(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
-	percentRE   = regexp.MustCompile(`^[0-9]{1,3}%$`)
+	sizeLimitRE = regexp.MustCompile(`^([0-9]{1,12}(?:\.[0-9]{1,3})?)(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
+	percentRE   = regexp.MustCompile(`^([0-9]{1,3})%$`)
 )
 
 // maxProcesses bounds limits.processes.
@@ -37,10 +41,126 @@ func checkLimits(l api.ProjectLimits) error {
 	return nil
 }
 
-// newLimits is a new project's limits: req's, with the defaults for the
-// fields it leaves out; nil when there are none.
+// checkCaps refuses limits beyond the operator's caps ([projects.limits]):
+// a capped field may be lowered, never raised above its cap nor removed.
+// l and caps have passed checkLimits.
+func checkCaps(l, caps api.ProjectLimits) error {
+	for _, f := range []struct {
+		name, v, limit string
+		within         func(v, limit string) bool
+	}{
+		{"cpu", l.CPU, caps.CPU, cpuWithin},
+		{"memory", l.Memory, caps.Memory, memoryWithin},
+		{"processes", procString(l.Processes), procString(caps.Processes), processesWithin},
+		{"disk", l.Disk, caps.Disk, sizeWithin},
+	} {
+		switch {
+		case f.limit == "":
+		case f.v == "":
+			return errdefs.InvalidArgument("limits.%s may not be removed: it is capped at %q ([projects.limits] %s)", f.name, f.limit, f.name)
+		case !f.within(f.v, f.limit):
+			return errdefs.InvalidArgument("limits.%s %q is above the cap of %q ([projects.limits] %s)", f.name, f.v, f.limit, f.name)
+		}
+	}
+	return nil
+}
+
+func procString(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func processesWithin(v, limit string) bool {
+	n, err1 := strconv.Atoi(v)
+	c, err2 := strconv.Atoi(limit)
+	return err1 == nil && err2 == nil && n <= c
+}
+
+// cpuWithin: under a count cap, a count or a set of at most that many
+// CPUs; under a set cap, a set inside it (a count would float over every
+// CPU, off the operator's set).
+func cpuWithin(v, limit string) bool {
+	if !strings.ContainsAny(limit, "-,") {
+		c, _ := strconv.Atoi(limit)
+		if !strings.ContainsAny(v, "-,") {
+			n, _ := strconv.Atoi(v)
+			return n <= c
+		}
+		return len(cpuSet(v)) <= c
+	}
+	if !strings.ContainsAny(v, "-,") {
+		return false
+	}
+	allowed := cpuSet(limit)
+	for cpu := range cpuSet(v) {
+		if !allowed[cpu] {
+			return false
+		}
+	}
+	return true
+}
+
+// cpuSet expands a set like "0-1,3" (cpuLimitRE); a range bounds at most
+// 10,000 CPUs.
+func cpuSet(s string) map[int]bool {
+	out := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, _ := strconv.Atoi(lo)
+		b := a
+		if isRange {
+			b, _ = strconv.Atoi(hi)
+		}
+		for i := a; i <= b; i++ {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// memoryWithin: a size under a size cap, a percentage under a percentage
+// cap (a percentage of which host is not known here).
+func memoryWithin(v, limit string) bool {
+	pv, pl := percentRE.FindStringSubmatch(v), percentRE.FindStringSubmatch(limit)
+	switch {
+	case pv != nil && pl != nil:
+		a, _ := strconv.Atoi(pv[1])
+		b, _ := strconv.Atoi(pl[1])
+		return a <= b
+	case pv == nil && pl == nil:
+		return sizeWithin(v, limit)
+	}
+	return false
+}
+
+var sizeUnits = map[string]int64{"": 1, "B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+// sizeBytes is an LXD size (sizeLimitRE) in bytes, exactly.
+func sizeBytes(s string) (*big.Rat, bool) {
+	m := sizeLimitRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		return nil, false
+	}
+	return r.Mul(r, new(big.Rat).SetInt64(sizeUnits[m[2]])), true
+}
+
+func sizeWithin(v, limit string) bool {
+	a, ok1 := sizeBytes(v)
+	b, ok2 := sizeBytes(limit)
+	return ok1 && ok2 && a.Cmp(b) <= 0
+}
+
+// newLimits is a new project's limits: req's, with the defaults (the
+// caps) for the fields it leaves out; nil when there are none.
 func (p *Projects) newLimits(req *api.ProjectLimits) (*api.ProjectLimits, error) {
-	l := p.o.DefaultLimits
+	l := p.o.Limits
 	if req != nil {
 		if err := checkLimits(*req); err != nil {
 			return nil, err
@@ -58,15 +178,32 @@ func (p *Projects) newLimits(req *api.ProjectLimits) (*api.ProjectLimits, error)
 			l.Disk = req.Disk
 		}
 	}
+	if err := checkCaps(l, p.o.Limits); err != nil {
+		return nil, err
+	}
 	if l == (api.ProjectLimits{}) {
 		return nil, nil
 	}
 	return &l, nil
 }
 
+// allowed refuses a pool, image or target the operator did not allow
+// (its [projects] allowed_* key), naming it; "" (the default) always
+// passes.
+func allowed(field, v string, list []string, key string) error {
+	if v == "" || slices.Contains(list, v) {
+		return nil
+	}
+	if len(list) == 0 {
+		return errdefs.InvalidArgument("%s %q is not allowed: only the default may be used ([projects] %s is empty)", field, v, key)
+	}
+	return errdefs.InvalidArgument("%s %q is not allowed: want one of %s ([projects] %s)", field, v, strings.Join(list, ", "), key)
+}
+
 // patch serves PATCH /v1/projects/{name}: {"limits": {...}} replaces the
-// project's limits (a field left out or empty means no limit) and applies
-// them to its container at once, live where LXD allows.
+// project's limits (a field left out or empty means no limit, which a
+// capped field may not be) and applies them to its container at once,
+// live where LXD allows.
 func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	proj, err := p.lookup(r)
 	if err != nil {
@@ -75,6 +212,14 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	var req api.PatchProjectRequest
 	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
+	}
+	if req.Limits != nil { // before any change: a refused body changes nothing
+		if err := checkLimits(*req.Limits); err != nil {
+			return err
+		}
+		if err := checkCaps(*req.Limits, p.o.Limits); err != nil {
+			return err
+		}
 	}
 	if req.Ports != nil { // previews: the preview devices follow the ports
 		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
@@ -86,9 +231,6 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Limits == nil {
 		return errdefs.InvalidArgument("nothing to change: the body names no limits or ports")
-	}
-	if err := checkLimits(*req.Limits); err != nil {
-		return err
 	}
 	next := proj
 	next.Limits = req.Limits

@@ -46,11 +46,12 @@ func assertRootPool(t *testing.T, e *projectEnv, container string, pool testkit.
 
 // TestProjectPool: a project names its storage pool; it is stored, shown
 // and used for the container's root disk; the daemon's [projects] pool is
-// the default; a pool LXD lacks, or a malformed name, is a 400 naming it.
+// the default; a pool LXD lacks, one [projects] allowed_pools does not
+// list, or a malformed name, is a 400 naming it.
 func TestProjectPool(t *testing.T) {
 	btrfs := testkit.Pool{Name: testkit.BtrfsPool, Driver: "btrfs"}
 	testkit.RequirePool(t, btrfs)
-	e := newProjectEnv(t, projectEnvOpts{})
+	e := newProjectEnv(t, projectEnvOpts{pools: []string{"btrfs", "nope"}})
 	proj := e.createProject(t, "alice", api.CreateProjectRequest{Name: uniqueProject("pool"), Pool: "btrfs"})
 	if proj.Pool != "btrfs" {
 		t.Fatalf("created project %+v, want pool btrfs", proj)
@@ -74,6 +75,7 @@ func TestProjectPool(t *testing.T) {
 	for _, tc := range []struct{ pool, want string }{
 		{"nope", `unknown pool "nope": LXD has no storage pool of that name`},
 		{"../default", `invalid pool "../default": an LXD storage pool name (letters, digits, '.', '_', '-')`},
+		{"default", `pool "default" is not allowed: want one of btrfs, nope ([projects] allowed_pools)`},
 	} {
 		name := uniqueProject("badpool")
 		status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: name, Pool: tc.pool})

@@ -15,7 +15,8 @@ var poolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // newPool is a new project's storage pool: the request's, else the
 // daemon's default ([projects] pool), else "" (the profile's root disk). A
-// named pool must exist in LXD: otherwise a 400 naming it.
+// pool other than the default must be allowed ([projects] allowed_pools)
+// and a named pool must exist in LXD: otherwise a 400 naming it.
 func (p *Projects) newPool(ctx context.Context, req string) (string, error) {
 	pool := req
 	if pool == "" {
@@ -26,6 +27,11 @@ func (p *Projects) newPool(ctx context.Context, req string) (string, error) {
 	}
 	if !poolNameRE.MatchString(pool) {
 		return "", errdefs.InvalidArgument("invalid pool %q: an LXD storage pool name (letters, digits, '.', '_', '-')", pool)
+	}
+	if pool != p.o.DefaultPool {
+		if err := allowed("pool", pool, p.o.Pools, "allowed_pools"); err != nil {
+			return "", err
+		}
 	}
 	err := p.o.Preparer.CheckPool(ctx, pool)
 	if errors.Is(err, placement.ErrNoSuchPool) {

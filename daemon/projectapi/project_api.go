@@ -50,12 +50,18 @@ type ProjectsOptions struct {
 	Preparer *provisioning.Preparer
 	Exec     ProjectExecer
 	Logger   hclog.Logger
-	// DefaultLimits fill the limits a new project does not name
-	// ([projects.limits]).
-	DefaultLimits api.ProjectLimits
+	// Limits ([projects.limits]) are the caps of every project's limits
+	// (a capped field may be lowered, never raised above its cap nor
+	// removed) and fill the limits a new project does not name.
+	Limits api.ProjectLimits
 	// DefaultPool is the storage pool of a new project naming none
 	// ([projects] pool; "": the profile's root disk).
 	DefaultPool string
+	// Pools, Images and Targets are what a new project may name in pool,
+	// image and target besides the default ("", always allowed):
+	// [projects] allowed_pools, allowed_images, allowed_targets; nil
+	// allows the default only.
+	Pools, Images, Targets []string
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -76,6 +82,9 @@ func NewProjects(o ProjectsOptions) (*Projects, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if err := checkLimits(o.Limits); err != nil {
+		return nil, fmt.Errorf("projects: [projects.limits]: %w", err)
 	}
 	return &Projects{o: o, log: o.Logger}, nil
 }
@@ -176,6 +185,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if req.Image != "" && !imageRE.MatchString(req.Image) {
 		return errdefs.InvalidArgument("invalid image %q", req.Image)
 	}
+	if err := allowed("image", req.Image, p.o.Images, "allowed_images"); err != nil {
+		return err
+	}
 	if req.Provider != "" && !knownProvider(req.Provider) {
 		return errdefs.InvalidArgument("unknown provider %q", req.Provider)
 	}
@@ -190,6 +202,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Target != "" && !targetRE.MatchString(req.Target) {
 		return errdefs.InvalidArgument("invalid target %q: a cluster member name or @group", req.Target)
+	}
+	if err := allowed("target", req.Target, p.o.Targets, "allowed_targets"); err != nil {
+		return err
 	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {

@@ -71,6 +71,8 @@ type projectEnvOpts struct {
 	// checkpointExpiry is the LXD expiry of its checkpoints (0: none).
 	checkpointExpiry time.Duration
 	defaultPool      string // [projects] pool
+	// pools is [projects] allowed_pools (nil: the test pools, dir and btrfs).
+	pools []string
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
 	skillsDir  string // the daemon's [projects] skills_dir ("" none)
@@ -117,7 +119,11 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool})
+		pools := o.pools
+		if pools == nil {
+			pools = []string{testkit.DirPool, testkit.BtrfsPool}
+		}
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools})
 		if err != nil {
 			t.Fatal(err)
 		}
