@@ -45,7 +45,7 @@ func (s *Server) forkAt(w http.ResponseWriter, r *http.Request, src api.Chat, re
 	}
 	fork := src
 	fork.ID = runhub.NewID(6)
-	fork.Running, fork.Queue = false, nil
+	fork.Running, fork.Queued = false, 0
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}
 	fork.Title = req.Title
