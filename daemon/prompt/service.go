@@ -253,7 +253,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 		return nil, nil
 	}
 	if qid == "" {
-		chat, _, err = s.store.UpdateChatAndAppend(chatID, mark)
+		chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error { _, err := mark(c); return err })
 	} else if chat, _, err = s.store.TakeQueued(chatID, qid, mark); errors.Is(err, store.ErrNotQueued) {
 		err = errQueuedGone
 	}
