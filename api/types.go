@@ -149,9 +149,10 @@ type Chat struct {
 	// Attention is live, never stored: "approval" while the chat's run
 	// waits for an answer to an interaction request; empty otherwise.
 	Attention string `json:"attention,omitempty"`
-	// Queue holds the prompts queued while a run was active, in the order
-	// they will run (GET /v1/chats/{id}/queue).
-	Queue []QueuedPrompt `json:"queue,omitempty"`
+	// Queued counts the prompts queued while a run was active; their text
+	// is stored apart and listed only by GET /v1/chats/{id}/queue, so a
+	// chat (and the chat list) stays small however much is queued.
+	Queued int `json:"queued,omitempty"`
 }
 
 // QueuedPrompt is one prompt waiting for the chat's current run to end.

@@ -73,6 +73,13 @@ type Daemon struct {
 	// stopped when the chat reaches it and the chat takes no new prompts.
 	// 0 = no bound.
 	MaxChatBytes Size `toml:"max_chat_bytes"`
+	// MaxQueuedPromptBytes bounds one queued prompt (its text, synthetic
+	// and skill names); MaxChatQueuedBytes and MaxUserQueuedBytes bound
+	// the stored bytes of one chat's queue and of all of one user's
+	// queues. Over one, queueing is refused naming it. 0 = no bound.
+	MaxQueuedPromptBytes Size `toml:"max_queued_prompt_bytes"`
+	MaxChatQueuedBytes   Size `toml:"max_chat_queued_bytes"`
+	MaxUserQueuedBytes   Size `toml:"max_user_queued_bytes"`
 }
 
 // LXD says how to reach LXD: the local Unix socket (Socket, or discovery when
@@ -248,6 +255,10 @@ func Default() Config {
 			MinFree:      256 << 20,
 			MaxRunBytes:  64 << 20,
 			MaxChatBytes: 1 << 30,
+			// Queue bounds (README "Disk space").
+			MaxQueuedPromptBytes: 256 << 10,
+			MaxChatQueuedBytes:   1 << 20,
+			MaxUserQueuedBytes:   8 << 20,
 		},
 		LXD: LXD{
 			Image:    "busybox",

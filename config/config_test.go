@@ -54,6 +54,9 @@ secrets_key_file = "/etc/remote/secrets.key"
 min_free = "1 GiB"
 max_run_bytes = 1048576
 max_chat_bytes = "0"
+max_queued_prompt_bytes = "64KiB"
+max_chat_queued_bytes = "512KiB"
+max_user_queued_bytes = "0"
 
 [lxd]
 url = "https://lxd.example:8443"
@@ -106,7 +109,8 @@ password_hash = "$2a$10$abc"
 	want := Default()
 	want.Daemon = Daemon{Socket: "/run/r.sock", SocketGroup: "remote", AllowUIDs: []int{1000, 1001}, AllowGIDs: []int{27},
 		StateDir: "/srv/remote", LogLevel: "debug", LogFormat: "json", SecretsKeyFile: "/etc/remote/secrets.key",
-		MinFree: 1 << 30, MaxRunBytes: 1 << 20, MaxChatBytes: 0}
+		MinFree: 1 << 30, MaxRunBytes: 1 << 20, MaxChatBytes: 0,
+		MaxQueuedPromptBytes: 64 << 10, MaxChatQueuedBytes: 512 << 10, MaxUserQueuedBytes: 0}
 	want.Daemon.FrontendUIDs = []int{991}
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
@@ -322,6 +326,17 @@ func TestDefaultsFillNamedProviders(t *testing.T) {
 	}
 	if len(c.Providers) != len(ProviderIDs()) {
 		t.Errorf("providers = %d entries, want %d", len(c.Providers), len(ProviderIDs()))
+	}
+}
+
+// The queue's byte bounds an operator gets without setting them: 256 KiB
+// a prompt, 1 MiB a chat's queue, 8 MiB all of one user's queues.
+func TestDefaultQueueBounds(t *testing.T) {
+	for _, c := range []Config{Default(), mustParse(t, "version = 1\n")} {
+		d := c.Daemon
+		if d.MaxQueuedPromptBytes != 262144 || d.MaxChatQueuedBytes != 1048576 || d.MaxUserQueuedBytes != 8388608 {
+			t.Errorf("queue bounds %d %d %d, want 262144 1048576 8388608", d.MaxQueuedPromptBytes, d.MaxChatQueuedBytes, d.MaxUserQueuedBytes)
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ type (
 	Registry = prompt.Registry
 	// Roots are the directories loose chats may run in (prompt.Roots).
 	Roots = prompt.Roots
+	// QueueBounds bound the bytes queued prompts store (prompt.QueueBounds).
+	QueueBounds = prompt.QueueBounds
 	// Service is the prompt service (prompt.Service).
 	Service = prompt.Service
 	// Metrics are the daemon's Prometheus series (package metrics).

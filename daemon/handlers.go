@@ -316,7 +316,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 	}
 	fork := src
 	fork.ID = runhub.NewID(6)
-	fork.Running, fork.Queue = false, nil
+	fork.Running, fork.Queued = false, 0
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}
 	fork.Title = req.Title

@@ -92,7 +92,7 @@ func TestQueuedPromptsRunInOrderAcrossRestart(t *testing.T) {
 	ts2 := newTestServerIn(t, dir, []providers.Provider{done})
 	waitFor(t, "the queue to drain", func() bool {
 		c, err := ts2.st.Chat(chat.ID)
-		return err == nil && len(c.Queue) == 0 && !ts2.srv.Hub().Running(chat.ID)
+		return err == nil && c.Queued == 0 && !ts2.srv.Hub().Running(chat.ID)
 	})
 	evs := ts2.events(chat.ID)
 	if got, want := userTexts(evs), []string{"first", "one", "two", "three"}; !slices.Equal(got, want) {
@@ -171,7 +171,7 @@ func TestQueueRemovalAndOwnership(t *testing.T) {
 	close(step) // the first run completes; "keep me" runs
 	waitFor(t, "the queue to drain", func() bool {
 		c, err := ts.st.Chat(chat.ID)
-		return err == nil && len(c.Queue) == 0 && len(userTexts(ts.events(chat.ID))) == 2
+		return err == nil && c.Queued == 0 && len(userTexts(ts.events(chat.ID))) == 2
 	})
 	ts.waitIdle(chat.ID)
 	evs := ts.events(chat.ID)
@@ -246,7 +246,7 @@ func TestQueueLimit(t *testing.T) {
 		t.Fatalf("33rd queued prompt: %d %s, want 409 naming the limit", st, body)
 	}
 	c, err := ts.st.Chat(chat.ID)
-	if err != nil || len(c.Queue) != 32 {
-		t.Fatalf("queue holds %d, want 32 (%v)", len(c.Queue), err)
+	if err != nil || c.Queued != 32 {
+		t.Fatalf("queue holds %d, want 32 (%v)", c.Queued, err)
 	}
 }

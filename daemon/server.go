@@ -64,6 +64,8 @@ type Options struct {
 	PingEvery, PongWait time.Duration
 	// Notify, when its URL is set, POSTs run notifications to a webhook.
 	Notify webhook.NotifierOptions
+	// Queue bounds the bytes of queued prompts; zero values turn them off.
+	Queue QueueBounds
 }
 
 // Server is remoted's API: the route table behind the peer-credential
@@ -144,7 +146,7 @@ func New(o Options) (*Server, error) {
 		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
 		IdleTimeout: o.IdleTimeout,
 		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
-		StorageCheckEvery: o.StorageCheckEvery, Projects: o.Projects})
+		StorageCheckEvery: o.StorageCheckEvery, Projects: o.Projects, Queue: o.Queue})
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)

@@ -194,6 +194,8 @@ func (d *remoted) newServer() error {
 			CLIStore:       d.projects.CLIStore,
 		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
+		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
+			Chat: int64(cfg.Daemon.MaxChatQueuedBytes), User: int64(cfg.Daemon.MaxUserQueuedBytes)},
 	})
 	if err != nil {
 		return err

@@ -68,7 +68,7 @@ func (s *Forker) At(ctx context.Context, user string, src api.Chat, req Request)
 	}
 	fork := src
 	fork.ID = runhub.NewID(6)
-	fork.Running, fork.Queue = false, nil
+	fork.Running, fork.Queued = false, 0
 	fork.CreatedAt = time.Now().UTC()
 	fork.LastMessageAt = time.Time{}
 	fork.Title = req.Title

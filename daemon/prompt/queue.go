@@ -9,33 +9,39 @@ import (
 
 	"remote/api"
 	"remote/daemon/runhub"
+	"remote/daemon/store"
 	"remote/internal/errdefs"
 )
 
 // MaxQueued bounds the prompts one chat may have queued.
 const MaxQueued = 32
 
+// QueueBounds bound the bytes queued prompts may store ([daemon]
+// max_queued_prompt_bytes, max_chat_queued_bytes, max_user_queued_bytes);
+// 0 = unbounded. A prompt's size is its text with its synthetic and skill
+// names; the chat's and user's totals count stored bytes.
+type QueueBounds struct {
+	Prompt, Chat, User int64
+}
+
 // errQueuedGone means a queued prompt was removed before it could start.
 var errQueuedGone = errdefs.New(errdefs.ErrNotFound, "the queued prompt was removed")
 
-// takeQueued removes the queued prompt qid from c, reporting whether it
-// was there.
-func takeQueued(c *api.Chat, qid string) bool {
-	i := slices.IndexFunc(c.Queue, func(q api.QueuedPrompt) bool { return q.ID == qid })
-	if i < 0 {
-		return false
+// promptBytes is a queued prompt's size for max_queued_prompt_bytes.
+func promptBytes(in Input) int64 {
+	n := len(in.Text) + len(in.Synthetic)
+	for _, sk := range in.Skills {
+		n += len(sk)
 	}
-	c.Queue = slices.Delete(c.Queue, i, i+1)
-	if len(c.Queue) == 0 {
-		c.Queue = nil
-	}
-	return true
+	return int64(n)
 }
 
 // Enqueue is a prompt sent with "queue": it starts at once (a run id) when
 // the chat is idle with nothing queued; otherwise it is stored on the
 // chat's queue with a queued event (its queue id) and started when the
-// runs and prompts before it end, also across a daemon restart.
+// runs and prompts before it end, also across a daemon restart. A queue
+// over its bounds refuses it (409 naming the bound), as does a storage
+// guard that refuses the chat's owner.
 func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, qid string, err error) {
 	if err := in.validate(); err != nil {
 		return "", "", err
@@ -47,7 +53,7 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 	if err != nil {
 		return "", "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
-	if len(chat.Queue) == 0 {
+	if chat.Queued == 0 {
 		runID, err := s.Start(ctx, chatID, in)
 		if !errors.Is(err, runhub.ErrPromptAlreadyRunning) {
 			return runID, "", err
@@ -56,19 +62,31 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 	if s.stopping.Load() {
 		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
+	if n, limit := promptBytes(in), s.queue.Prompt; limit > 0 && n > limit {
+		return "", "", errdefs.InvalidArgument("text: a queued prompt of %d bytes is over [daemon] max_queued_prompt_bytes (%s)", n, formatBytes(limit))
+	}
+	if err := s.guard.space(chat.Owner); err != nil {
+		return "", "", err
+	}
 	now := time.Now().UTC()
 	q := api.QueuedPrompt{ID: runhub.NewID(6), Text: in.Text, Mode: in.Mode, Skills: slices.Clone(in.Skills), Synthetic: in.Synthetic, CreatedAt: now}
-	_, evs, err := s.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
-		if len(c.Queue) >= MaxQueued {
-			return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("chat %s already has %d queued prompts (the most allowed)", chatID, MaxQueued))
+	ev := api.Event{Type: api.EventQueued, ID: q.ID, Text: q.Text, T: now.UnixMilli()}
+	stored, err := s.store.PushQueued(chatID, q, ev, func(_ api.Chat, use store.QueueUse, size int64) error {
+		b := s.queue
+		switch {
+		case use.Prompts >= MaxQueued:
+			return errdefs.Conflict("chat %s already has %d queued prompts (the most allowed)", chatID, MaxQueued)
+		case b.Chat > 0 && use.Bytes+size > b.Chat:
+			return errdefs.Conflict("chat %s queues %s; this prompt would pass [daemon] max_chat_queued_bytes (%s)", chatID, formatBytes(use.Bytes), formatBytes(b.Chat))
+		case b.User > 0 && use.OwnerBytes+size > b.User:
+			return errdefs.Conflict("your chats queue %s; this prompt would pass [daemon] max_user_queued_bytes (%s)", formatBytes(use.OwnerBytes), formatBytes(b.User))
 		}
-		c.Queue = append(c.Queue, q)
-		return []api.Event{{Type: api.EventQueued, ID: q.ID, Text: q.Text, T: now.UnixMilli()}}, nil
+		return nil
 	})
 	if err != nil {
 		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, err)
 	}
-	s.hub.Stored(chatID, evs...)
+	s.hub.Stored(chatID, stored)
 	// The run may have ended between Start's refusal and the store.
 	s.startNextQueued(chatID)
 	return "", q.ID, nil
@@ -76,14 +94,11 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 
 // Queue returns the chat's queued prompts in the order they will run.
 func (s *Service) Queue(chatID string) ([]api.QueuedPrompt, error) {
-	c, err := s.store.Chat(chatID)
+	q, err := s.store.Queued(chatID)
 	if err != nil {
-		return nil, fmt.Errorf("load chat %s: %w", chatID, err)
+		return nil, fmt.Errorf("queue of chat %s: %w", chatID, err)
 	}
-	if c.Queue == nil {
-		return []api.QueuedPrompt{}, nil
-	}
-	return c.Queue, nil
+	return q, nil
 }
 
 // Unqueue removes a queued prompt (an unqueued event with its id);
@@ -93,17 +108,26 @@ func (s *Service) Unqueue(chatID, qid string) error {
 }
 
 func (s *Service) unqueue(chatID, qid, why string) error {
-	_, evs, err := s.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
-		if !takeQueued(c, qid) {
-			return nil, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("chat %s has no queued prompt %q", chatID, qid))
-		}
+	_, evs, err := s.store.TakeQueued(chatID, qid, func(c *api.Chat) ([]api.Event, error) {
 		return []api.Event{{Type: api.EventUnqueued, ID: qid, Message: why, T: time.Now().UnixMilli()}}, nil
 	})
+	if errors.Is(err, store.ErrNotQueued) {
+		return errdefs.NotFound("chat %s has no queued prompt %q", chatID, qid)
+	}
 	if err != nil {
 		return fmt.Errorf("unqueue prompt %s: %w", qid, err)
 	}
 	s.hub.Stored(chatID, evs...)
 	return nil
+}
+
+// firstQueued returns the chat's next queued prompt, if any.
+func (s *Service) firstQueued(chatID string) (api.QueuedPrompt, bool) {
+	q, err := s.store.Queued(chatID)
+	if err != nil || len(q) == 0 {
+		return api.QueuedPrompt{}, false
+	}
+	return q[0], true
 }
 
 // startNextQueued starts the chat's first queued prompt in the background
@@ -114,8 +138,8 @@ func (s *Service) startNextQueued(chatID string) {
 	if s.stopping.Load() || s.hub.Running(chatID) {
 		return
 	}
-	c, err := s.store.Chat(chatID)
-	if err != nil || len(c.Queue) == 0 {
+	q, ok := s.firstQueued(chatID)
+	if !ok {
 		return
 	}
 	if !s.enter() { // under Shutdown's wait; released when the goroutine ends
@@ -124,7 +148,6 @@ func (s *Service) startNextQueued(chatID string) {
 	go func() {
 		defer s.wg.Done()
 		for {
-			q := c.Queue[0]
 			_, err := s.start(context.Background(), chatID, Input{Text: q.Text, Mode: q.Mode, Skills: q.Skills, Synthetic: q.Synthetic}, q.ID)
 			switch {
 			case err == nil, errors.Is(err, runhub.ErrPromptAlreadyRunning), errors.Is(err, errDaemonStopping):
@@ -137,7 +160,7 @@ func (s *Service) startNextQueued(chatID string) {
 					return
 				}
 			}
-			if c, err = s.store.Chat(chatID); err != nil || len(c.Queue) == 0 || s.stopping.Load() {
+			if q, ok = s.firstQueued(chatID); !ok || s.stopping.Load() {
 				return
 			}
 		}
@@ -152,7 +175,7 @@ func (s *Service) StartQueued() error {
 		return fmt.Errorf("list chats for their queued prompts: %w", err)
 	}
 	for _, c := range chats {
-		if len(c.Queue) > 0 {
+		if c.Queued > 0 {
 			s.startNextQueued(c.ID)
 		}
 	}

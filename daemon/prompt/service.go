@@ -77,6 +77,8 @@ type ServiceOptions struct {
 	// chat may store (0 = unbounded): a run that outgrows either is
 	// stopped with an error event, a full chat takes no new prompts.
 	MaxRunBytes, MaxChatBytes int64
+	// Queue bounds what prompts queued while a run is active may store.
+	Queue QueueBounds
 	// StorageCheckEvery is how often free space is checked and unrecorded
 	// run ends are retried; 0 = DefaultStorageCheckEvery.
 	StorageCheckEvery time.Duration
@@ -98,6 +100,7 @@ type Service struct {
 	roots           atomic.Pointer[Roots]
 	idleTimeout     atomic.Int64 // time.Duration
 	guard           *storageGuard
+	queue           QueueBounds
 	projects        ProjectChats // nil: project chats do not run
 
 	// mu orders enter's wg.Add before Shutdown's wg.Wait: a prompt either
@@ -117,7 +120,7 @@ func NewService(o ServiceOptions) *Service {
 		o.Logger = hclog.NewNullLogger()
 	}
 	s := &Service{store: o.Store, hub: o.Hub, reg: o.Registry, log: o.Logger, metrics: o.Metrics,
-		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir, projects: o.Projects}
+		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir, projects: o.Projects, queue: o.Queue}
 	s.roots.Store(&o.Roots)
 	s.SetIdleTimeout(o.IdleTimeout)
 	s.guard = newStorageGuard(o, o.Hub, o.Logger.Named("storage"))
@@ -199,7 +202,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 	if err != nil {
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
-	if err := s.guard.beforeRun(chatID); err != nil {
+	if err := s.guard.beforeRun(chat); err != nil {
 		return "", err
 	}
 	p, err := s.reg.Get(chat.Provider)
@@ -238,10 +241,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 		return "", fmt.Errorf("start prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
 	now := time.Now()
-	chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error {
-		if qid != "" && !takeQueued(c, qid) {
-			return errQueuedGone
-		}
+	mark := func(c *api.Chat) ([]api.Event, error) {
 		c.Running = true
 		c.LastMessageAt = now
 		if c.Title == "" {
@@ -251,8 +251,13 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 			c.Mode = in.Mode
 		}
 		c.SelectedSkills = slices.Clone(in.Skills)
-		return nil
-	})
+		return nil, nil
+	}
+	if qid == "" {
+		chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error { _, err := mark(c); return err })
+	} else if chat, _, err = s.store.TakeQueued(chatID, qid, mark); errors.Is(err, store.ErrNotQueued) {
+		err = errQueuedGone
+	}
 	if err == nil {
 		var user api.Event
 		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, ID: qid, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})

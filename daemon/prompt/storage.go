@@ -150,10 +150,11 @@ func (g *storageGuard) storageFull(free int64) error {
 		formatBytes(free), formatBytes(g.minFree))
 }
 
-// beforeRun is checked before a run of chatID starts: the chat's last run
-// end is recorded, the state directory has min_free free, and the chat is
-// under max_chat_bytes.
-func (g *storageGuard) beforeRun(chatID string) error {
+// beforeRun is checked before a run of chat starts: the chat's last run
+// end is recorded, space admits its owner, and the chat is under
+// max_chat_bytes.
+func (g *storageGuard) beforeRun(chat api.Chat) error {
+	chatID := chat.ID
 	g.mu.Lock()
 	r, pending := g.repairs[chatID]
 	if pending {
@@ -172,13 +173,8 @@ func (g *storageGuard) beforeRun(chatID string) error {
 		g.forgetLocked(chatID)
 	}
 	g.mu.Unlock()
-	if g.dir != "" && g.minFree > 0 {
-		free, err := freeBytes(g.dir)
-		if err != nil {
-			g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
-		} else if g.metrics.SetStateFree(free); free < g.minFree {
-			return g.storageFull(free)
-		}
+	if err := g.space(chat.Owner); err != nil {
+		return err
 	}
 	if g.maxChat > 0 {
 		n, err := g.store.EventBytes(chatID)
@@ -189,6 +185,43 @@ func (g *storageGuard) beforeRun(chatID string) error {
 			return errdefs.Conflict(
 				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, formatBytes(n), formatBytes(g.maxChat))
 		}
+	}
+	return nil
+}
+
+// space admits a prompt of owner's by the free space of the state
+// directory: below min_free nobody's; below twice min_free (the fair
+// zone) not of an owner whose chats hold more than an equal share of what
+// the store holds (its bytes over the number of owners with chats). So
+// the user who fills the disk is refused first, and the others keep
+// min_free to work with.
+func (g *storageGuard) space(owner string) error {
+	if g.dir == "" || g.minFree <= 0 {
+		return nil
+	}
+	free, err := freeBytes(g.dir)
+	if err != nil {
+		g.log.Warn("check free space of the state directory", "dir", g.dir, "error", err)
+		return nil
+	}
+	if g.metrics.SetStateFree(free); free < g.minFree {
+		return g.storageFull(free)
+	}
+	if free >= 2*g.minFree {
+		return nil
+	}
+	use, err := g.store.StoredBytes()
+	if err != nil {
+		return fmt.Errorf("stored bytes per user: %w", err)
+	}
+	var total int64
+	for _, n := range use {
+		total += n
+	}
+	if share := total / int64(max(len(use), 1)); use[owner] > share {
+		return errdefs.ResourceExhausted(
+			"storage nearly full: %s free in the daemon's state directory, below twice [daemon] min_free (%s), and your chats hold %s, more than an equal share (%s) of what the daemon stores for %d users; delete chats you no longer need, then prompt again",
+			formatBytes(free), formatBytes(g.minFree), formatBytes(use[owner]), formatBytes(share), len(use))
 	}
 	return nil
 }

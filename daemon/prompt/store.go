@@ -35,6 +35,14 @@ type Store interface {
 	UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error)
 	// EventBytes is the stored size of a chat's events (its byte caps).
 	EventBytes(chatID string) (int64, error)
+	// StoredBytes is what each owner's chats hold (events and queues):
+	// the storage guard's fair shares.
+	StoredBytes() (map[string]int64, error)
+	// PushQueued, Queued and TakeQueued keep a chat's queued prompts,
+	// stored apart from the chat record, which counts them.
+	PushQueued(chatID string, q api.QueuedPrompt, ev api.Event, check func(c api.Chat, use store.QueueUse, size int64) error) (api.Event, error)
+	Queued(chatID string) ([]api.QueuedPrompt, error)
+	TakeQueued(chatID, qid string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error)
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
 	// EventsRaw is Events handing each event's wire JSON (seq included)
 	// instead of decoding it, byte for byte what json.Marshal of the event

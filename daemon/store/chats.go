@@ -24,6 +24,7 @@ func (s *Store) CreateChat(c api.Chat) error {
 	if c.ProjectID != "" && (c.Project == "" || !ValidProjectID(c.ProjectID)) {
 		return fmt.Errorf("chat %q project id %q: %w: want 16 lowercase hex characters, with a project name", c.ID, clip(c.ProjectID), ErrInvalid)
 	}
+	c.Queued = 0 // a new chat has no queue; only the queue operations count it
 	err := s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketChats)
 		if b.Get([]byte(c.ID)) != nil {
@@ -73,37 +74,13 @@ func (s *Store) Chats() ([]api.Chat, error) {
 
 // UpdateChat applies fn to the stored chat and saves the result, atomically.
 // If fn returns an error, or changes the id, nothing changes and the error
-// is returned. It returns the chat as saved.
+// is returned. It returns the chat as saved. The queued count is the
+// queue operations' own: a change fn makes to it is not saved.
 // fn runs inside the write transaction: it must be quick and must not
 // call the store.
 func (s *Store) UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error) {
-	var c api.Chat
-	if err := checkChatID(id); err != nil {
-		return c, err
-	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketChats)
-		if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
-			return err
-		}
-		if err := fn(&c); err != nil {
-			return err
-		}
-		if c.ID != id {
-			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
-		}
-		if !c.Running {
-			if err := dropRun(tx, []byte(id)); err != nil {
-				return err
-			}
-		}
-		return putJSON(b, []byte(id), c)
-	})
-	if err != nil {
-		return api.Chat{}, err
-	}
-	s.changed(Change{Chat: &c})
-	return c, nil
+	c, _, err := s.changeChat(id, nil, func(c *api.Chat) ([]api.Event, error) { return nil, fn(c) })
+	return c, err
 }
 
 // DeleteChat removes the chat and all its events, or returns ErrNotFound.
@@ -122,6 +99,11 @@ func (s *Store) DeleteChat(id string) error {
 		}
 		if err := dropRun(tx, []byte(id)); err != nil {
 			return err
+		}
+		if q := tx.Bucket(bucketQueue); q != nil && q.Bucket([]byte(id)) != nil {
+			if err := q.DeleteBucket([]byte(id)); err != nil {
+				return err
+			}
 		}
 		if c := tx.Bucket(bucketEventBytes); c != nil {
 			if err := c.Delete([]byte(id)); err != nil {
@@ -150,6 +132,13 @@ func (s *Store) DeleteChat(id string) error {
 // recovery) decides in fn, from the stored chat, whether anything is left
 // to do.
 func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error) {
+	return s.changeChat(id, nil, fn)
+}
+
+// changeChat is UpdateChatAndAppend; before, when set, runs first in the
+// same transaction on the chat as stored (the queue operations: it may
+// change the queued count, which fn cannot).
+func (s *Store) changeChat(id string, before func(tx *bolt.Tx, c *api.Chat) error, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error) {
 	var c api.Chat
 	var out []api.Event
 	if err := checkChatID(id); err != nil {
@@ -160,6 +149,12 @@ func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, 
 		if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
 			return err
 		}
+		if before != nil {
+			if err := before(tx, &c); err != nil {
+				return err
+			}
+		}
+		queued := c.Queued
 		evs, err := fn(&c)
 		if err != nil {
 			return err
@@ -167,6 +162,7 @@ func (s *Store) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, 
 		if c.ID != id {
 			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
 		}
+		c.Queued = queued
 		if err := putJSON(b, []byte(id), c); err != nil {
 			return err
 		}

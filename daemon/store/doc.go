@@ -6,7 +6,9 @@
 // api.Chat), events (one sub-bucket per chat: 8-byte big-endian seq -> JSON
 // api.Event without its seq), projects (name -> JSON api.Project) and
 // secrets (one sub-bucket per project: key -> sealed value), plus eventbytes
-// (chat id -> the byte size of its event log, for the daemon's caps). A
+// (chat id -> the byte size of its event log, for the daemon's caps) and
+// queue (one sub-bucket per chat: 8-byte position -> JSON
+// api.QueuedPrompt; the chat record keeps only their count). A
 // write that fails for want of disk space is ErrNoSpace. Appends are
 // group-committed: one committer goroutine writes everything queued in one
 // transaction and fsync, then acknowledges in order.

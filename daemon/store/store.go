@@ -103,6 +103,8 @@ var migrations = []migration{
 		}
 		return nil
 	},
+	// 2: queued prompts move out of the chat records (bucketQueue).
+	moveQueues,
 }
 
 // SchemaVersion returns the schema version this binary writes.
