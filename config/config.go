@@ -245,7 +245,7 @@ func Default() Config {
 			StateDir:  "/var/lib/remote",
 			LogLevel:  "info",
 			LogFormat: "text",
-			// Storage bounds (README "Disk space").
+			// Storage bounds (docs/operating.md, "Disk space").
 			MinFree:      256 << 20,
 			MaxRunBytes:  64 << 20,
 			MaxChatBytes: 1 << 30,
