@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
 )
 
 // TestEveryKeyHasComment fails when a key of the schema has no doc tag:
@@ -90,4 +93,25 @@ func TestDurationMarshalTextDropsZeroUnits(t *testing.T) {
 			t.Errorf("MarshalText(%s) = %q, want %q", s, b, want)
 		}
 	}
+}
+
+// FuzzTOMLQuote: every string quote writes, as a value or as a key, reads
+// back from TOML as itself.
+func FuzzTOMLQuote(f *testing.F) {
+	for _, s := range []string{"", "plain", `a "quoted" \ path`, "tab\tnew\nline\x00\x1f\x7f", "é €", "a.b", "-_9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // TOML files are UTF-8; the schema's strings come from one
+		}
+		var v struct{ K string }
+		if _, err := toml.Decode("k = "+quote(s), &v); err != nil || v.K != s {
+			t.Fatalf("value %q written as %s read back as %q, %v", s, quote(s), v.K, err)
+		}
+		var m map[string]int
+		if _, err := toml.Decode(tomlKey(s)+" = 1", &m); err != nil || len(m) != 1 || m[s] != 1 {
+			t.Fatalf("key %q written as %s read back as %v, %v", s, tomlKey(s), m, err)
+		}
+	})
 }
