@@ -332,6 +332,14 @@ func TestPrintDefaultConfigRoundTrips(t *testing.T) {
 	if err != nil || string(check) != "config OK ("+file+")\n" {
 		t.Errorf("remoted -check-config on the printed defaults: %v %q", err, check)
 	}
+	// The defaults, never the operator's file: an env key, a webhook
+	// header or a password hash in -config must not be printed.
+	secret := filepath.Join(t.TempDir(), "secret.toml")
+	os.WriteFile(secret, []byte("[providers.claude]\nenv = { ANTHROPIC_API_KEY = \"sk-ant-printed\" }\n[notify]\nheaders = { Authorization = \"Bearer hook-printed\" }\n"), 0o600)
+	out2, err := exec.Command(bin, "-config", secret, "-print-default-config").CombinedOutput()
+	if err != nil || string(out2) != string(want) || strings.Contains(string(out2), "printed") {
+		t.Errorf("remoted -config FILE -print-default-config: %v; printed the file's values or not the defaults:\n%s", err, out2)
+	}
 }
 
 // BenchmarkIdleRSS starts remoted and reports its resident memory once it
