@@ -15,41 +15,41 @@ import (
 // default of that provider (provisioning.DefaultSetups).
 type ProviderProvisioning struct {
 	// Check is run in the container; exit 0 means the CLI is installed.
-	Check []string `toml:"check"`
+	Check []string `toml:"check" doc:"command run in the container; exit 0 means the CLI is installed; empty: built-in"`
 	// Install is a command run in the container when Check fails (the
 	// default method, e.g. an npm global install).
-	Install []string `toml:"install"`
+	Install []string `toml:"install" doc:"command run in the container when check fails (e.g. npm install -g); empty: built-in"`
 	// InstallFiles, when set, replace Install: files pushed from the host
 	// (the binary and its shared libraries) for containers without network.
-	InstallFiles []ContainerFile `toml:"install_files"`
+	InstallFiles []ContainerFile `toml:"install_files" doc:"files pushed from the host instead of running install, for containers without network"`
 	// Credentials are host credential files pushed 0600 with the container
 	// user's ownership and, with sync, copied back after a run when newer.
-	Credentials []CredentialFile `toml:"credentials"`
+	Credentials []CredentialFile `toml:"credentials" doc:"host credential files pushed 0600 before a run; empty: the provider's built-in login files"`
 	// InstructionsPath is the user-level instruction file in the container.
-	InstructionsPath string `toml:"instructions_path"`
+	InstructionsPath string `toml:"instructions_path" doc:"user-level instruction file in the container (absolute); empty: built-in"`
 	// SkillLinkDir is where the provider looks for skills in the container.
-	SkillLinkDir string `toml:"skill_link_dir"`
+	SkillLinkDir string `toml:"skill_link_dir" doc:"where the CLI looks for skills in the container (absolute); empty: built-in"`
 	// Assets are non-secret runtime files (settings, model catalog, MCP).
-	Assets []ContainerFile `toml:"assets"`
+	Assets []ContainerFile `toml:"assets" doc:"non-secret runtime files pushed before a run (settings, model catalog, MCP)"`
 	// BrowserAssets are published only for runs that ask for the browser.
-	BrowserAssets []ContainerFile `toml:"browser_assets"`
+	BrowserAssets []ContainerFile `toml:"browser_assets" doc:"files pushed only for runs that ask for the browser"`
 }
 
 // ContainerFile is a host file copied to a container path.
 type ContainerFile struct {
-	Host      string   `toml:"host"`      // absolute host path
-	Container string   `toml:"container"` // absolute container path
-	Mode      FileMode `toml:"mode"`      // octal string such as "0755"; 0 = 0644
+	Host      string   `toml:"host" doc:"absolute host path"`
+	Container string   `toml:"container" doc:"absolute container path"`
+	Mode      FileMode `toml:"mode" doc:"octal string such as 0755; 0000 means 0644"`
 }
 
 // CredentialFile is one credential file of a provider.
 type CredentialFile struct {
-	Host      string `toml:"host"`      // absolute host path
-	Container string `toml:"container"` // absolute container path
-	Sync      bool   `toml:"sync"`      // copy back after a run when newer
+	Host      string `toml:"host" doc:"absolute host path"`
+	Container string `toml:"container" doc:"absolute container path"`
+	Sync      bool   `toml:"sync" doc:"copy it back to the host after a successful run when newer"`
 	// RejectAPIKey refuses a record marked as API-key authentication
 	// (Codex, S13).
-	RejectAPIKey bool `toml:"reject_api_key"`
+	RejectAPIKey bool `toml:"reject_api_key" doc:"refuse a copied-back record marked as API-key authentication (Codex, S13)"`
 }
 
 // FileMode is a file mode written in TOML as an octal string ("0644").
@@ -74,30 +74,30 @@ func (m FileMode) MarshalText() ([]byte, error) { return []byte(fmt.Sprintf("%04
 type ProjectsProvisioning struct {
 	// ScheduleDir holds the scheduled-tasks skill and its helper; "" uses
 	// the built-in SKILL.md.
-	ScheduleDir string `toml:"schedule_dir"`
+	ScheduleDir string `toml:"schedule_dir" doc:"the scheduled-tasks skill and its helper (absolute); empty: the built-in SKILL.md"`
 	// ContainerHome is the container user's home (default /root).
-	ContainerHome string `toml:"container_home"`
+	ContainerHome string `toml:"container_home" doc:"the container user's home; empty: /root"`
 	// ContainerUID and ContainerGID own published files (default 0).
-	ContainerUID int `toml:"container_uid"`
-	ContainerGID int `toml:"container_gid"`
+	ContainerUID int `toml:"container_uid" doc:"uid that owns files published into containers"`
+	ContainerGID int `toml:"container_gid" doc:"gid that owns files published into containers"`
 	// StartParallel bounds concurrent container starts at daemon start-up
 	// (default 4).
-	StartParallel int `toml:"start_parallel"`
+	StartParallel int `toml:"start_parallel" doc:"containers started at once at daemon start-up; 0: 4 (at most 64)"`
 	// CheckpointKeep is how many turn checkpoints each project keeps
 	// (default 20; at most 1000).
-	CheckpointKeep int `toml:"checkpoint_keep"`
+	CheckpointKeep int `toml:"checkpoint_keep" doc:"turn checkpoints each project keeps; 0: 20 (at most 1000)"`
 	// CheckpointExpiry, when set, is how long LXD keeps a turn checkpoint
 	// before deleting it itself (the snapshot's expires_at); "" or "0s":
 	// checkpoints never expire (retention by checkpoint_keep only).
-	CheckpointExpiry Duration `toml:"checkpoint_expiry"`
+	CheckpointExpiry Duration `toml:"checkpoint_expiry" doc:"LXD deletes a turn checkpoint this long after it was taken; 0s = never (at least 1m)"`
 	// Pool is the LXD storage pool of new projects' root disks when the
 	// request names none ("": the profile's root disk). The daemon checks
 	// that LXD has it when a project is created.
-	Pool string `toml:"pool"`
+	Pool string `toml:"pool" doc:"LXD storage pool of new projects' root disks when the request names none; empty: the profile's"`
 	// Limits are the resource limits of project containers: the defaults
 	// of a new project and the caps of every project (a capped limit may
 	// be lowered through the API, never raised above its cap nor removed).
-	Limits ProjectLimits `toml:"limits"`
+	Limits ProjectLimits `toml:"limits" doc:"resource limits of project containers: defaults of new projects and caps of every project; empty or 0 = no limit"`
 	// AllowedPools, AllowedImages and AllowedTargets are the storage
 	// pools, images and cluster targets a new project may name; empty
 	// means the configured default only ([projects] pool, [lxd] image,
@@ -107,10 +107,10 @@ type ProjectsProvisioning struct {
 	// container (LXD security.idmap.isolated) where LXD has one free,
 	// else the shared range with a warning; "isolated": its own or no
 	// container; "shared": LXD's default, one range for all.
-	Idmap          string   `toml:"idmap"`
-	AllowedPools   []string `toml:"allowed_pools"`
-	AllowedImages  []string `toml:"allowed_images"`
-	AllowedTargets []string `toml:"allowed_targets"`
+	Idmap          string   `toml:"idmap" doc:"uid ranges of new project containers: auto (own range where LXD has one, else shared with a warning), isolated, or shared"`
+	AllowedPools   []string `toml:"allowed_pools" doc:"storage pools a new project may name; empty: [projects] pool only"`
+	AllowedImages  []string `toml:"allowed_images" doc:"images a new project may name; empty: [lxd] image only"`
+	AllowedTargets []string `toml:"allowed_targets" doc:"cluster members a new project may name; empty: [lxd] target only"`
 }
 
 // ProjectAllowlists returns the pools, images and targets a new project
@@ -133,10 +133,10 @@ func (c Config) ProjectAllowlists() (pools, images, targets []string) {
 // (limits.processes) and Disk (the root disk's size, e.g. "10GiB"). Empty
 // or zero means no limit.
 type ProjectLimits struct {
-	CPU       string `toml:"cpu"`
-	Memory    string `toml:"memory"`
-	Processes int    `toml:"processes"`
-	Disk      string `toml:"disk"`
+	CPU       string `toml:"cpu" doc:"LXD limits.cpu, e.g. 2"`
+	Memory    string `toml:"memory" doc:"LXD limits.memory, e.g. 2GiB (a hard limit: swap off)"`
+	Processes int    `toml:"processes" doc:"LXD limits.processes"`
+	Disk      string `toml:"disk" doc:"size of the root disk, e.g. 10GiB"`
 }
 
 func (p ProviderProvisioning) validate(ps *problems, base []pathElem) {

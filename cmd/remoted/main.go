@@ -53,7 +53,7 @@ func fatalPrefix(underJournal bool) string {
 
 type flags struct {
 	config, socket, stateDir, logLevel, logFormat string
-	checkConfig, version                          bool
+	checkConfig, printDefaultConfig, version      bool
 	initSecretsKey                                string
 }
 
@@ -62,6 +62,7 @@ func parseFlags(args []string) (flags, error) {
 	fset := flag.NewFlagSet("remoted", flag.ContinueOnError)
 	fset.StringVar(&f.config, "config", "", "TOML config `path` (default "+defaultConfigPath+"; built-in defaults when that is absent)")
 	fset.BoolVar(&f.checkConfig, "check-config", false, "load and validate the config, print the result and exit")
+	fset.BoolVar(&f.printDefaultConfig, "print-default-config", false, "print the complete default configuration as commented TOML (docs/config.md) and exit")
 	fset.BoolVar(&f.version, "version", false, "print the version (make build stamps `git describe`) and exit")
 	fset.StringVar(&f.socket, "socket", "", "API socket `path`, overriding [daemon] socket")
 	fset.StringVar(&f.stateDir, "state-dir", "", "state `directory`, overriding [daemon] state_dir")
@@ -201,6 +202,14 @@ func run(args []string) error {
 	}
 	if f.initSecretsKey != "" {
 		return initSecretsKey(f.initSecretsKey)
+	}
+	if f.printDefaultConfig {
+		out, err := config.DefaultTOML()
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(out)
+		return err
 	}
 	cfg, source, err := loadConfig(f)
 	if f.checkConfig {

@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/config"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 )
@@ -301,6 +302,44 @@ func TestCheckConfig(t *testing.T) {
 		if (err == nil) != tt.ok || !strings.Contains(string(out), tt.want) {
 			t.Errorf("remoted %v: %v %q; want ok=%v containing %q", tt.args, err, out, tt.ok, tt.want)
 		}
+	}
+}
+
+// TestPrintDefaultConfigRoundTrips: remoted -print-default-config prints
+// config.DefaultTOML, and that output passes remoted -check-config.
+func TestPrintDefaultConfigRoundTrips(t *testing.T) {
+	bin := buildRemoted(t)
+	out, err := exec.Command(bin, "-print-default-config").Output()
+	if err != nil {
+		t.Fatalf("remoted -print-default-config: %v", err)
+	}
+	want, err := config.DefaultTOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(want) {
+		t.Errorf("remoted -print-default-config printed\n%s\nwant config.DefaultTOML()\n%s", out, want)
+	}
+	for _, line := range []string{"version = 1\n", "[daemon]\n", "socket = \"/run/remote/remoted.sock\"\n", "min_free = \"256MiB\"\n", "[providers.claude]\n", "[web]\n"} {
+		if !strings.Contains(string(out), line) {
+			t.Errorf("remoted -print-default-config lacks %q", line)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "default.toml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check, err := exec.Command(bin, "-check-config", "-config", file).CombinedOutput()
+	if err != nil || string(check) != "config OK ("+file+")\n" {
+		t.Errorf("remoted -check-config on the printed defaults: %v %q", err, check)
+	}
+	// The defaults, never the operator's file: an env key, a webhook
+	// header or a password hash in -config must not be printed.
+	secret := filepath.Join(t.TempDir(), "secret.toml")
+	os.WriteFile(secret, []byte("[providers.claude]\nenv = { ANTHROPIC_API_KEY = \"sk-ant-printed\" }\n[notify]\nheaders = { Authorization = \"Bearer hook-printed\" }\n"), 0o600)
+	out2, err := exec.Command(bin, "-config", secret, "-print-default-config").CombinedOutput()
+	if err != nil || string(out2) != string(want) || strings.Contains(string(out2), "printed") {
+		t.Errorf("remoted -config FILE -print-default-config: %v; printed the file's values or not the defaults:\n%s", err, out2)
 	}
 }
 

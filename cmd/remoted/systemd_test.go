@@ -269,7 +269,7 @@ func buildStage() (_ string, err error) {
 	return dir, nil
 }
 
-// install pushes the staged tree to /root/src and runs the README's
+// install pushes the staged tree to /root/src and runs docs/operating.md's
 // "Install as a service" steps 1 and 2 there: make install, the group, the
 // directories and the secrets key.
 func (b *sdBed) install() string {

@@ -50,6 +50,8 @@ var rules = []rule{
 		Why: "the version stamp is imported by every binary, so it imports nothing of ours"},
 	{From: "remote/internal/threatmodel", Never: []string{module}, ThirdParty: []string{},
 		Why: "threatmodel holds no code, only the test that keeps docs/threat-model.md in step with the route tables"},
+	{From: "remote/internal/docscheck", Never: []string{module}, ThirdParty: []string{},
+		Why: "docscheck is tests only (the docs' links and the config reference); it ships nothing and imports nothing"},
 	{From: "remote/systemd", Never: []string{module},
 		Why: "systemd is readiness/watchdog notification and socket activation: stdlib (design table)"},
 	{From: "remote/providers", Never: []string{"remote/daemon", "remote/provisioning", "remote/api", "remote/client", "remote/web", "remote/config"},

@@ -26,7 +26,7 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf("integration prerequisite missing (run scripts/install-clis / scripts/lxd-setup): "+format, args...)
 }
 
-// The environment that selects the CLIs the real-CLI tests run (README,
+// The environment that selects the CLIs the real-CLI tests run (CONTRIBUTING.md,
 // "Testing against the newest CLIs").
 const (
 	// CLIVersionsEnv: unset or "pinned" runs the pinned CLIs
