@@ -160,14 +160,16 @@ func TestAttackCookieTossing(t *testing.T) {
 		waitJS(`location.origin === '`+s.previewOrigin(p, 8080)+`' && !!window.__tossed`),
 	)
 	// From the page's origin (its login page, whose script calls no API,
-	// so the first request with both cookies is the test's).
+	// so the first request with both cookies is the test's). One request
+	// after the other: the first refusal ends both sessions, so a second
+	// request racing it would see no session rather than two.
 	steps(t, ctx, "alice's page lists chats and creates one",
 		chromedp.Navigate(s.base+"/login"),
 		waitJS(`(() => { if (!window.__res) { window.__res = 'pending';
-			fetch('/v1/chats').then(async (r) => { window.__list = r.status + ' ' + await r.text(); });
-			fetch('/v1/chats', {method: 'POST', headers: {'Content-Type': 'application/json'},
-				body: JSON.stringify({provider: 'claude', cwd: '`+s.work+`', title: 'alice-new'})})
-				.then(async (r) => { window.__create = r.status + ' ' + await r.text(); }); } return true; })()`),
+			fetch('/v1/chats').then(async (r) => { window.__list = r.status + ' ' + await r.text();
+				const c = await fetch('/v1/chats', {method: 'POST', headers: {'Content-Type': 'application/json'},
+					body: JSON.stringify({provider: 'claude', cwd: '`+s.work+`', title: 'alice-new'})});
+				window.__create = c.status + ' ' + await c.text(); }); } return true; })()`),
 		waitJS(`!!window.__list && !!window.__create`),
 	)
 	list, create := eval[string](t, ctx, `window.__list`), eval[string](t, ctx, `window.__create`)
