@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"time"
 )
 
 // instancePut is the body of PUT /1.0/instances/{name}: the instance's
@@ -53,14 +52,10 @@ func (c *Client) EditDevices(ctx context.Context, name string, edit func(devices
 		_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag, chk)
 		// LXD's instance lock outlives an operation by a moment (see
 		// SetState): right after a stop, a PUT is refused as busy.
-		for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); instanceBusy(err) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("edit devices of %q: %w", name, err)
-			case <-time.After(delay):
-			}
-			_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag, chk)
-		}
+		err = waitBusy(ctx, err, func() error {
+			_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "", nil), put, etag, chk)
+			return err
+		})
 		if errors.Is(err, ErrPreconditionFailed) && try < 2 {
 			continue
 		}

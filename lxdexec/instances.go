@@ -211,13 +211,11 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 	// instance ("Instance is busy running a "stop" operation": its lock
 	// outlives the operation by a moment, e.g. right after a stop made
 	// outside the daemon). Wait for it, a bounded time.
-	for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); instanceBusy(err) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
-		case <-time.After(delay):
-		}
-		_, err = c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
+	if err = waitBusy(ctx, err, func() error {
+		_, err := c.run(ctx, http.MethodPut, c.instancePath(name, "/state", nil), req, "", chk)
+		return err
+	}); err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s instance %q: %w", req.Action, name, err)
 	}
 	var lerr *Error
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) {
@@ -260,6 +258,21 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 // busyWait bounds how long SetState waits for another operation on the
 // instance to let go of it.
 const busyWait = 30 * time.Second
+
+// waitBusy retries do, with backoff for at most busyWait, while err (its
+// last answer) says another operation holds the instance; it returns the
+// last answer, or that answer unchanged when ctx ends.
+func waitBusy(ctx context.Context, err error, do func() error) error {
+	for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); instanceBusy(err) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		err = do()
+	}
+	return err
+}
 
 // instanceBusy reports whether LXD refused a request because another
 // operation holds the instance.
