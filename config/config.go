@@ -88,7 +88,7 @@ type LXD struct {
 	ServerCert string   `toml:"server_cert"` // PEM file of the pinned server certificate (with URL)
 	Project    string   `toml:"project"`     // LXD project; "" is LXD's default project
 	Target     string   `toml:"target"`      // cluster member new containers are placed on
-	Image      string   `toml:"image"`       // local image alias or fingerprint for new containers
+	Image      string   `toml:"image"`       // local image alias for new containers (default remote-dev: make image)
 	Profiles   []string `toml:"profiles"`    // profiles applied to new containers
 }
 
@@ -238,7 +238,7 @@ func Default() Config {
 			MaxChatBytes: 1 << 30,
 		},
 		LXD: LXD{
-			Image:    "busybox",
+			Image:    "remote-dev", // make image (scripts/image)
 			Profiles: []string{"default"},
 		},
 		Agent: Agent{

@@ -191,6 +191,7 @@ func (d *remoted) newServer() error {
 			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
 			CLIStore:       d.projects.CLIStore,
+			Images:         d.projects.Images,
 		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 	})
