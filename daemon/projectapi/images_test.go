@@ -19,7 +19,9 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/internal/testkit"
+	"remote/internal/testkit/fakeanthropic"
 	"remote/lxdexec"
+	"remote/providers"
 	"remote/provisioning"
 )
 
@@ -300,5 +302,38 @@ func TestImageImportBadInput(t *testing.T) {
 	}
 	if _, err := cl.ImageAlias(context.Background(), alias); !errorsIsNotFound(err) {
 		t.Fatalf("alias %s: %v", alias, err)
+	}
+}
+
+// TestProjectChatClaudeOnDevImage: a project created with no image on a
+// daemon whose default is the development image gets Claude Code from the
+// CLI store (no install_files, no npm in the container): the real CLI
+// runs from the read-only mount for a project chat against the fake model
+// server, on the image's own glibc (the store's is not mounted).
+func TestProjectChatClaudeOnDevImage(t *testing.T) {
+	testkit.DevImageTarball(t)
+	st := testStore(t, providers.Claude)
+	e, model, _ := claudeEnv(t, st, false, false, func(o *projectEnvOpts) { o.image = testkit.DevImage })
+	name := uniqueProject("devstore")
+	p := e.createProject(t, "alice", api.CreateProjectRequest{Name: name, Provider: "claude"})
+	if p.Image != "" {
+		t.Fatalf("project image %q, want none (the default)", p.Image)
+	}
+	chat := e.newChat(t, "claude", name)
+	model.Push(fakeanthropic.Text("from the store on remote-dev"))
+	evs := e.prompt(t, chat.ID, "alice", "hello")
+	if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) || assistantText(evs) != "from the store on remote-dev" {
+		t.Fatalf("run: %s", dump(evs))
+	}
+	inst, _, err := e.lxd.Instance(context.Background(), p.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Devices["remote-cli-claude-"+providers.TestedClaudeVersion]["readonly"] != "true" || inst.Devices["remote-cli-glibc"] != nil {
+		t.Fatalf("devices %v", inst.Devices)
+	}
+	out, code := e.sh(t, name, "readlink /usr/local/bin/claude; git --version | cut -d' ' -f1-2; command -v npm >/dev/null && echo npm-too")
+	if code != 0 || out != "/opt/remote-cli/claude/"+providers.TestedClaudeVersion+"/claude\ngit version\nnpm-too\n" {
+		t.Fatalf("in the container: exit %d\n%s", code, out)
 	}
 }
