@@ -337,3 +337,40 @@ func TestProjectChatClaudeOnDevImage(t *testing.T) {
 		t.Fatalf("in the container: exit %d\n%s", code, out)
 	}
 }
+
+// imagelessLXD returns a client of a new LXD project with images of its
+// own (none), deleted when the test ends: an LXD where the development
+// image was never built, without touching the host's images.
+func imagelessLXD(t *testing.T) *lxdexec.Client {
+	t.Helper()
+	testkit.LXD(t)
+	name := testkit.ContainerName("noimg")
+	ctx := context.Background()
+	host, err := lxdexec.Connect(ctx, lxdexec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.Query(ctx, "POST", "/1.0/projects", map[string]any{"name": name,
+		"config": map[string]string{"features.images": "true", "features.profiles": "false"}}, ""); err != nil {
+		t.Fatalf("create LXD project %s: %v", name, err)
+	}
+	t.Cleanup(func() { _, _ = host.Query(context.Background(), "DELETE", "/1.0/projects/"+name, nil, "") })
+	cl, err := lxdexec.Connect(ctx, lxdexec.Options{Project: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// TestProjectCreateDevImageMissing: on an LXD without the development
+// image, a project naming no image (the default, remote-dev) is refused
+// at creation with 400 saying which and the command that builds it.
+func TestProjectCreateDevImageMissing(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{lxd: imagelessLXD(t), image: testkit.DevImage})
+	status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("nodev")})
+	want := `the default image \"remote-dev\" ([lxd] image) is not in LXD (build and import it with ` + "`make image`" +
+		`, or: remotectl image import FILE --alias remote-dev); LXD has no image aliases`
+	if status != http.StatusBadRequest || !strings.Contains(string(body), want) {
+		t.Fatalf("%d %s\nwant %s", status, body, want)
+	}
+}
