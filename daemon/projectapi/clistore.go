@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -28,9 +27,6 @@ import (
 type CLIStoreRoutes struct {
 	Store  *clistore.Store
 	Logger hclog.Logger
-	// selfUID is the daemon's uid, read once.
-	once    sync.Once
-	selfUID uint32
 	// installs serialises installs (npm is slow; one at a time).
 	installs sync.Mutex
 }
@@ -62,13 +58,7 @@ func (c *CLIStoreRoutes) handleList(w http.ResponseWriter, r *http.Request) erro
 
 // admin refuses every peer but root and the daemon's own uid.
 func (c *CLIStoreRoutes) admin(r *http.Request) error {
-	c.once.Do(func() { c.selfUID = uint32(os.Getuid()) })
-	p := daemon.PeerFrom(r.Context())
-	if p == nil || (p.UID != 0 && p.UID != c.selfUID) {
-		return &daemon.Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
-			Message: "only root (or the daemon's own user) may install or select CLIs in the store"}
-	}
-	return nil
+	return hostAdmin(r, "only root (or the daemon's own user) may install or select CLIs in the store")
 }
 
 func (c *CLIStoreRoutes) provider(r *http.Request) (providers.ProviderID, error) {
