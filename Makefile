@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate breakages help
+.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate breakages help image
 
 all: build ## same as build
 
@@ -26,6 +26,14 @@ build: ## build remoted, remotectl, remote-web and the static remote-shim into b
 test: ## set up LXD, the test image, the pinned CLIs and Chromium, then run every test
 	mkdir -p build
 	scripts/test
+
+# Builds the development image (Debian 12 with git, Python, Node.js and a C
+# toolchain; debootstrap, cached under build/image) and imports it into the
+# local LXD as remote-dev, the default [lxd] image. About 4 minutes the first
+# time, seconds when cached (README "The development image").
+image: ## build the development image remote-dev (debootstrap) and import it into LXD
+	mkdir -p build
+	scripts/image
 
 # Runs every test against the newest published Claude Code and Codex instead
 # of the pinned ones (installed into build/npm-latest; README "Testing

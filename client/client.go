@@ -127,13 +127,19 @@ func (c *Client) Socket() string { return c.socket }
 // non-2xx answer is returned as *Error and the body closed.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, accept string) (*http.Response, error) {
 	var rd io.Reader
+	ctype := ""
 	if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
 		}
-		rd = bytes.NewReader(raw)
+		rd, ctype = bytes.NewReader(raw), "application/json"
 	}
+	return c.send(ctx, method, path, query, rd, -1, ctype, accept)
+}
+
+// send is do with a raw body of ctype (size bytes; -1: unknown).
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, rd io.Reader, size int64, ctype, accept string) (*http.Response, error) {
 	u := "http://remoted" + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -142,8 +148,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if size >= 0 {
+		req.ContentLength = size
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)

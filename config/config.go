@@ -99,7 +99,7 @@ type LXD struct {
 	ServerCert string   `toml:"server_cert" doc:"PEM file of the pinned server certificate (a cluster's cluster.crt)"`
 	Project    string   `toml:"project" doc:"LXD project holding the containers; empty is LXD's default project"`
 	Target     string   `toml:"target" doc:"cluster member or @group new containers go to; empty lets LXD decide"`
-	Image      string   `toml:"image" doc:"local image alias or fingerprint new containers are made from"`
+	Image      string   `toml:"image" doc:"local image alias or fingerprint new containers are made from (remote-dev: built by make image)"`
 	Profiles   []string `toml:"profiles" doc:"LXD profiles applied to new containers (review what they let a container reach)"`
 }
 
@@ -274,7 +274,7 @@ func Default() Config {
 			MaxUserQueuedBytes:   8 << 20,
 		},
 		LXD: LXD{
-			Image:    "busybox",
+			Image:    "remote-dev", // make image (scripts/image)
 			Profiles: []string{"default"},
 		},
 		Agent: Agent{

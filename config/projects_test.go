@@ -110,7 +110,7 @@ func TestProjectAllowlists(t *testing.T) {
 		t.Fatalf("defaults: %v %v %v", pools, images, targets)
 	}
 	pools, images, targets = Default().ProjectAllowlists()
-	if fmt.Sprint(pools, images, targets) != "[] [busybox] []" {
+	if fmt.Sprint(pools, images, targets) != "[] [remote-dev] []" {
 		t.Fatalf("built-in defaults: %v %v %v", pools, images, targets)
 	}
 	c = mustParse(t, "[projects]\npool = \"fast\"\nallowed_pools = [\"default\", \"btrfs\"]\nallowed_images = [\"busybox\", \"ubuntu/24.04\"]\nallowed_targets = [\"m2\", \"@gpu\"]\n")

@@ -1,6 +1,7 @@
 // Package lxdexec is this project's client for LXD's REST API 1.0: server
 // info, instances and their state, operations, exec over WebSockets, files,
-// lifecycle events and proxy devices, over the local Unix socket or HTTPS
+// lifecycle events, proxy devices and local images (list, alias, import),
+// over the local Unix socket or HTTPS
 // with a client certificate and a pinned server certificate (a remote host
 // or a cluster member). It works against LXD 5.0 and later and Incus; the
 // version differences it absorbs are commented where it absorbs them.

@@ -118,7 +118,8 @@ type Options struct {
 	Projects ProjectStore // required
 	Secrets  SecretSource // nil: runs get no secrets
 	// Image is the image alias new containers are created from when the
-	// project names none; Profiles are their LXD profiles.
+	// project names none (DevImage when ""); Profiles are their LXD
+	// profiles.
 	Image    string
 	Profiles []string
 	// Deps are the provisioning steps, all or none (see NewDependencies).
@@ -184,7 +185,7 @@ func New(opts Options) (*Preparer, error) {
 		return nil, fmt.Errorf("provisioning: %w: %d of 6 set", ErrIncompleteDependencies, n)
 	}
 	if opts.Image == "" {
-		opts.Image = "busybox"
+		opts.Image = DevImage
 	}
 	if len(opts.Profiles) == 0 {
 		opts.Profiles = []string{"default"}
@@ -663,6 +664,13 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Devices:  placement.RootOnPool(proj.Pool),
 		Target:   proj.Target,
 	})
+	if errors.Is(err, lxdexec.ErrNotFound) {
+		// The image went after the project was made (or was never
+		// checked: LXD was unreachable then): say which and how to get it.
+		if cerr := p.CheckImage(ctx, image); errors.Is(cerr, ErrNoSuchImage) {
+			return fmt.Errorf("create container %q: %w", proj.Container, cerr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, placement.TargetError(classify(err), proj.Target))
 	}

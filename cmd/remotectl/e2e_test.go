@@ -43,7 +43,14 @@ func TestMain(m *testing.M) {
 func startE2E(t *testing.T) *e2e { return startE2EWith(t, "") }
 
 // startE2EWith is startE2E with extra TOML appended to remoted's config.
+// New projects start from the busybox test image.
 func startE2EWith(t *testing.T, extra string) *e2e {
+	return startE2EImage(t, testkit.TestImage, extra)
+}
+
+// startE2EImage is startE2EWith with image as [lxd] image ("": the
+// default, the development image).
+func startE2EImage(t *testing.T, image, extra string) *e2e {
 	if testing.Short() {
 		t.Skip("end-to-end test builds and runs remoted")
 	}
@@ -72,6 +79,9 @@ binary = %q
 env = { ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", HOME = %q }
 project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]
 `, e.socket, filepath.Join(dir, "state"), dir, claude, model.URL, home) + extra
+	if image != "" {
+		cfg += fmt.Sprintf("[lxd]\nimage = %q\n", image)
+	}
 	cfgPath := filepath.Join(dir, "remoted.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project create")
 	var req api.CreateProjectRequest
 	var ports intsFlag
-	fs.StringVar(&req.Image, "image", "", "image `alias` (default: the daemon's [lxd] image)")
+	fs.StringVar(&req.Image, "image", "", "image `alias`, one remotectl image list shows (default: the daemon's [lxd] image, remote-dev)")
 	fs.StringVar(&req.Provider, "provider", "", "default provider `id`")
 	fs.Var(&ports, "port", "container `port` (repeatable)")
 	autostart := fs.Bool("autostart", true, "start the container with the daemon")

@@ -192,6 +192,7 @@ func (d *remoted) newServer() error {
 			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
 			CLIStore:       d.projects.CLIStore,
+			Images:         d.projects.Images,
 		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),

@@ -67,6 +67,7 @@ log_level = "debug"
 
 [lxd]
 socket = %q
+image = "busybox"
 
 [agent]
 allowed_roots = [%q]

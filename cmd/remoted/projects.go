@@ -13,6 +13,7 @@ import (
 	"remote/api"
 	"remote/config"
 	"remote/daemon"
+	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
 	"remote/daemon/store"
 	"remote/internal/hostfs"
@@ -31,6 +32,8 @@ type projectWiring struct {
 	Containers providers.ContainerLaunchers // LXD exec launchers
 	// CLIStore is the CLI store project containers mount.
 	CLIStore *clistore.Store
+	// Images checks the default image for the doctor.
+	Images doctor.ImageChecker
 	// Run connects to LXD when it was unreachable at start-up, starts the
 	// autostart projects and keeps stored status true until ctx ends.
 	Run func(ctx context.Context)
@@ -107,9 +110,11 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	}
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
-		Chats:      projectapi.ProjectChatCheck{Store: st},
-		CLIStore:   cliStore,
-		Routes:     []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}},
+		Chats:    projectapi.ProjectChatCheck{Store: st},
+		CLIStore: cliStore,
+		Routes: []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")},
+			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}},
+		Images:     prep,
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {

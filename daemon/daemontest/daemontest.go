@@ -182,7 +182,7 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: host user: %v", err)
 	}
-	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots}
+	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots, Images: prep}
 	opts := daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
 		Roots:      roots,
@@ -192,6 +192,7 @@ func New(t testing.TB, o Options) *Daemon {
 		Projects:   projectapi.ProjectChatCheck{Store: st},
 		RouteProviders: []daemon.RouteProvider{projects, doc,
 			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
+			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage()},
 			&daemon.ProviderLogins{Registry: reg, HostUser: hostUser},
 		},
 	}

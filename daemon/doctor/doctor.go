@@ -16,6 +16,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/prompt"
+	"remote/internal/errdefs"
 	"remote/providers"
 	"remote/providers/clistore"
 	"remote/providers/runner"
@@ -41,6 +42,16 @@ type Doctor struct {
 	MinFreeBytes   uint64 // DefaultMinFreeBytes when zero
 	// CLIStore is the CLI store of project containers (nil: not checked).
 	CLIStore *clistore.Store
+	// Images looks the default image up in LXD (nil: not checked).
+	Images ImageChecker
+}
+
+// ImageChecker looks images up in LXD; *provisioning.Preparer implements
+// it. CheckImage's error is of class NotFound when LXD has no such alias,
+// Unavailable when LXD cannot be asked.
+type ImageChecker interface {
+	DefaultImage() string
+	CheckImage(ctx context.Context, name string) error
 }
 
 // Routes serves GET /v1/doctor to any allowed peer.
@@ -67,6 +78,19 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 			add("lxd-pin", api.DoctorOK, "%s", st.Pin)
 		} else if st.URL != "" {
 			add("lxd-pin", api.DoctorWarn, "[lxd] server_cert is not set: the server is trusted through the system roots; pin /var/lib/lxd/cluster.crt (a cluster) or server.crt (a standalone server)")
+		}
+	}
+	// The default image (only when LXD answers: else the line above says
+	// why nothing works).
+	if d.Images != nil {
+		name := d.Images.DefaultImage()
+		switch err := d.Images.CheckImage(ctx, name); {
+		case err == nil:
+			add("image", api.DoctorOK, "default image %s ([lxd] image) is in LXD", name)
+		case errdefs.IsNotFound(err):
+			add("image", api.DoctorProblem, "default image missing: %v; new projects are refused until it is there (or set [lxd] image to an alias remotectl image list shows)", err)
+		case !errdefs.IsUnavailable(err):
+			add("image", api.DoctorWarn, "default image %s: %v", name, err)
 		}
 	}
 	// Socket.

@@ -61,11 +61,7 @@ func (c *CLIStoreRoutes) handleList(w http.ResponseWriter, r *http.Request) erro
 // acting as themselves: a frontend running as root relays browser users,
 // who are no administrators.
 func (c *CLIStoreRoutes) admin(r *http.Request) error {
-	if !daemon.IsAdmin(r) {
-		return &daemon.Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
-			Message: "only root (or the daemon's own user) acting as itself may install or select CLIs in the store: not through a frontend, nor naming another user in X-Remote-User"}
-	}
-	return nil
+	return hostAdmin(r, "only root (or the daemon's own user) acting as itself may install or select CLIs in the store: not through a frontend, nor naming another user in X-Remote-User")
 }
 
 func (c *CLIStoreRoutes) provider(r *http.Request) (providers.ProviderID, error) {

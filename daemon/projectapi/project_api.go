@@ -214,6 +214,9 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := p.newImage(r.Context(), req.Image); err != nil {
+		return err
+	}
 	autostart := true
 	if req.Autostart != nil {
 		autostart = *req.Autostart

@@ -3,6 +3,7 @@ package projectapi
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,10 @@ type projectEnvOpts struct {
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
 	skillsDir  string // the daemon's [projects] skills_dir ("" none)
+	// image is the default image ([lxd] image; "": the busybox test
+	// image); maxImageBytes bounds POST /v1/images (0: the default).
+	image         string
+	maxImageBytes int64
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -109,7 +114,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 		prep, err := provisioning.New(provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
-			Image: testkit.TestImage, Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
+			Image: cmp.Or(o.image, testkit.TestImage), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
 		if err != nil {
@@ -128,7 +133,8 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			t.Fatal(err)
 		}
 		e.prep, e.rec, e.routes = prep, rec, routes
-		opts.RouteProviders = append(opts.RouteProviders, routes)
+		opts.RouteProviders = append(opts.RouteProviders, routes,
+			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
 		opts.Projects = ProjectChatCheck{Store: st}
 		if len(o.providers) > 0 {
 			ports := providers.AdapterConfig{Containers: &runner.LXDLauncher{Client: cl}, Preparer: prep, Logger: log}

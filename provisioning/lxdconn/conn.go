@@ -251,3 +251,39 @@ func (c *Conn) StoragePool(ctx context.Context, name string) (*lxdexec.StoragePo
 	}
 	return cl.StoragePool(ctx, name)
 }
+
+// Images implements provisioning.Images.
+func (c *Conn) Images(ctx context.Context) ([]lxdexec.Image, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Images(ctx)
+}
+
+// ImageAlias implements provisioning.Images.
+func (c *Conn) ImageAlias(ctx context.Context, name string) (*lxdexec.ImageAlias, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.ImageAlias(ctx, name)
+}
+
+// ImportImage implements provisioning.Images.
+func (c *Conn) ImportImage(ctx context.Context, r io.Reader, filename string) (string, error) {
+	cl, err := c.get()
+	if err != nil {
+		return "", err
+	}
+	return cl.ImportImage(ctx, r, filename)
+}
+
+// SetImageAlias implements provisioning.Images.
+func (c *Conn) SetImageAlias(ctx context.Context, name, fingerprint, description string) error {
+	cl, err := c.get()
+	if err != nil {
+		return err
+	}
+	return cl.SetImageAlias(ctx, name, fingerprint, description)
+}
