@@ -102,8 +102,10 @@ func decodeImages(t *testing.T, body []byte) map[string]api.Image {
 // under a second alias is the same image; a project may then name it; a
 // second import under the first alias moves it to the new image.
 func TestImageRoutesRealLXD(t *testing.T) {
-	e := newProjectEnv(t, projectEnvOpts{})
 	alias, alias2 := testkit.ContainerName("img"), testkit.ContainerName("img2")
+	// alias is imported but not in [projects] allowed_images: a user never
+	// sees it, an administrator does.
+	e := newProjectEnv(t, projectEnvOpts{images: []string{testkit.TestImage, alias2}})
 	tarball := tinyImage(t, 1024)
 	fp := sha(tarball)
 	cleanupImage(t, e.lxd, alias, fp)
@@ -130,6 +132,13 @@ func TestImageRoutesRealLXD(t *testing.T) {
 	status, body = e.do("GET", "/v1/images", "alice", nil)
 	if status != http.StatusOK {
 		t.Fatalf("list: %d %s", status, body)
+	}
+	if users := decodeImages(t, body); len(users) != 2 || users[alias2].Fingerprint != fp || !users[testkit.TestImage].Default {
+		t.Errorf("alice sees %+v, want busybox (default) and %s only ([projects] allowed_images)", users, alias2)
+	}
+	status, body = e.do("GET", "/v1/images", "root", nil)
+	if status != http.StatusOK {
+		t.Fatalf("list as root: %d %s", status, body)
 	}
 	list := decodeImages(t, body)
 	for _, a := range []string{alias, alias2} {
@@ -160,7 +169,7 @@ func TestImageRoutesRealLXD(t *testing.T) {
 // an image server's form is refused the same way (no server is
 // configured); a missing default image is named as the default.
 func TestProjectCreateChecksImage(t *testing.T) {
-	e := newProjectEnv(t, projectEnvOpts{})
+	e := newProjectEnv(t, projectEnvOpts{images: []string{testkit.TestImage, "debian", "images:debian/12"}})
 	for _, image := range []string{"debian", "images:debian/12"} {
 		status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("noimg"), Image: image})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), `unknown image \"`+image+`\": LXD has no image of that alias; usable local aliases: `) ||
@@ -202,7 +211,12 @@ func TestProjectCreateLXDUnreachable(t *testing.T) {
 
 // importAs calls the import handler as peer with body (length unknown to
 // the handler when chunked).
-func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string, body []byte, chunked bool) (int, api.ErrorBody) {
+// rootPeer is root on the socket acting as itself.
+func rootPeer() *daemon.Peer {
+	return &daemon.Peer{UID: 0, Allowed: true, MayAssert: true, Admin: true, Name: "root"}
+}
+
+func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string, body []byte, chunked bool, hdr ...string) (int, api.ErrorBody) {
 	t.Helper()
 	var h daemon.HandlerFunc
 	for _, rt := range routes.Routes() {
@@ -217,6 +231,9 @@ func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string
 	req := httptest.NewRequest("POST", "/v1/images?alias="+alias, rd)
 	if chunked {
 		req.ContentLength = -1
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	if peer != nil {
 		req = req.WithContext(daemon.WithPeer(req.Context(), peer))
@@ -233,6 +250,7 @@ func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string
 // import an image every project naming its alias would run: 403, LXD has
 // no such alias. Root passes the same check.
 func TestAttackImageImportByLocalUser(t *testing.T) {
+	const refusal = "only root (or the daemon's own user) acting as itself may import images: not through a frontend, nor naming another user in X-Remote-User"
 	cl := testkit.LXD(t)
 	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl)}
 	alias := testkit.ContainerName("evil")
@@ -244,14 +262,22 @@ func TestAttackImageImportByLocalUser(t *testing.T) {
 		nil,
 	} {
 		status, eb := importAs(t, routes, peer, alias, tarball, false)
-		if status != http.StatusForbidden || eb.Message != "only root (or the daemon's own user) may import images" {
+		if status != http.StatusForbidden || eb.Message != refusal {
 			t.Errorf("import by %+v: %d %+v", peer, status, eb)
+		}
+	}
+	// Root itself, but relaying a browser user (a frontend running as
+	// root), or naming another user: no administrator either.
+	for _, hdr := range [][]string{{"X-Remote-Frontend", "remote-web"}, {"X-Remote-User", "alice"}} {
+		status, eb := importAs(t, routes, rootPeer(), alias, tarball, false, hdr...)
+		if status != http.StatusForbidden || eb.Message != refusal {
+			t.Errorf("import by root with %v: %d %+v", hdr, status, eb)
 		}
 	}
 	if _, err := cl.ImageAlias(context.Background(), alias); !errorsIsNotFound(err) {
 		t.Fatalf("alias %s after the refused imports: %v", alias, err)
 	}
-	if status, eb := importAs(t, routes, &daemon.Peer{UID: 0, Allowed: true, MayAssert: true}, alias, tarball, false); status != http.StatusCreated {
+	if status, eb := importAs(t, routes, rootPeer(), alias, tarball, false); status != http.StatusCreated {
 		t.Fatalf("root: %d %+v", status, eb)
 	}
 }
@@ -263,7 +289,7 @@ func TestAttackImageImportByLocalUser(t *testing.T) {
 func TestAttackImageImportTooLarge(t *testing.T) {
 	cl := testkit.LXD(t)
 	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl), MaxBytes: 16 << 10}
-	root := &daemon.Peer{UID: 0, Allowed: true, MayAssert: true}
+	root := rootPeer()
 	for _, chunked := range []bool{false, true} {
 		alias := testkit.ContainerName("big")
 		tarball := tinyImage(t, 64<<10) // random bytes: gzip cannot shrink them
@@ -287,7 +313,7 @@ func TestAttackImageImportTooLarge(t *testing.T) {
 func TestImageImportBadInput(t *testing.T) {
 	cl := testkit.LXD(t)
 	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl)}
-	root := &daemon.Peer{UID: 0, Allowed: true, MayAssert: true}
+	root := rootPeer()
 	for _, alias := range []string{"", "images:debian", "a/b", "-x", strings.Repeat("a", 65)} {
 		status, eb := importAs(t, routes, root, alias, []byte("x"), false)
 		if status != http.StatusBadRequest || !strings.HasPrefix(eb.Message, "invalid alias \""+alias+"\"") {

@@ -81,6 +81,8 @@ type projectEnvOpts struct {
 	// image); maxImageBytes bounds POST /v1/images (0: the default).
 	image         string
 	maxImageBytes int64
+	// images is [projects] allowed_images (nil: the default image only).
+	images []string
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -128,13 +130,13 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if pools == nil {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools})
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes,
-			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
+			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), Allowed: o.images, MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
 		opts.Projects = ProjectChatCheck{Store: st}
 		if len(o.providers) > 0 {
 			ports := providers.AdapterConfig{Containers: &runner.LXDLauncher{Client: cl}, Preparer: prep, Logger: log}
