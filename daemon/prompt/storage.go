@@ -329,6 +329,7 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 		g.metrics.EventAppended()
 		g.hub.Broadcast(chatID, ev)
 	}
+	g.hub.Sync(chatID) // stored after the run's closing sync (docs/api.md)
 	return nil
 }
 
