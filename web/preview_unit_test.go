@@ -74,3 +74,44 @@ func TestPreviewLogout(t *testing.T) {
 		t.Error("another user's preview session ended with this logout")
 	}
 }
+
+// TestPreviewStaysOpenForTheSessionTTL: the one-use token lives a minute,
+// but the preview it opens stays open for the session TTL (12 h by
+// default, the cookie's Max-Age 43200), not for what was left of the
+// token's minute; it closes after the TTL.
+func TestPreviewStaysOpenForTheSessionTTL(t *testing.T) {
+	start := time.Now()
+	now := start
+	s, err := New(Options{Socket: "/nonexistent.sock", PreviewURL: "http://127.0.0.1:8081", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := s.previewTokens.add(previewGrant{user: testUser, project: "p", port: 3000, expires: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "http://127.0.0.1:8081/.remote-preview/enter?token="+token, nil)
+	s.PreviewHandler().ServeHTTP(rec, req)
+	var cookie *http.Cookie
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == PreviewCookie {
+			cookie = c
+		}
+	}
+	if rec.Code != http.StatusSeeOther || cookie == nil || cookie.MaxAge != 43200 {
+		t.Fatalf("enter: %d, cookie %+v; want 303 and a preview cookie with Max-Age 43200", rec.Code, cookie)
+	}
+	now = start.Add(2 * time.Minute)
+	if _, ok := s.previewSessions.get(cookie.Value, false); !ok {
+		t.Fatal("the preview closed when its token's minute ran out")
+	}
+	now = start.Add(11*time.Hour + 59*time.Minute)
+	if _, ok := s.previewSessions.get(cookie.Value, false); !ok {
+		t.Fatal("the preview closed before the session TTL (12 h)")
+	}
+	now = start.Add(12*time.Hour + time.Minute)
+	if _, ok := s.previewSessions.get(cookie.Value, false); ok {
+		t.Fatal("the preview stayed open past the session TTL")
+	}
+}
