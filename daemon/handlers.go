@@ -260,6 +260,7 @@ func (s *Server) handleUpdateChat(w http.ResponseWriter, r *http.Request) error 
 		return fmt.Errorf("rename chat: %w", err)
 	}
 	c.Running = s.hub.Running(c.ID)
+	s.hub.Sync(c.ID) // a title change, outside any run (docs/api.md)
 	return writeJSON(w, http.StatusOK, c)
 }
 

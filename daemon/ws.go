@@ -72,11 +72,6 @@ func transientError(msg string) api.Event {
 	return api.Event{T: time.Now().UnixMilli(), Type: api.EventError, Message: msg}
 }
 
-// closingSync is the sync that tells one client its prompt did not start.
-func closingSync() api.Event {
-	return api.Event{Type: api.EventSync, T: time.Now().UnixMilli()}
-}
-
 // handleChatSocket serves GET /ws/chat/{id}?since=SEQ (S1): replay, sync,
 // live events; prompt, cancel and interaction_response messages in.
 func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error {
@@ -104,12 +99,16 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 	defer cancel()
 	log := s.log.With("chat", c.ID, "user", UserFrom(r.Context()))
 
+	// Registered before any frame is read, so the sync answering a refused
+	// prompt queues behind every broadcast this client has yet to see.
+	sub := s.hub.Subscribe(c.ID)
+	defer sub.Close()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { // replay, sync, live
 		defer wg.Done()
 		defer cancel()
-		err := s.hub.FollowRaw(ctx, c.ID, since,
+		err := sub.FollowRaw(ctx, since,
 			func(_ int64, raw []byte) error { return ws.sendRaw(raw) },
 			func(ev api.Event) error { return ws.send(ev) })
 		switch {
@@ -149,7 +148,7 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 			_ = ws.send(transientError("binary frames are not accepted; send one JSON object per text frame"))
 			continue
 		}
-		s.handleClientFrame(ctx, ws, c.ID, data)
+		s.handleClientFrame(ctx, ws, sub, c.ID, data)
 	}
 	cancel()
 	wg.Wait()
@@ -158,13 +157,13 @@ func (s *Server) handleChatSocket(w http.ResponseWriter, r *http.Request) error 
 
 // handleClientFrame acts on one client frame. Every problem is answered to
 // this connection only, as a transient error; the connection stays open.
-func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID string, data []byte) {
+func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, sub *runhub.Subscription, chatID string, data []byte) {
 	msg, err := decodeClientMessage(data)
 	if err != nil {
 		_ = ws.send(transientError("invalid message: " + err.Error()))
 		var kind struct{ Type string }
 		if json.Unmarshal(data, &kind) == nil && kind.Type == msgPrompt {
-			_ = ws.send(closingSync()) // a refused prompt, see below
+			sub.Sync() // a refused prompt, see below
 		}
 		return
 	}
@@ -187,9 +186,11 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, chatID strin
 		}
 		if err != nil {
 			// A client marks the chat streaming when it sends a prompt and
-			// idle only on a closing sync (docs/api.md): a refused prompt must
-			// close what it opened, on this connection only.
-			_ = ws.send(closingSync())
+			// idle only on a sync without running (docs/api.md): a refused
+			// prompt gets, on this connection only, a sync with the chat's
+			// real state — running:true while another run is active, so
+			// the client waits for that run's closing sync.
+			sub.Sync()
 		}
 	case msgCancel:
 		if err := s.svc.Cancel(chatID); err != nil {

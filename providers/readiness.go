@@ -41,6 +41,14 @@ type Readiness struct {
 	CheckedAt     time.Time `json:"checkedAt"`
 }
 
+// CredentialChecker is implemented by providers whose every run, on the
+// host and in a project's container alike, needs a credential only the
+// daemon's config gives (MiniMax's API key). MissingCredential returns the
+// one-line action saying what to set, or "" when it is set.
+type CredentialChecker interface {
+	MissingCredential() string
+}
+
 // ReadinessChecker is implemented by providers that can report their
 // readiness. Readiness may use cached results; it must not block for long
 // (a few seconds at most).

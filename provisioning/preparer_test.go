@@ -70,6 +70,20 @@ func newFixture(t *testing.T, secrets SecretSource) *fixture {
 	writeFile(t, filepath.Join(instr, "10-shared.md"), "Be brief.\n")
 	skills := t.TempDir()
 	writeFile(t, filepath.Join(skills, "demo", "SKILL.md"), "---\nname: demo\n---\nDemo skill.\n")
+	// Symlinked entries, which the host-side listing skips (preparation
+	// still succeeds): an instructions file and a skill folder whose
+	// targets lie outside the operator's directories.
+	elsewhere := t.TempDir()
+	writeFile(t, filepath.Join(elsewhere, "planted.md"), "PLANTED-INSTRUCTIONS\n")
+	writeFile(t, filepath.Join(elsewhere, "skill", "SKILL.md"), "---\nname: planted\n---\nPLANTED-SKILL\n")
+	for link, target := range map[string]string{
+		filepath.Join(instr, "20-linked.md"): filepath.Join(elsewhere, "planted.md"),
+		filepath.Join(skills, "linked"):      filepath.Join(elsewhere, "skill"),
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
 	writeFile(t, filepath.Join(f.home, ".claude/.credentials.json"), `{"token":"host-1"}`)
 	deps, steps := NewDependencies(StepsOptions{
 		LXD: f.lxd, Providers: testSetup(t, f.home), InstructionsDir: instr, SkillsDir: skills,
@@ -118,10 +132,16 @@ func TestPrepareRealLXD(t *testing.T) {
 		}
 		out := sh(t, f.cl, f.name, `fakecli --version; stat -c '%a %u' /root/.claude/.credentials.json; cat /root/.claude/.credentials.json; echo;
 cat /root/.claude/CLAUDE.md; readlink /root/.claude/skills/demo; cat /workspace/.agents/skills/demo/SKILL.md | head -2; ls /workspace;
-test -e /root/.claude/browser-mcp.json && echo browser-present || echo browser-absent`)
+test -e /root/.claude/browser-mcp.json && echo browser-present || echo browser-absent;
+ls /workspace/.agents/skills /root/.claude/skills`)
 		for _, want := range []string{"fakecli 1.0", "600 0", `{"token":"host-1"}`, "Be brief.", "/workspace/.agents/skills/demo", "name: demo", "browser-absent"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("container state lacks %q:\n%s", want, out)
+			}
+		}
+		for _, planted := range []string{"PLANTED", "linked"} {
+			if strings.Contains(out, planted) {
+				t.Errorf("a symlinked instructions file or skill folder was published (%q):\n%s", planted, out)
 			}
 		}
 		inst, _, err := f.cl.Instance(ctx, f.name)

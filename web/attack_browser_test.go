@@ -29,6 +29,8 @@ func TestAttackMarkdownForm(t *testing.T) {
 		`<p><input type="submit" formaction="/v1/chats" formmethod="post" value="Also claim"></p>` + "\n\n" +
 		`<style>#chat-log{outline:3px solid red}</style><iframe src="/v1/chats"></iframe><object data="/v1/chats"></object><embed src="/v1/chats">` + "\n\n" +
 		`<textarea>t</textarea><select><option>o</option></select>` + "\n\n" +
+		`<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="400" height="100" usemap="#prize"><map name="prize">` +
+		`<area shape="rect" coords="0,0,400,100" href="/v1/chats" target="_self" alt="Claim"></map>` + "\n\n" +
 		`See <a href="https://example.com/" target="_self" onclick="alert(1)">the docs</a> and [more](https://example.org/).` + "\n"
 	model.Push(fakeanthropic.Reply{
 		Blocks: []fakeanthropic.Block{fakeanthropic.TextBlock(reply)},
@@ -47,7 +49,7 @@ func TestAttackMarkdownForm(t *testing.T) {
 	if html := eval[string](t, ctx, `[...document.querySelectorAll('`+msg+`')].map(e => e.innerHTML).join('\n')`); !strings.Contains(html, "Claim prize") {
 		t.Fatalf("the reply is not shown:\n%s", html)
 	}
-	for _, sel := range []string{"form", "input", "button", "select", "textarea", "style", "iframe", "object", "embed",
+	for _, sel := range []string{"form", "input", "button", "select", "textarea", "style", "iframe", "object", "embed", "map", "area",
 		"[style]", "[onclick]", "[onmouseover]", "[action]", "[formaction]", "[formmethod]", "[enctype]"} {
 		if n := eval[int](t, ctx, `document.querySelectorAll('`+msg+` `+sel+`').length`); n != 0 {
 			t.Errorf("agent Markdown rendered %d %s", n, sel)
@@ -58,6 +60,11 @@ func TestAttackMarkdownForm(t *testing.T) {
 	}
 	if bad := eval[int](t, ctx, `[...document.querySelectorAll('`+msg+` a[href]')].filter(a => a.getAttribute('rel') !== 'noopener noreferrer' || a.getAttribute('target') !== '_blank').length`); bad != 0 {
 		t.Errorf("%d links without rel=\"noopener noreferrer\" target=_blank", bad)
+	}
+	// No other element keeps a link that could navigate this tab (an image
+	// map's <area> is a link too, which the rule above does not touch).
+	if bad := eval[string](t, ctx, `[...document.querySelectorAll('`+msg+` [href]')].filter(e => e.tagName !== 'A' || e.getAttribute('target') !== '_blank').map(e => e.outerHTML).join(' ')`); bad != "" {
+		t.Errorf("agent Markdown kept a link that navigates the Remote tab: %s", bad)
 	}
 	if eval[bool](t, ctx, `getComputedStyle(document.querySelector('#chat-log')).outlineStyle === 'solid'`) {
 		t.Error("the agent's <style> restyled the page")

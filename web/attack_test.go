@@ -306,3 +306,44 @@ func TestLoginLimitBehindTrustedProxy(t *testing.T) {
 		t.Errorf("https Origin with X-Forwarded-Proto from an untrusted peer: %d, want 403", st)
 	}
 }
+
+// TestLoginLimitIPv6Slash64: the login limit keys an IPv6 client by its
+// /64 (one host usually holds the whole /64): an attacker rotating the
+// low 64 bits of its address, one per guess, is limited like one
+// address; a client in another /64 is not.
+func TestLoginLimitIPv6Slash64(t *testing.T) {
+	d := startFakeDaemon(t)
+	s, err := New(Options{
+		Socket:         d.socket,
+		Users:          []User{{Name: testUser, PasswordHash: testHash(t, testPassword)}},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	login := func(xff, user, pw string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/login", strings.NewReader(url.Values{"username": {user}, "password": {pw}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := loopbackClient("127.0.0.1").Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range DefaultLoginLimit {
+		if st := login(fmt.Sprintf("2001:db8:1:2:%x::%x", i+1, i+7), fmt.Sprintf("x%d", i), "wrong"); st != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %d", i+1, st)
+		}
+	}
+	if st := login("2001:db8:1:2:ffff:ffff:ffff:fffe", testUser, testPassword); st != http.StatusTooManyRequests {
+		t.Errorf("a new address in the limited /64: %d, want 429", st)
+	}
+	if st := login("2001:db8:1:3::1", testUser, testPassword); st != http.StatusSeeOther {
+		t.Errorf("a client in another /64: %d, want 303", st)
+	}
+}

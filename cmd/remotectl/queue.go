@@ -27,7 +27,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	tw := newTable(e.Stdout)
 	fmt.Fprintln(tw, "ID\tQUEUED\tTEXT")
 	for _, p := range q {
-		text := strings.Join(strings.Fields(p.Text), " ")
+		text := strings.Join(strings.Fields(stripControls(p.Text)), " ")
 		if r := []rune(text); len(r) > 60 {
 			text = string(r[:59]) + "…"
 		}

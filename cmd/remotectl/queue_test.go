@@ -45,3 +45,24 @@ func TestPromptQueueAndUnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// remotectl queue strips control sequences from the queued prompts' text
+// like every other output: a queued prompt cannot retitle the terminal,
+// hide text or write the clipboard of whoever lists the queue.
+func TestAttackRemotectlQueueEscapes(t *testing.T) {
+	fake := seeded(t)
+	fake.Claude.SetHold(true)
+	ctx := context.Background()
+	c := fake.Client(client.New("").User())
+	if _, err := c.Prompt(ctx, "abcdef012345", api.PromptRequest{Text: "busy"}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Cancel(ctx, "abcdef012345")
+	if _, err := c.Prompt(ctx, "abcdef012345", api.PromptRequest{Text: "fix \x1b]0;owned\x07it\x1b[8m now\x1b]52;c;Y3VybA==\x07\r", Queue: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := runCtl(ctx, fake, "", "queue", "abcdef012345")
+	if r.code != 0 || !strings.Contains(r.stdout, "fix it now\n") || strings.ContainsAny(r.stdout, "\x1b\x07\r") {
+		t.Fatalf("queue: %+v; want the text as %q with no control character", r, "fix it now")
+	}
+}

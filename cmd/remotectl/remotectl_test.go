@@ -499,3 +499,18 @@ func TestStripControls(t *testing.T) {
 		}
 	}
 }
+
+// A carriage return is stripped from agent text even when it is the only
+// control character there: a lone CR would let the agent overwrite what
+// the terminal already shows (a fake "done" over a warning).
+func TestAttackRemotectlLoneCarriageReturn(t *testing.T) {
+	user := client.New("").User()
+	fake := newDaemon(t, daemontest.Options{}, daemontest.Chat{Chat: api.Chat{ID: "abcdef012345", Title: "t", Owner: user, Provider: "claude", Cwd: os.TempDir()}, Events: []api.Event{
+		{Type: api.EventAssistantText, MessageID: "m1", Text: "rm -rf / ran\rall tests passed\n"},
+		{Type: api.EventComplete},
+	}})
+	got := runCtl(context.Background(), fake, "", "events", "abcdef012345")
+	if got.code != 0 || got.stdout != "rm -rf / ranall tests passed\n" {
+		t.Fatalf("events: %+v; want the CR stripped: %q", got, "rm -rf / ranall tests passed\n")
+	}
+}

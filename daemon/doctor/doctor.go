@@ -164,6 +164,10 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 			switch {
 			case r == nil:
 				add(name, api.DoctorOK, "enabled (readiness not reported by this adapter)")
+			case !r.Ready && missingCredential(e.Provider):
+				// Enabled by default, used only with its key: a host
+				// without it is not broken, its prompts are refused.
+				add(name, api.DoctorWarn, "%s", r.Action)
 			case !r.Ready:
 				add(name, api.DoctorProblem, "%s", r.Action)
 			case r.Action != "":
@@ -241,4 +245,11 @@ func lxdWhere(st api.LXDInfo) string {
 		return " at " + st.URL
 	}
 	return ""
+}
+
+// missingCredential reports whether p lacks a credential every run needs
+// from the daemon's config (MiniMax without MINIMAX_API_KEY).
+func missingCredential(p providers.Provider) bool {
+	cc, ok := p.(providers.CredentialChecker)
+	return ok && cc.MissingCredential() != ""
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"remote/api"
 	"remote/internal/testkit"
+	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
@@ -114,6 +116,20 @@ func testCheckpointsPerTurn(t *testing.T, pool testkit.Pool) {
 			t.Fatalf("turn %s did not complete: %v", turn, types(evs))
 		}
 		userSeqs = append(userSeqs, evs[0].Seq)
+		if turn == "t1" {
+			// The operator's own snapshot, older than every later
+			// checkpoint: retention deletes only the daemon's own.
+			if err := e.lxd.CreateSnapshot(context.Background(), proj.Container, "operator-before-upgrade", time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.prep.WaitRetention(context.Background(), proj); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := e.lxd.Snapshots(context.Background(), proj.Container)
+	if err != nil || !slices.ContainsFunc(snaps, func(s lxdexec.Snapshot) bool { return s.Name == "operator-before-upgrade" }) {
+		t.Fatalf("the operator's own snapshot did not survive checkpoint retention (keep 2, 3 turns): %+v, %v", snaps, err)
 	}
 	// The stored events decode with the new fields (fast decoder).
 	stored := e.events(chat.ID)

@@ -109,6 +109,7 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 		if _, err := srv.Hub().Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeCheckpointRestored, Data: data, T: time.Now().UnixMilli()}); err != nil {
 			return fmt.Errorf("mark chat %s restored: %w", c.ID, err)
 		}
+		srv.Hub().Sync(c.ID) // stored outside a run (docs/api.md)
 	}
 	proj, err = p.o.Store.Project(proj.Name)
 	if err != nil {

@@ -37,6 +37,8 @@ func (s *Service) ContainerEvacuated(project api.Project, member string) {
 		if _, err := s.hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeContainerEvacuated,
 			Message: msg, Project: project.Name, Data: data, T: time.Now().UnixMilli()}); err != nil {
 			s.log.Warn("append evacuation notice", "chat", c.ID, "error", err)
+			continue
 		}
+		s.hub.Sync(c.ID) // stored beside any run (docs/api.md)
 	}
 }

@@ -87,6 +87,7 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, err)
 	}
 	s.hub.Stored(chatID, stored)
+	s.hub.Sync(chatID)
 	// The run may have ended between Start's refusal and the store.
 	s.startNextQueued(chatID)
 	return "", q.ID, nil
@@ -118,6 +119,39 @@ func (s *Service) unqueue(chatID, qid, why string) error {
 		return fmt.Errorf("unqueue prompt %s: %w", qid, err)
 	}
 	s.hub.Stored(chatID, evs...)
+	s.hub.Sync(chatID)
+	return nil
+}
+
+// failQueued ends the queued prompt q, which could not start because of
+// cause, as a run of its own that clients see like any other: the run
+// lock (sync running:true), its user event and an error event stored in
+// one transaction that takes it off the queue, then the closing sync. The
+// run's last stored event is that error (docs/api.md). It fails with
+// runhub.ErrPromptAlreadyRunning when another run took the chat first
+// (that run starts the queue when it ends), and with errQueuedGone when q
+// was removed meanwhile.
+func (s *Service) failQueued(chatID string, q api.QueuedPrompt, cause error) error {
+	run, err := s.hub.StartRun(chatID, func(error) {})
+	if err != nil {
+		return err
+	}
+	defer s.hub.FinishRun(run)
+	now := time.Now()
+	_, evs, err := s.store.TakeQueued(chatID, q.ID, func(c *api.Chat) ([]api.Event, error) {
+		c.LastMessageAt = now
+		return []api.Event{
+			{Type: api.EventUser, ID: q.ID, Text: q.Text, Synthetic: q.Synthetic, T: now.UnixMilli()},
+			{Type: api.EventError, Message: fmt.Sprintf("the queued prompt could not start: %v", cause), T: now.UnixMilli()},
+		}, nil
+	})
+	if errors.Is(err, store.ErrNotQueued) {
+		return errQueuedGone
+	}
+	if err != nil {
+		return fmt.Errorf("end queued prompt %s that could not start: %w", q.ID, err)
+	}
+	s.hub.Stored(chatID, evs...)
 	return nil
 }
 
@@ -132,8 +166,8 @@ func (s *Service) firstQueued(chatID string) (api.QueuedPrompt, bool) {
 
 // startNextQueued starts the chat's first queued prompt in the background
 // when the chat has one and no run. A prompt that cannot start (its
-// provider gone, its directory no longer allowed...) is taken off the
-// queue with an unqueued event saying why, and the next one is tried.
+// provider gone, its directory no longer allowed...) ends as a run of its
+// own with an error saying why (failQueued), and the next one is tried.
 func (s *Service) startNextQueued(chatID string) {
 	if s.stopping.Load() || s.hub.Running(chatID) {
 		return
@@ -154,9 +188,13 @@ func (s *Service) startNextQueued(chatID string) {
 				return // it runs, or the run now active starts it when it ends
 			case errors.Is(err, errQueuedGone):
 			default:
-				s.log.Warn("a queued prompt could not start; dropped", "chat", chatID, "queued", q.ID, "error", err)
-				if uerr := s.unqueue(chatID, q.ID, fmt.Sprintf("the queued prompt could not start: %v", err)); uerr != nil && !errdefs.IsNotFound(uerr) {
-					s.log.Error("drop a queued prompt that could not start", "chat", chatID, "queued", q.ID, "error", uerr)
+				s.log.Warn("a queued prompt could not start; it ends with an error", "chat", chatID, "queued", q.ID, "error", err)
+				switch ferr := s.failQueued(chatID, q, err); {
+				case ferr == nil, errors.Is(ferr, errQueuedGone):
+				case errors.Is(ferr, runhub.ErrPromptAlreadyRunning):
+					return // that run starts the queue when it ends
+				default:
+					s.log.Error("end a queued prompt that could not start", "chat", chatID, "queued", q.ID, "error", ferr)
 					return
 				}
 			}

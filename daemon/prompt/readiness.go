@@ -27,8 +27,14 @@ func ReadinessOf(ctx context.Context, p providers.Provider) *api.ProviderReadine
 // not ready (missing, not runnable, not logged in) at once, with the
 // readiness's one-line action: 503 unavailable. Project chats run the CLI
 // in the container with its own install and possibly project secrets, so
-// they are not gated on the host CLI.
+// they are not gated on the host CLI, only on a credential every run needs
+// from the daemon's config (providers.CredentialChecker).
 func checkReady(ctx context.Context, id string, p providers.Provider, chat api.Chat) error {
+	if cc, ok := p.(providers.CredentialChecker); ok {
+		if a := cc.MissingCredential(); a != "" {
+			return errdefs.Unavailable("provider %q is not ready: %s", id, a)
+		}
+	}
 	if chat.Project != "" {
 		return nil
 	}

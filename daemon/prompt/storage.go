@@ -362,6 +362,12 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 		g.metrics.EventAppended()
 		g.hub.Broadcast(chatID, ev)
 	}
+	if !g.hub.Running(chatID) {
+		// Stored after the run's closing sync (a retried repair): clients
+		// learn the chat's state (docs/api.md). A run still holding the
+		// chat sends its closing sync itself.
+		g.hub.Sync(chatID)
+	}
 	return nil
 }
 

@@ -218,3 +218,21 @@ func TestProjectChatSkillPaths(t *testing.T) {
 		t.Errorf("loose chat: %q, want the host path", loose)
 	}
 }
+
+// keyless is a provider missing a credential every run needs (MiniMax
+// without MINIMAX_API_KEY).
+type keyless struct{ providers.Provider }
+
+func (keyless) MissingCredential() string { return "set MINIMAX_API_KEY" }
+
+// A prompt to a provider missing its configured credential is refused at
+// once, in a project chat too (where the host CLI is not checked): 503
+// with the line naming what to set.
+func TestCheckReadyRefusesMissingCredential(t *testing.T) {
+	for _, chat := range []api.Chat{{ID: "abcd"}, {ID: "abcd", Project: "web"}} {
+		err := checkReady(t.Context(), "minimax", keyless{}, chat)
+		if !errdefs.IsUnavailable(err) || err.Error() != `provider "minimax" is not ready: set MINIMAX_API_KEY` {
+			t.Errorf("project %q: checkReady = %v, want unavailable naming the key", chat.Project, err)
+		}
+	}
+}

@@ -155,7 +155,7 @@ func (h *Hub) StartRun(chatID string, cancel context.CancelCauseFunc) (*Run, err
 		return nil, fmt.Errorf("chat %s: %w", chatID, ErrPromptAlreadyRunning)
 	}
 	r.run = &Run{ID: NewID(8), ChatID: chatID, Started: time.Now(), cancel: cancel, interactions: make(chan providers.InteractionResponse, interactionQueue)}
-	h.broadcastLocked(r, api.Event{Type: api.EventSync, Running: true, T: time.Now().UnixMilli()})
+	h.broadcastLocked(r, syncEvent(true))
 	h.metrics.RunStarted()
 	return r.run, nil
 }
@@ -170,7 +170,7 @@ func (h *Hub) FinishRun(run *Run) {
 		return
 	}
 	r.run = nil
-	h.broadcastLocked(r, api.Event{Type: api.EventSync, T: time.Now().UnixMilli()})
+	h.broadcastLocked(r, syncEvent(false))
 	h.gcLocked(run.ChatID)
 	h.metrics.RunFinished()
 }
@@ -356,9 +356,36 @@ func (h *Hub) FollowRaw(ctx context.Context, chatID string, since int64, replay 
 	return h.follow(ctx, chatID, since, replay, send)
 }
 
-// follow is Follow and FollowRaw: a nil replay replays decoded events
-// through send.
-func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
+// Sync tells every follower of chatID the chat's state now, with
+// {"type":"sync","running":..}: callers that store an event outside a run
+// (a queued prompt, a restored checkpoint...) send it after the event, so
+// a client that took the event for run activity learns whether a run is
+// active (docs/api.md).
+func (h *Hub) Sync(chatID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.rooms[chatID]; r != nil {
+		h.broadcastLocked(r, syncEvent(r.run != nil))
+	}
+}
+
+func syncEvent(running bool) api.Event {
+	return api.Event{Type: api.EventSync, Running: running, T: time.Now().UnixMilli()}
+}
+
+// Subscription is one follower registered with the hub before it follows:
+// Sync sends it alone a sync in order with what is broadcast.
+type Subscription struct {
+	h       *Hub
+	chatID  string
+	sub     *subscriber
+	running bool // at registration, for Follow's first sync
+	once    sync.Once
+}
+
+// Subscribe registers a follower of chatID; live events queue for it from
+// now on. Follow it, and Close it when done.
+func (h *Hub) Subscribe(chatID string) *Subscription {
 	sub := &subscriber{ch: make(chan *api.Event, h.queueLen), dropped: make(chan struct{})}
 	h.mu.Lock()
 	r := h.roomLocked(chatID)
@@ -366,15 +393,65 @@ func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay fun
 	running := r.run != nil
 	h.mu.Unlock()
 	h.metrics.SubscriberAdded()
-	defer func() {
+	return &Subscription{h: h, chatID: chatID, sub: sub, running: running}
+}
+
+// Close unregisters the follower.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		h := s.h
 		h.mu.Lock()
-		if r := h.rooms[chatID]; r != nil {
-			delete(r.subs, sub)
+		if r := h.rooms[s.chatID]; r != nil {
+			delete(r.subs, s.sub)
 		}
-		h.gcLocked(chatID)
+		h.gcLocked(s.chatID)
 		h.mu.Unlock()
 		h.metrics.SubscriberRemoved()
-	}()
+	})
+}
+
+// Sync queues for this follower only a sync carrying the chat's state
+// now: the answer to a prompt this follower's client sent that did not
+// start. It is queued behind every broadcast before it, so a client never
+// reads "idle" after another run's running:true (docs/api.md).
+func (s *Subscription) Sync() {
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.rooms[s.chatID]
+	if r == nil {
+		return
+	}
+	if _, ok := r.subs[s.sub]; !ok {
+		return // dropped: it reconnects and gets a sync after its replay
+	}
+	p := new(api.Event)
+	*p = syncEvent(r.run != nil)
+	select {
+	case s.sub.ch <- p:
+	default:
+		delete(r.subs, s.sub)
+		s.sub.drop()
+		h.metrics.SubscriberDropped()
+	}
+}
+
+// FollowRaw is Hub.FollowRaw for this subscription (a nil replay replays
+// decoded events through send). It may be called once.
+func (s *Subscription) FollowRaw(ctx context.Context, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
+	return s.h.followSub(ctx, s, since, replay, send)
+}
+
+// follow is Follow and FollowRaw: a nil replay replays decoded events
+// through send.
+func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
+	s := h.Subscribe(chatID)
+	defer s.Close()
+	return h.followSub(ctx, s, since, replay, send)
+}
+
+func (h *Hub) followSub(ctx context.Context, s *Subscription, since int64, replay func(seq int64, raw []byte) error, send func(api.Event) error) error {
+	chatID, sub, running := s.chatID, s.sub, s.running
 
 	var (
 		last    int64
@@ -393,7 +470,7 @@ func (h *Hub) follow(ctx context.Context, chatID string, since int64, replay fun
 	if err != nil || stopped {
 		return err
 	}
-	if err := send(api.Event{Type: api.EventSync, Running: running, T: time.Now().UnixMilli()}); err != nil {
+	if err := send(syncEvent(running)); err != nil {
 		return err
 	}
 	deliver := func(ev api.Event) error {

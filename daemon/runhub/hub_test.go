@@ -180,3 +180,48 @@ func TestHubRunLock(t *testing.T) {
 		t.Fatalf("Cancel idle = %v, want ErrNoActiveRun", err)
 	}
 }
+
+// A follower's own sync (the answer to its refused prompt) carries the
+// chat's state when it is queued and comes after every broadcast before
+// it: while another run is active it says running:true, after that run's
+// closing sync; Hub.Sync tells every follower the same.
+func TestSubscriptionSyncIsTruthfulAndOrdered(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	h := NewHub(st, nil, nil, 0)
+	const chat = "abce"
+	if err := st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(chat)
+	defer sub.Close()
+	var got []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- sub.FollowRaw(ctx, 0, nil, func(ev api.Event) error {
+			got = append(got, fmt.Sprintf("%s:%v", ev.Type, ev.Running))
+			if len(got) == 7 {
+				return errDone
+			}
+			return nil
+		})
+	}()
+	sub.Sync() // idle
+	run, err := h.StartRun(chat, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Sync() // another client's run is active
+	h.Sync(chat)
+	h.FinishRun(run)
+	sub.Sync()
+	if err := <-done; !errors.Is(err, errDone) {
+		t.Fatalf("follow: %v", err)
+	}
+	cancel()
+	want := []string{"sync:false", "sync:false", "sync:true", "sync:true", "sync:true", "sync:false", "sync:false"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("syncs %v, want %v (after replay, own idle, run start, own while running, Hub.Sync, closing, own idle)", got, want)
+	}
+}

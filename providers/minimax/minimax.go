@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +21,7 @@ import (
 	"remote/providers"
 	"remote/providers/codexharness"
 	"remote/providers/codexlaunch"
+	"remote/providers/probe"
 	"remote/providers/runner"
 )
 
@@ -77,15 +79,23 @@ type Options struct {
 	InterruptTimeout time.Duration
 }
 
+// NoKeyAction is the readiness line of a MiniMax without an API key.
+const NoKeyAction = "MiniMax has no API key: set " + KeyVar + " in [providers.minimax] env of the daemon's config"
+
 // Provider runs MiniMax through the Codex app-server. It is safe for
 // concurrent runs.
 type Provider struct {
-	cfg  providers.AdapterConfig
-	opts Options
-	log  hclog.Logger
+	cfg   providers.AdapterConfig
+	opts  Options
+	log   hclog.Logger
+	probe *probe.Probe
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider          = (*Provider)(nil)
+	_ providers.ReadinessChecker  = (*Provider)(nil)
+	_ providers.CredentialChecker = (*Provider)(nil)
+)
 
 // New returns the MiniMax adapter. cfg.Binary defaults to "codex" (the
 // Codex CLI is the harness); cfg.Args are appended after the adapter's own
@@ -106,7 +116,55 @@ func New(cfg providers.AdapterConfig, opts Options) *Provider {
 	if opts.APIKey == "" {
 		opts.APIKey = cfg.Env[KeyVar]
 	}
-	return &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "minimax")}
+	p := &Provider{cfg: cfg, opts: opts, log: runner.AdapterLogger(cfg.Logger, "minimax")}
+	p.probe = &probe.Probe{
+		Launcher: cfg.Host, Binary: cfg.Binary, Tested: providers.TestedCodexVersion,
+		Env:          func() []string { return runner.HostEnv(withoutProtected(cfg.Env)) },
+		ParseVersion: parseVersion,
+		Auth: func(context.Context, probe.Host) probe.AuthStatus {
+			if a := p.MissingCredential(); a != "" {
+				return probe.AuthStatus{Auth: providers.AuthNone, Action: a}
+			}
+			return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthAPIKey}
+		},
+		Install: "install Codex, MiniMax's harness (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.minimax] binary",
+	}
+	if cfg.Host == nil {
+		p.probe.Launcher = &runner.HostLauncher{}
+	}
+	return p
+}
+
+// parseVersion reads `codex --version` ("codex-cli 0.169.0").
+func parseVersion(out string) string {
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// MissingCredential is NoKeyAction when no API key is configured: no run
+// can start without one, on the host or in a container.
+func (p *Provider) MissingCredential() string {
+	if p.opts.APIKey == "" {
+		return NoKeyAction
+	}
+	return ""
+}
+
+// Readiness reports the host CLI (the Codex harness: found, version) and
+// the API key: without one MiniMax is not ready, and the action names the
+// variable to set.
+func (p *Provider) Readiness(ctx context.Context) providers.Readiness {
+	if a := p.MissingCredential(); a != "" {
+		// The key's line comes first, even when the harness is missing too:
+		// without it no run starts anywhere.
+		r := p.probe.Readiness(ctx)
+		r.Ready, r.LoggedIn, r.Auth, r.Action = false, false, providers.AuthNone, a
+		return r
+	}
+	return p.probe.Readiness(ctx)
 }
 
 // ID returns providers.MiniMax.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/shim"
@@ -50,16 +52,19 @@ func (l *LXDLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot,
 		// Attach even when the run was cancelled meanwhile (a cancel right
 		// after a restart): the supervisor then stops the CLI. Giving up
 		// here would leave the CLI and its shim running unsupervised.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shimStartTimeout)
-		defer cancel()
-		if err := l.checkRunning(actx); err != nil {
-			return nil, err
-		}
-		cl, conn, err := l.attachContainer(actx, h.Dir, nil)
-		if err != nil {
-			return nil, err
-		}
-		return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, h.Dir)), nil
+		return retryAttach(ctx, slot, time.Second, l.Shim.logger().With("container", l.Instance, "dir", h.Dir),
+			func() (providers.Process, error) {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shimStartTimeout)
+				defer cancel()
+				if err := l.checkRunning(actx); err != nil {
+					return nil, err
+				}
+				cl, conn, err := l.attachContainer(actx, h.Dir, nil)
+				if err != nil {
+					return nil, err
+				}
+				return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, h.Dir)), nil
+			})
 	}
 
 	if cmd.Path == "" {
@@ -93,6 +98,41 @@ func (l *LXDLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot,
 		return nil, fmt.Errorf("%w %s in container %s: %w", ErrLaunch, cmd.Path, l.Instance, err)
 	}
 	return newShimProcess(ctx, cl, slot, grace, func() { cl.Close(); conn.drop() }, l.containerRelease(cl, dir)), nil
+}
+
+// maxAttachPause bounds the pause between two re-attach attempts.
+const maxAttachPause = 10 * time.Second
+
+// retryAttach re-attaches to the shim of a run that outlived the daemon
+// with attach, again and again, until it succeeds or fails for a reason
+// that will not pass: the shim is gone (providers.ErrShimGone) or the
+// launcher cannot run one (ErrLaunch). Any other failure — LXD slow or
+// briefly unreachable on a loaded host, the attach exec refused — is tried
+// again after pause, doubling up to maxAttachPause: the CLI still runs in
+// the container, and a daemon that gave up would leave it there
+// unsupervised, beyond any cancel (the cause of a cancelled run's CLI and
+// shim outliving it, TestRetryAttach). A user's cancel does not stop the
+// tries (the attach is what lets the supervisor stop the CLI); the daemon
+// detaching (shutdown: the next daemon attaches) does.
+func retryAttach(ctx context.Context, slot *providers.RunSlot, pause time.Duration, log hclog.Logger, attach func() (providers.Process, error)) (providers.Process, error) {
+	for {
+		p, err := attach()
+		if err == nil || errors.Is(err, providers.ErrShimGone) || errors.Is(err, ErrLaunch) {
+			return p, err
+		}
+		log.Warn("re-attaching to a run's remote-shim failed; trying again", "in", pause, "error", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), providers.ErrDetached) || slot.Detached() {
+				t.Stop()
+				return nil, err
+			}
+			<-t.C
+		}
+		pause = min(2*pause, maxAttachPause)
+	}
 }
 
 type startRequest struct {

@@ -1,0 +1,487 @@
+package daemontest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"remote/api"
+	"remote/daemon/daemontest"
+	"remote/providers"
+)
+
+// tab is one browser tab of the original Remote frontend, as its chat hook,
+// prompt queue and reducers behave (issue 27): it keeps a client-side
+// queue of prompts and sends the first one whenever it believes the chat
+// idle; it marks the chat streaming when it sends a prompt, on a sync with
+// running:true and on any live stored event other than complete or error
+// (the reducer takes them for run activity), and idle only on a sync
+// without running. It reconnects with since set to the last seq it saw.
+type tab struct {
+	t      *testing.T
+	d      *daemontest.Daemon
+	chatID string
+	name   string
+
+	mu        sync.Mutex
+	conn      *websocket.Conn
+	synced    bool // saw the sync that follows the replay
+	streaming bool
+	awaiting  string // clientId of the prompt frame not yet answered
+	queue     []string
+	lastSeq   int64
+	seen      []string // every event's type, "sync:running" for a running sync
+	frames    int      // prompt frames sent
+	accepted  int
+	rejected  int
+	changed   chan struct{}
+	readerEnd chan struct{}
+}
+
+func newTab(t *testing.T, d *daemontest.Daemon, chatID, name string, queue ...string) *tab {
+	tb := &tab{t: t, d: d, chatID: chatID, name: name, queue: queue, changed: make(chan struct{}, 1)}
+	tb.connect()
+	t.Cleanup(tb.close)
+	return tb
+}
+
+// connect opens the chat socket with since = the last seq seen.
+func (tb *tab) connect() {
+	tb.t.Helper()
+	dialer := websocket.Dialer{NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "unix", tb.d.Socket)
+	}}
+	h := http.Header{}
+	h.Set(api.HeaderUser, "alice")
+	tb.mu.Lock()
+	since := tb.lastSeq
+	tb.mu.Unlock()
+	conn, resp, err := dialer.Dial("ws://remoted/ws/chat/"+tb.chatID+"?since="+strconv.FormatInt(since, 10), h)
+	if err != nil {
+		tb.t.Fatalf("%s: dial chat socket: %v", tb.name, err)
+	}
+	resp.Body.Close()
+	end := make(chan struct{})
+	tb.mu.Lock()
+	tb.conn, tb.synced, tb.readerEnd = conn, false, end
+	tb.mu.Unlock()
+	go tb.read(conn, end)
+}
+
+// reconnect drops the socket and opens a new one (since = last seq), as
+// the frontend does after a network hiccup. It waits until no prompt
+// frame is unanswered, so a lost answer cannot make it resend one.
+func (tb *tab) reconnect() {
+	tb.t.Helper()
+	tb.waitFor("no unanswered prompt", func() bool { return tb.awaiting == "" })
+	tb.close()
+	tb.connect()
+}
+
+func (tb *tab) close() {
+	tb.mu.Lock()
+	conn, end := tb.conn, tb.readerEnd
+	tb.mu.Unlock()
+	_ = conn.Close()
+	<-end
+}
+
+func (tb *tab) read(conn *websocket.Conn, end chan struct{}) {
+	defer close(end)
+	for {
+		var ev api.Event
+		if err := conn.ReadJSON(&ev); err != nil {
+			return
+		}
+		tb.mu.Lock()
+		tb.apply(ev)
+		tb.sendIfIdleLocked()
+		tb.mu.Unlock()
+		select {
+		case tb.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// apply is the frontend's reducer.
+func (tb *tab) apply(ev api.Event) {
+	if ev.Seq > 0 {
+		if ev.Seq != tb.lastSeq+1 {
+			tb.t.Errorf("%s: event seq %d after %d: a gap or a duplicate", tb.name, ev.Seq, tb.lastSeq)
+		}
+		tb.lastSeq = ev.Seq
+	}
+	seen := ev.Type
+	if ev.Running {
+		seen += ":running"
+	}
+	tb.seen = append(tb.seen, seen)
+	switch {
+	case ev.Type == api.EventSync:
+		tb.synced = true
+		tb.streaming = ev.Running
+	case ev.Type == api.EventSystem && ev.Subtype == api.SubtypePromptAccepted:
+		if clientID(ev) == tb.awaiting && tb.awaiting != "" {
+			tb.queue = tb.queue[1:]
+		}
+		tb.awaiting = ""
+		tb.accepted++
+	case ev.Type == api.EventSystem && ev.Subtype == api.SubtypePromptRejected:
+		tb.awaiting = "" // it stays queued and is sent again on idle
+		tb.rejected++
+	case ev.Seq > 0 && tb.synced && ev.Type != api.EventComplete && ev.Type != api.EventError:
+		tb.streaming = true
+	}
+}
+
+// clientID is the clientId a prompt_accepted or prompt_rejected answers.
+func clientID(ev api.Event) string {
+	var d struct{ ClientID string }
+	_ = json.Unmarshal(ev.Data, &d)
+	return d.ClientID
+}
+
+// sendIfIdleLocked sends the first queued prompt when the tab believes the
+// chat idle and has no prompt frame unanswered.
+func (tb *tab) sendIfIdleLocked() {
+	if !tb.synced || tb.streaming || tb.awaiting != "" || len(tb.queue) == 0 {
+		return
+	}
+	tb.frames++
+	tb.awaiting = fmt.Sprintf("%s-%d", tb.name, tb.frames)
+	tb.streaming = true
+	msg := api.ClientMessage{Type: "prompt", Text: tb.queue[0], ClientID: tb.awaiting}
+	_ = tb.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := tb.conn.WriteJSON(msg); err != nil {
+		tb.t.Errorf("%s: send prompt: %v", tb.name, err)
+	}
+}
+
+// send writes one frame as it is (a prompt with queue: true).
+func (tb *tab) send(msg api.ClientMessage) {
+	tb.t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if msg.Type == "prompt" {
+		tb.frames++
+		tb.streaming = true
+	}
+	if err := tb.conn.WriteJSON(msg); err != nil {
+		tb.t.Fatalf("%s: send: %v", tb.name, err)
+	}
+}
+
+// waitFor waits up to 30 s for cond, evaluated under the tab's lock.
+func (tb *tab) waitFor(what string, cond func() bool) {
+	tb.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		tb.mu.Lock()
+		ok := cond()
+		tb.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-tb.changed:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			tb.mu.Lock()
+			defer tb.mu.Unlock()
+			tb.t.Fatalf("%s: timed out waiting for %s (streaming %v, queue %q, %d prompt frames, lastSeq %d)",
+				tb.name, what, tb.streaming, tb.queue, tb.frames, tb.lastSeq)
+		}
+	}
+}
+
+// settle waits until every tab has sent its whole queue, the daemon runs
+// nothing, and each tab has seen every stored event of the chat; then a
+// tab still "streaming" (or with prompts left) is stuck for good.
+func settle(t *testing.T, tabs ...*tab) {
+	t.Helper()
+	for _, tb := range tabs {
+		tb.waitFor("its queue sent", func() bool { return len(tb.queue) == 0 && tb.awaiting == "" })
+	}
+	d, chatID := tabs[0].d, tabs[0].chatID
+	tabs[0].waitFor("the daemon to be idle", func() bool { return !d.Server.Hub().Running(chatID) })
+	evs, err := d.Client("alice").Events(context.Background(), chatID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1].Seq
+	for _, tb := range tabs {
+		tb.waitFor(fmt.Sprintf("every event (seq %d)", last), func() bool { return tb.lastSeq >= last })
+	}
+	time.Sleep(200 * time.Millisecond) // what the daemon sends after its last event
+	for _, tb := range tabs {
+		tb.mu.Lock()
+		if tb.streaming || len(tb.queue) > 0 {
+			t.Errorf("%s: stuck: streaming %v with queue %q after the chat's last event (seq %d) — the client never sees the chat idle",
+				tb.name, tb.streaming, tb.queue, last)
+		}
+		tb.mu.Unlock()
+	}
+}
+
+func (tb *tab) counts() (frames, accepted, rejected int) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.frames, tb.accepted, tb.rejected
+}
+
+// userCounts counts the chat's stored user events by text.
+func userCounts(t *testing.T, d *daemontest.Daemon, chatID string) (map[string]int, []api.Event) {
+	t.Helper()
+	evs, err := d.Client("alice").Events(context.Background(), chatID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type == api.EventUser {
+			n[ev.Text]++
+		}
+	}
+	return n, evs
+}
+
+// Two tabs of the original frontend on one chat, each with a client-side
+// queue it sends on idle, runs of random short length, and a reconnect
+// with since in the middle: every prompt runs exactly once (one user
+// event each), a tab sends no more prompt frames than its prompts plus
+// one per run it saw end (no storm: a prompt refused because the other
+// tab's run streams gets a sync with running:true, not "idle"), and both
+// tabs end idle.
+func TestFrontendTwoTabsClientQueues(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	d.Claude.SetRun(func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		emit(providers.Event{Type: providers.EventAssistantDelta, MessageID: "m", Text: "working"})
+		select {
+		case <-time.After(time.Duration(rand.IntN(40)) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	})
+	chat, err := d.Client("alice").CreateChat(context.Background(), api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perTab = 6
+	var aq, bq []string
+	for i := range perTab {
+		aq = append(aq, fmt.Sprintf("a%d", i))
+		bq = append(bq, fmt.Sprintf("b%d", i))
+	}
+	a := newTab(t, d, chat.ID, "tab A", aq...)
+	b := newTab(t, d, chat.ID, "tab B", bq...)
+	a.waitFor("half its prompts accepted", func() bool { return a.accepted >= perTab/2 })
+	a.reconnect()
+	b.reconnect()
+	settle(t, a, b)
+
+	n, evs := userCounts(t, d, chat.ID)
+	for _, text := range append(aq, bq...) {
+		if n[text] != 1 {
+			t.Errorf("prompt %q ran %d times (user events), want 1", text, n[text])
+		}
+	}
+	runs := 2 * perTab
+	for _, tb := range []*tab{a, b} {
+		frames, accepted, rejected := tb.counts()
+		t.Logf("%s: %d prompt frames, %d accepted, %d rejected", tb.name, frames, accepted, rejected)
+		// One frame per prompt, plus at most one refused frame per run
+		// whose closing sync it saw, per (re)connect's first sync.
+		if limit := perTab + runs + 2; frames > limit {
+			t.Errorf("%s sent %d prompt frames for %d prompts and %d runs (at most %d): a prompt storm — the tab was told idle while a run streamed",
+				tb.name, frames, perTab, runs, limit)
+		}
+	}
+	if last := evs[len(evs)-1]; last.Type != api.EventComplete {
+		t.Errorf("last stored event %s, want complete", last.Type)
+	}
+}
+
+// A prompt refused on socket B while socket A's run streams is answered on
+// B with prompt_rejected and a sync saying running:true: B stays
+// "streaming" until A's run's closing sync.
+func TestFrontendRefusedWhileOtherRunsSyncsRunning(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	d.Claude.SetHold(true)
+	chat, err := d.Client("alice").CreateChat(context.Background(), api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", "from A")
+	a.waitFor("its prompt accepted", func() bool { return a.accepted == 1 })
+	b := newTab(t, d, chat.ID, "tab B")
+	b.waitFor("the sync after replay", func() bool { return b.synced && b.streaming })
+	b.mu.Lock()
+	b.queue = []string{"from B"}
+	b.streaming = false // as if it had missed the running sync: it sends at once
+	b.sendIfIdleLocked()
+	b.mu.Unlock()
+	b.waitFor("its prompt refused", func() bool { return b.rejected == 1 })
+	time.Sleep(200 * time.Millisecond) // the sync that follows the refusal
+	b.mu.Lock()
+	streaming, frames := b.streaming, b.frames
+	b.mu.Unlock()
+	if !streaming {
+		t.Fatalf("tab B believes the chat idle while tab A's run streams: the sync after its refused prompt did not say running:true")
+	}
+	if frames != 1 {
+		t.Fatalf("tab B sent %d prompt frames while A's run streamed, want 1", frames)
+	}
+	d.Claude.SetHold(false) // B's prompt, sent when A's run ends, completes
+	if err := d.Client("alice").Cancel(context.Background(), chat.ID); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, a, b)
+	if n, _ := userCounts(t, d, chat.ID); n["from A"] != 1 || n["from B"] != 1 {
+		t.Fatalf("user events %v, want one of each", n)
+	}
+}
+
+// A prompt queued on the daemon (queue: true) behind a run, whose cwd is
+// removed during that run, cannot start: it ends as a run of its own
+// (user event, error, closing sync), nothing is stored after that sync,
+// the tab ends idle and the chat's last stored event is the error.
+func TestFrontendQueuedPromptThatCannotStart(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	release := make(chan struct{})
+	d.Claude.SetRun(func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		emit(providers.Event{Type: providers.EventAssistantDelta, MessageID: "m", Text: "working"})
+		<-release
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	})
+	cwd := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := d.Client("alice").CreateChat(context.Background(), api.CreateChatRequest{Provider: "claude", Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", "one")
+	a.waitFor("its prompt accepted", func() bool { return a.accepted == 1 })
+	a.send(api.ClientMessage{Type: "prompt", Text: "two", ClientID: "q", Queue: true})
+	a.waitFor("the queued prompt accepted", func() bool { return a.accepted == 2 })
+	if err := os.Remove(cwd); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	settle(t, a)
+
+	n, evs := userCounts(t, d, chat.ID)
+	if n["one"] != 1 || n["two"] != 1 {
+		t.Errorf("user events %v, want one and two once each", n)
+	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+		if ev.Type == api.EventUnqueued {
+			t.Errorf("an unqueued event (%q) for a prompt that could not start: it must end as a run of its own", ev.Message)
+		}
+	}
+	if last := evs[len(evs)-1]; last.Type != api.EventError || last.Message == "" {
+		t.Errorf("last stored event %s %q, want the error saying why the queued prompt could not start (all: %v)", last.Type, last.Message, types)
+	}
+	if q, err := d.Client("alice").Queue(context.Background(), chat.ID); err != nil || len(q) != 0 {
+		t.Errorf("queue after: %v, %v", q, err)
+	}
+	raw, _ := json.Marshal(types)
+	t.Logf("events: %s", raw)
+}
+
+// Events stored outside a run's stream are each followed by a sync with
+// the chat's state, also while a run is active: a queued prompt (queued),
+// its removal (unqueued) and a title change.
+func TestFrontendEventsOutsideRunAreSynced(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	d.Claude.SetRun(func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		emit(providers.Event{Type: providers.EventAssistantDelta, MessageID: "m", Text: "working"})
+		<-ctx.Done()
+		return nil
+	})
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", "one")
+	a.waitFor("its run streaming", func() bool { return slices.Contains(a.seen, api.EventAssistantText) })
+	after := func(what string, do func() error, want ...string) {
+		t.Helper()
+		a.mu.Lock()
+		from := len(a.seen)
+		a.mu.Unlock()
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		a.waitFor(what+" seen", func() bool { return len(a.seen) > from })
+		time.Sleep(100 * time.Millisecond)
+		a.mu.Lock()
+		got := slices.Clone(a.seen[from:])
+		a.mu.Unlock()
+		if !slices.Equal(got, want) {
+			t.Errorf("after %s the tab got %q, want %q", what, got, want)
+		}
+	}
+	var qid string
+	after("a queued prompt", func() error {
+		r, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two", Queue: true})
+		qid = r.QueueID
+		return err
+	}, "queued", "sync:running")
+	after("its removal", func() error { return c.Unqueue(ctx, chat.ID, qid) }, "unqueued", "sync:running")
+	after("a title change", func() error {
+		return rename(d, chat.ID, "renamed")
+	}, "sync:running")
+	if err := c.Cancel(ctx, chat.ID); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, a)
+	after("a title change while idle", func() error {
+		return rename(d, chat.ID, "idle")
+	}, "sync")
+}
+
+// rename is PATCH /v1/chats/{id} {"title"} as alice.
+func rename(d *daemontest.Daemon, chatID, title string) error {
+	hc := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "unix", d.Socket)
+	}}}
+	req, err := http.NewRequest("PATCH", "http://remoted/v1/chats/"+chatID, strings.NewReader(`{"title":`+strconv.Quote(title)+`}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(api.HeaderUser, "alice")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("rename: %s", resp.Status)
+	}
+	return nil
+}
