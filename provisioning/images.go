@@ -4,106 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 
-	"remote/internal/errdefs"
-	"remote/lxdexec"
-	"remote/provisioning/lxdconn"
+	"remote/provisioning/lxdimage"
 )
-
-// DevImage is the alias of the development image `make image` (scripts/image)
-// builds and imports: Debian 12 with git, Python, Node.js and a C
-// toolchain. It is the default image of new containers ([lxd] image).
-const DevImage = "remote-dev"
-
-// DevImageBuild is the command that builds and imports DevImage, for the
-// messages that find it missing.
-const DevImageBuild = "make image"
-
-// Images is the LXD ability to list, look up and import images.
-// *lxdexec.Client and *lxdconn.Conn satisfy it.
-type Images interface {
-	Images(ctx context.Context) ([]lxdexec.Image, error)
-	ImageAlias(ctx context.Context, name string) (*lxdexec.ImageAlias, error)
-	ImportImage(ctx context.Context, r io.Reader, filename string) (string, error)
-	SetImageAlias(ctx context.Context, name, fingerprint, description string) error
-}
-
-var (
-	_ Images = (*lxdexec.Client)(nil)
-	_ Images = (*lxdconn.Conn)(nil)
-)
-
-// ErrNoSuchImage means a project names an image alias LXD does not have
-// (errdefs class NotFound).
-var ErrNoSuchImage = errdefs.New(errdefs.ErrNotFound, "no such image alias in LXD")
-
-// LocalImage is one local image alias as GET /v1/images lists it.
-type LocalImage struct {
-	Alias       string
-	Fingerprint string
-	Size        int64
-	Description string // the alias's, else the image's description property
-}
-
-// LocalImages returns every local image alias of imgs, sorted by alias.
-func LocalImages(ctx context.Context, imgs Images) ([]LocalImage, error) {
-	all, err := imgs.Images(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	var out []LocalImage
-	for _, im := range all {
-		for _, a := range im.Aliases {
-			desc := a.Description
-			if desc == "" {
-				desc = im.Properties["description"]
-			}
-			out = append(out, LocalImage{Alias: a.Name, Fingerprint: im.Fingerprint, Size: im.Size, Description: desc})
-		}
-	}
-	slices.SortFunc(out, func(a, b LocalImage) int {
-		switch {
-		case a.Alias < b.Alias:
-			return -1
-		case a.Alias > b.Alias:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
-}
 
 // DefaultImage is the image of containers whose project names none.
 func (p *Preparer) DefaultImage() string { return p.image }
 
 // CheckImage returns nil when LXD has the image alias name, an error
-// matching ErrNoSuchImage when it has not, and an unavailability error
+// matching lxdimage.ErrNoSuchImage when it has not, and an unavailability error
 // (IsUnavailable) when LXD cannot be asked.
 func (p *Preparer) CheckImage(ctx context.Context, name string) error {
-	imgs, ok := p.lxd.(Images)
+	imgs, ok := p.lxd.(lxdimage.Images)
 	if !ok {
 		return fmt.Errorf("image %q: the LXD client cannot look images up", name)
 	}
-	_, err := imgs.ImageAlias(ctx, name)
-	if errors.Is(err, lxdexec.ErrNotFound) {
-		if name == DevImage {
-			return fmt.Errorf("image %q: %w (build and import it with `%s`)", name, ErrNoSuchImage, DevImageBuild)
-		}
-		return fmt.Errorf("image %q: %w", name, ErrNoSuchImage)
-	}
-	if err != nil {
-		return fmt.Errorf("image %q: %w", name, classify(err))
-	}
-	return nil
+	return classify(lxdimage.Check(ctx, imgs, name))
 }
 
-// LocalImages lists LXD's local image aliases (see LocalImages).
-func (p *Preparer) LocalImages(ctx context.Context) ([]LocalImage, error) {
-	imgs, ok := p.lxd.(Images)
+// LocalImages lists LXD's local image aliases (lxdimage.List).
+func (p *Preparer) LocalImages(ctx context.Context) ([]lxdimage.LocalImage, error) {
+	imgs, ok := p.lxd.(lxdimage.Images)
 	if !ok {
 		return nil, errors.New("images: the LXD client cannot list images")
 	}
-	return LocalImages(ctx, imgs)
+	list, err := lxdimage.List(ctx, imgs)
+	return list, classify(err)
 }

@@ -12,11 +12,13 @@ import (
 
 	"remote/api"
 	"remote/internal/errdefs"
+	"remote/internal/keyed"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/clidevice"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/lxdimage"
 	"remote/provisioning/placement"
 	"remote/provisioning/preview"
 )
@@ -156,7 +158,7 @@ type Preparer struct {
 	wired       bool
 	syncTimeout time.Duration
 	log         hclog.Logger
-	lifecycle   keyLock // one container lifecycle change at a time
+	lifecycle   keyed.Lock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
 	idmap       Idmap // uid ranges of new containers
@@ -185,7 +187,7 @@ func New(opts Options) (*Preparer, error) {
 		return nil, fmt.Errorf("provisioning: %w: %d of 6 set", ErrIncompleteDependencies, n)
 	}
 	if opts.Image == "" {
-		opts.Image = DevImage
+		opts.Image = lxdimage.DevImage
 	}
 	if len(opts.Profiles) == 0 {
 		opts.Profiles = []string{"default"}
@@ -220,7 +222,7 @@ func New(opts Options) (*Preparer, error) {
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
-		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.lock, Resync: p.resyncPreviews}
+		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews}
 	return p, nil
 }
 
@@ -261,7 +263,7 @@ func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
 	if p.previews.Dir == "" {
 		return nil
 	}
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return err
 	}
@@ -499,7 +501,7 @@ func (p *Preparer) Stop(ctx context.Context, proj api.Project) error {
 	if proj.Container == "" {
 		return fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return err
 	}
@@ -534,7 +536,7 @@ func (p *Preparer) Delete(ctx context.Context, proj api.Project) error {
 	if proj.Container == "" {
 		return nil
 	}
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return err
 	}
@@ -588,7 +590,7 @@ func (p *Preparer) setStatusAt(project, status, location string) {
 // needed. Calls for one container are serialized: a second caller finds
 // the container the first one made running.
 func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (*lxdexec.Instance, bool, error) {
-	unlock, err := p.lifecycle.lock(ctx, proj.Container)
+	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return nil, false, err
 	}
@@ -667,7 +669,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		// The image went after the project was made (or was never
 		// checked: LXD was unreachable then): say which and how to get it.
-		if cerr := p.CheckImage(ctx, image); errors.Is(cerr, ErrNoSuchImage) {
+		if cerr := p.CheckImage(ctx, image); errors.Is(cerr, lxdimage.ErrNoSuchImage) {
 			return fmt.Errorf("create container %q: %w", proj.Container, cerr)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"remote/internal/errdefs"
 	"remote/internal/hostfs"
+	"remote/internal/keyed"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/clistore"
@@ -64,7 +65,7 @@ type Steps struct {
 
 	mu        sync.Mutex
 	published map[string]string // uuid \x00 path → content hash
-	install   flight
+	install   *keyed.Flight
 	store     *clidevice.Device // the CLI store's mounts and pushes
 }
 
@@ -74,7 +75,7 @@ func NewDependencies(opts StepsOptions) (Dependencies, *Steps) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	s := &Steps{opts: opts, log: opts.Logger, published: map[string]string{}, install: newFlight()}
+	s := &Steps{opts: opts, log: opts.Logger, published: map[string]string{}, install: keyed.NewFlight()}
 	s.store = &clidevice.Device{LXD: opts.LXD, Log: opts.Logger, Classify: classify, Run: s.run,
 		PushHostFile: func(ctx context.Context, container, host, dst string, mode fs.FileMode) error {
 			return s.pushHostFile(ctx, container, File{Host: host, Container: dst, Mode: mode}, 0, 0)
@@ -135,7 +136,7 @@ func (s *Steps) EnsureCLI(ctx context.Context, c Container, p providers.Provider
 	if len(st.Check) == 0 || s.cached(c, "cli/"+string(p), "ok") {
 		return nil
 	}
-	return s.install.do(c.Name+"/"+c.UUID+"/"+string(p), func() error {
+	return s.install.Do(c.Name+"/"+c.UUID+"/"+string(p), func() error {
 		if s.cached(c, "cli/"+string(p), "ok") {
 			return nil
 		}
@@ -412,7 +413,7 @@ func (s *Steps) ensureStoreCLI(ctx context.Context, c Container, p providers.Pro
 	if s.cached(c, key, mark) {
 		return true, nil
 	}
-	return true, s.install.do(c.Name+"/"+c.UUID+"/"+string(p), func() error {
+	return true, s.install.Do(c.Name+"/"+c.UUID+"/"+string(p), func() error {
 		if s.cached(c, key, mark) {
 			return nil
 		}

@@ -18,6 +18,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/store"
+	"remote/daemon/store/keyfile"
 	"remote/internal/testkit/fakeanthropic"
 )
 
@@ -37,7 +38,7 @@ func seedLongChat(tb testing.TB, stateDir string) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	key, err := store.LoadOrCreateKey(filepath.Join(stateDir, "secrets.key"))
+	key, err := keyfile.LoadOrCreate(filepath.Join(stateDir, "secrets.key"))
 	if err != nil {
 		tb.Fatal(err)
 	}

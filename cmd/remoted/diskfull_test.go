@@ -10,6 +10,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/store"
+	"remote/daemon/store/keyfile"
 	"remote/internal/testkit"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestFaultDiskFullStartRemoted(t *testing.T) {
 	state := testkit.Tmpfs(t, 2<<20)
 	dir := t.TempDir()
-	key, err := store.LoadOrCreateKey(filepath.Join(state, "secrets.key"))
+	key, err := keyfile.LoadOrCreate(filepath.Join(state, "secrets.key"))
 	if err != nil {
 		t.Fatal(err)
 	}

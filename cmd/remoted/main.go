@@ -22,7 +22,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/prompt"
-	"remote/daemon/store"
+	"remote/daemon/store/keyfile"
 	"remote/internal/version"
 	"remote/providers"
 	"remote/systemd"
@@ -146,7 +146,7 @@ func loadSecretsKey(d config.Daemon, credentialsDir string) ([]byte, error) {
 				"create it with: remoted -init-secrets-key /etc/remote/secrets.key")
 		}
 	}
-	return store.LoadOrCreateKey(path)
+	return keyfile.LoadOrCreate(path)
 }
 
 // initSecretsKey creates the secrets key file at path (O_EXCL, mode 0600,
@@ -155,7 +155,7 @@ func loadSecretsKey(d config.Daemon, credentialsDir string) ([]byte, error) {
 // read with another.
 func initSecretsKey(path string) error {
 	_, statErr := os.Lstat(path)
-	key, err := store.LoadOrCreateKey(path)
+	key, err := keyfile.LoadOrCreate(path)
 	if err != nil {
 		return fmt.Errorf("-init-secrets-key: %w", err)
 	}

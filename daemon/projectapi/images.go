@@ -16,7 +16,7 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
-	"remote/provisioning"
+	"remote/provisioning/lxdimage"
 )
 
 // DefaultMaxImageBytes bounds an image tarball POST /v1/images takes.
@@ -28,7 +28,7 @@ const DefaultMaxImageBytes = 4 << 30
 // to root and the daemon's own uid: an image is what every project naming
 // its alias runs, so importing is host administration, like the CLI store.
 type ImageRoutes struct {
-	LXD provisioning.Images
+	LXD lxdimage.Images
 	// Default is the daemon's default image ([lxd] image), marked in the
 	// list.
 	Default string
@@ -59,7 +59,7 @@ var _ daemon.RouteProvider = (*ImageRoutes)(nil)
 var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (i *ImageRoutes) list(ctx context.Context, all bool) ([]api.Image, error) {
-	local, err := provisioning.LocalImages(ctx, i.LXD)
+	local, err := lxdimage.List(ctx, i.LXD)
 	if err != nil {
 		return nil, projectError(err)
 	}
@@ -169,7 +169,7 @@ func (p *Projects) newImage(ctx context.Context, req string) error {
 		p.log.Warn("image not checked: lxd unreachable", "image", image, "error", err)
 		return nil
 	}
-	if !errors.Is(err, provisioning.ErrNoSuchImage) {
+	if !errors.Is(err, lxdimage.ErrNoSuchImage) {
 		return err
 	}
 	var names []string
@@ -188,8 +188,8 @@ func (p *Projects) newImage(ctx context.Context, req string) error {
 	if req == "" {
 		which = fmt.Sprintf("the default image %q ([lxd] image) is not in LXD", image)
 	}
-	if image == provisioning.DevImage {
-		which += " (build and import it with `" + provisioning.DevImageBuild + "`, or: remotectl image import FILE --alias " + image + ")"
+	if image == lxdimage.DevImage {
+		which += " (build and import it with `" + lxdimage.DevImageBuild + "`, or: remotectl image import FILE --alias " + image + ")"
 	}
 	return errdefs.InvalidArgument("%s; %s", which, have)
 }

@@ -483,7 +483,7 @@ func (e *emitter) emit(ev providers.Event) {
 	if !ok || e.capped || e.broken.Load() {
 		return
 	}
-	if n := eventBytes(ce); e.limit > 0 && e.used+n > e.limit {
+	if n := store.EventSize(ce); e.limit > 0 && e.used+n > e.limit {
 		e.capped = true
 		e.stop(&runStopped{msg: e.limitMsg})
 		return
@@ -497,7 +497,7 @@ func (e *emitter) emit(ev providers.Event) {
 
 func (e *emitter) appendLocked(ev api.Event, mark *store.RunMark) {
 	e.lastType = ev.Type
-	e.used += eventBytes(ev)
+	e.used += store.EventSize(ev)
 	if h := e.held; h != nil {
 		e.held = nil
 		e.storeLocked(*h, e.heldMark)

@@ -371,24 +371,6 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 	return nil
 }
 
-// eventBytes approximates the stored size of ev (its JSON without seq):
-// the variable fields plus a fixed allowance for keys and framing.
-func eventBytes(ev api.Event) int64 {
-	n := 48 + len(ev.Type)
-	for _, f := range []string{ev.TurnID, ev.Text, ev.MessageID, ev.ID, ev.Name, ev.Output, ev.ToolName, ev.Subtype,
-		ev.SessionID, ev.Provider, ev.Message, ev.InteractionID, ev.Status} {
-		if f != "" {
-			n += len(f) + 16
-		}
-	}
-	for _, f := range [][]byte{ev.Input, ev.Data, ev.Usage, ev.Native} {
-		if len(f) > 0 {
-			n += len(f) + 12
-		}
-	}
-	return int64(n)
-}
-
 // formatBytes writes n in the largest binary unit below it, e.g. "64 MiB",
 // "1.5 GiB", "512 B".
 func formatBytes(n int64) string {

@@ -280,3 +280,22 @@ func skipWS(d []byte, i int) int {
 	}
 	return i
 }
+
+// EventSize approximates the stored size of ev (its JSON without seq):
+// the variable fields plus a fixed allowance for keys and framing, for a
+// run's byte budget, without encoding it.
+func EventSize(ev api.Event) int64 {
+	n := 48 + len(ev.Type)
+	for _, f := range []string{ev.TurnID, ev.Text, ev.MessageID, ev.ID, ev.Name, ev.Output, ev.ToolName, ev.Subtype,
+		ev.SessionID, ev.Provider, ev.Message, ev.InteractionID, ev.Status} {
+		if f != "" {
+			n += len(f) + 16
+		}
+	}
+	for _, f := range [][]byte{ev.Input, ev.Data, ev.Usage, ev.Native} {
+		if len(f) > 0 {
+			n += len(f) + 12
+		}
+	}
+	return int64(n)
+}

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -192,43 +189,6 @@ func TestSecretValueOfExactly64KiB(t *testing.T) {
 	}
 	if keys, err := s.SecretKeys("web"); err != nil || len(keys) != 1 || keys[0].Key != "BIG" {
 		t.Fatalf("SecretKeys after the refused value: %+v, %v", keys, err)
-	}
-}
-
-// keyFileChildEnv makes the test binary a child that creates a key file
-// with a file-size limit of 0 bytes (every write fails with EFBIG).
-const keyFileChildEnv = "REMOTE_STORE_KEYFILE_CHILD"
-
-// A key file that cannot be written (here: the file-size limit, EFBIG)
-// makes LoadOrCreateKey fail and leaves no key file behind, rather than an
-// empty one that every later start would refuse.
-func TestKeyFileWriteFailureLeavesNoFile(t *testing.T) {
-	if path := os.Getenv(keyFileChildEnv); path != "" {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 0, Max: 0}); err != nil {
-			fmt.Println("setrlimit:", err)
-			os.Exit(0)
-		}
-		key, err := LoadOrCreateKey(path)
-		_, serr := os.Lstat(path)
-		fmt.Printf("key %d bytes; error %v; file exists %v\n", len(key), err, serr == nil)
-		os.Exit(0)
-	}
-	path := filepath.Join(t.TempDir(), "secrets.key")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKeyFileWriteFailureLeavesNoFile$")
-	cmd.Env = append(os.Environ(), keyFileChildEnv+"="+path)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("child: %v; stdout %q", err, stdout.String())
-	}
-	got := strings.TrimSpace(stdout.String())
-	want := "key 0 bytes; error create key file " + path + ": write " + path + ": file too large; file exists false"
-	if got != want {
-		t.Fatalf("child printed\n  %q\nwant\n  %q", got, want)
-	}
-	// Without the limit the same path works: nothing was left in the way.
-	if key, err := LoadOrCreateKey(path); err != nil || len(key) != 32 {
-		t.Fatalf("LoadOrCreateKey after the failure: %d bytes, %v", len(key), err)
 	}
 }
 

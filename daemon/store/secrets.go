@@ -4,10 +4,8 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -194,56 +192,4 @@ func (s *Store) DeleteSecret(project, key string) error {
 		}
 		return b.Delete([]byte(key))
 	})
-}
-
-// LoadOrCreateKey returns the 32-byte secrets key kept in the file at path,
-// creating the file (mode 0600, 32 random bytes) when it does not exist. It
-// refuses a key file that group or others may access, or that does not hold
-// exactly 32 bytes. A systemd credential file (mode 0400) is accepted.
-func LoadOrCreateKey(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		key := make([]byte, KeySize)
-		if _, err := io.ReadFull(rand.Reader, key); err != nil {
-			f.Close()
-			os.Remove(path)
-			return nil, fmt.Errorf("create key file %s: %w", path, err)
-		}
-		_, err = f.Write(key)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-			return nil, fmt.Errorf("create key file %s: %w", path, err)
-		}
-		return key, nil
-	}
-	if !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("create key file %s: %w", path, err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("key file %s: %w: not a regular file", path, ErrInvalid)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("key file %s: %w: mode %04o lets group or others read it; chmod 600 it", path, ErrInvalid, perm)
-	}
-	if fi.Size() != KeySize {
-		return nil, fmt.Errorf("key file %s: %w: %d bytes, want %d", path, ErrInvalid, fi.Size(), KeySize)
-	}
-	key, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read key file %s: %w", path, err)
-	}
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("key file %s: %w: %d bytes, want %d", path, ErrInvalid, len(key), KeySize)
-	}
-	return key, nil
 }

@@ -365,56 +365,6 @@ func TestSecretsEncryptedOnDisk(t *testing.T) {
 	})
 }
 
-func TestLoadOrCreateKey(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "secrets.key")
-	k1, err := LoadOrCreateKey(path)
-	if err != nil || len(k1) != KeySize {
-		t.Fatalf("create: %d bytes, %v", len(k1), err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("key file mode = %v, %v; want 0600", fi.Mode().Perm(), err)
-	}
-	k2, err := LoadOrCreateKey(path)
-	if err != nil || !bytes.Equal(k1, k2) {
-		t.Fatalf("reload gave a different key (%v)", err)
-	}
-	tests := []struct {
-		name    string
-		content []byte
-		mode    os.FileMode
-		mention string
-	}{
-		{"group readable", k1, 0o640, "0640"},
-		{"world readable", k1, 0o604, "0604"},
-		{"too short", k1[:16], 0o600, "16 bytes"},
-		{"too long", append(k1, '\n'), 0o600, "33 bytes"},
-		{"systemd credential 0400", k1, 0o400, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
-			if err := os.WriteFile(p, tt.content, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, tt.mode); err != nil {
-				t.Fatal(err)
-			}
-			key, err := LoadOrCreateKey(p)
-			if tt.mention == "" {
-				if err != nil || !bytes.Equal(key, k1) {
-					t.Fatalf("LoadOrCreateKey: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.mention) || !strings.Contains(err.Error(), p) {
-				t.Fatalf("err = %v, want ErrInvalid naming %s and %q", err, p, tt.mention)
-			}
-		})
-	}
-}
-
 func TestAppendAndReplay(t *testing.T) {
 	s, _ := newTestStore(t)
 	mkChat(t, s, "0a0a")

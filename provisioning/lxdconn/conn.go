@@ -252,7 +252,7 @@ func (c *Conn) StoragePool(ctx context.Context, name string) (*lxdexec.StoragePo
 	return cl.StoragePool(ctx, name)
 }
 
-// Images implements provisioning.Images.
+// Images implements lxdimage.Images.
 func (c *Conn) Images(ctx context.Context) ([]lxdexec.Image, error) {
 	cl, err := c.get()
 	if err != nil {
@@ -261,7 +261,7 @@ func (c *Conn) Images(ctx context.Context) ([]lxdexec.Image, error) {
 	return cl.Images(ctx)
 }
 
-// ImageAlias implements provisioning.Images.
+// ImageAlias implements lxdimage.Images.
 func (c *Conn) ImageAlias(ctx context.Context, name string) (*lxdexec.ImageAlias, error) {
 	cl, err := c.get()
 	if err != nil {
@@ -270,7 +270,7 @@ func (c *Conn) ImageAlias(ctx context.Context, name string) (*lxdexec.ImageAlias
 	return cl.ImageAlias(ctx, name)
 }
 
-// ImportImage implements provisioning.Images.
+// ImportImage implements lxdimage.Images.
 func (c *Conn) ImportImage(ctx context.Context, r io.Reader, filename string) (string, error) {
 	cl, err := c.get()
 	if err != nil {
@@ -279,7 +279,7 @@ func (c *Conn) ImportImage(ctx context.Context, r io.Reader, filename string) (s
 	return cl.ImportImage(ctx, r, filename)
 }
 
-// SetImageAlias implements provisioning.Images.
+// SetImageAlias implements lxdimage.Images.
 func (c *Conn) SetImageAlias(ctx context.Context, name, fingerprint, description string) error {
 	cl, err := c.get()
 	if err != nil {
