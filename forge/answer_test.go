@@ -1,6 +1,7 @@
 package forge
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"strings"
@@ -46,7 +47,8 @@ func FuzzDecodeAnswer(f *testing.F) {
 			if msg := err.Error(); strings.Contains(msg, token) || len(msg) > 1024+len(kind) {
 				t.Fatalf("error of %d bytes carries the token %q or is unbounded: %q", len(msg), token, msg)
 			}
-			if e, ok := err.(*APIError); ok && (len(e.Message) > maxMessageBytes || !utf8.ValidString(e.Message)) {
+			var e *APIError
+			if errors.As(err, &e) && (len(e.Message) > maxMessageBytes || !utf8.ValidString(e.Message)) {
 				t.Fatalf("message is %d bytes or not UTF-8: %q", len(e.Message), e.Message)
 			}
 			return

@@ -113,11 +113,13 @@ func (f Forge) OpenPullRequest(ctx context.Context, token string, pr PullRequest
 		req.Header.Set("Authorization", "token "+token)
 	}
 	r, err := f.do(req, base, token)
-	switch e := err.(type) {
-	case *APIError:
-		e.Host = base.Host
-	case *Error:
-		e.Host = base.Host
+	var ae *APIError
+	var fe *Error
+	switch {
+	case errors.As(err, &ae):
+		ae.Host = base.Host
+	case errors.As(err, &fe):
+		fe.Host = base.Host
 	}
 	return r, err
 }
