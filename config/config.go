@@ -26,6 +26,9 @@ type Config struct {
 	Projects  Projects            `toml:"projects" doc:"what is published into project containers, and the containers' defaults"`
 	Web       Web                 `toml:"web" doc:"remote-web, the browser frontend (it reads this same file)"`
 	Notify    Notify              `toml:"notify" doc:"webhook notifications: approval waiting, run completed, run failed"`
+	// Forges is keyed by the host of clone URLs ("github.com",
+	// "gitea.example:3000"); see config/forges.go.
+	Forges map[string]Forge `toml:"forges" doc:"the forges pull requests are opened on, one table per host of clone URLs, e.g. [forges.'gitea.example.com']"`
 }
 
 // Notify configures the run notifications remoted POSTs to a webhook
@@ -283,6 +286,7 @@ func Default() Config {
 			ExitGrace:             Duration{10 * time.Second},
 		},
 		Providers: make(map[string]Provider, len(providerIDs)),
+		Forges:    defaultForges(),
 		Web: Web{
 			Listen:     "127.0.0.1:8080",
 			SessionTTL: Duration{12 * time.Hour},

@@ -66,6 +66,7 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, &Error{File: name, Kind: ErrInvalidValue, Msg: err.Error()}
 	}
 	cfg.fillProviderDefaults()
+	cfg.fillForgeDefaults()
 	if cfg.Version == 0 {
 		cfg.Version = Version
 	}

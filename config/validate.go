@@ -43,6 +43,7 @@ func (c Config) validate(ps *problems) error {
 	c.Projects.validate(ps)
 	c.Web.validate(ps)
 	c.Notify.validate(ps)
+	validateForges(ps, c.Forges)
 	return ps.err()
 }
 

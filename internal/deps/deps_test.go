@@ -31,7 +31,10 @@ type rule struct {
 	// ThirdParty, when not nil, is the complete list of modules outside
 	// the standard library and this module that From may import directly.
 	ThirdParty []string
-	Why        string
+	// Ours, when not nil, is the complete list of this module's packages
+	// From may import directly (Never = {module} with exceptions).
+	Ours []string
+	Why  string
 }
 
 // rules are design.md's "Never" edges and "may import" column, plus the
@@ -44,6 +47,9 @@ var rules = []rule{
 		Why: "config is the TOML schema, stdlib and toml only (design: config → anything of ours)"},
 	{From: "remote/api", Never: []string{module}, ThirdParty: []string{},
 		Why: "api holds the wire types daemon, remotectl and web share; it depends on nothing so no client imports server code"},
+	{From: "remote/forge", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web", "remote/client", "remote/api", "remote/cmd"},
+		ThirdParty: []string{}, Ours: []string{"remote/config"},
+		Why: "forge opens pull requests through a forge's REST API: config and the standard library only (issue 26); its error classes are errdefs marker methods"},
 	{From: "remote/internal/errdefs", Never: []string{module}, ThirdParty: []string{},
 		Why: "the error taxonomy is imported by every layer, so it imports nothing of ours"},
 	{From: "remote/internal/version", Never: []string{module}, ThirdParty: []string{},
@@ -201,6 +207,11 @@ func violations(g graph, rules []rule) []string {
 			if chain := g.path(p, forbidden); chain != nil {
 				out = append(out, fmt.Sprintf("%s must not depend on %s: %s\n\twhy: %s", p, chain[len(chain)-1], strings.Join(chain, " → "), r.Why))
 			}
+			for _, imp := range g[p].Imports {
+				if r.Ours != nil && matches(imp, module) && !matches(imp, r.From) && !slices.Contains(r.Ours, imp) {
+					out = append(out, fmt.Sprintf("%s imports %s, which is not in its allowed list %q\n\twhy: %s", p, imp, r.Ours, r.Why))
+				}
+			}
 			if r.ThirdParty == nil {
 				continue
 			}
@@ -265,18 +276,22 @@ func TestImportRulesCatch(t *testing.T) {
 		"remote/client/clienttest": {ImportPath: "remote/client/clienttest", Imports: []string{"remote/client"}},
 		"remote/cmd/remotectl":     {ImportPath: "remote/cmd/remotectl", Imports: []string{"remote/client"}},
 		"fmt":                      {ImportPath: "fmt", Standard: true},
+		"remote/forge":             {ImportPath: "remote/forge", Imports: []string{"remote/config", "remote/internal/errdefs", "fmt"}},
+		"remote/config":            {ImportPath: "remote/config", Imports: []string{"fmt"}},
+		"remote/internal/errdefs":  {ImportPath: "remote/internal/errdefs", Imports: []string{"fmt"}},
 	}
 	got := strings.Join(violations(g, rules), "\n")
 	for _, want := range []string{
 		"remote/web must not depend on remote/daemon/hub: remote/web → remote/web/helper → remote/daemon/hub",
 		"remote/lxdexec imports github.com/x/y (module github.com/x/y), which is not in its allowed list",
 		"remote/provisioning must not depend on the test helper remote/internal/testkit",
+		"remote/forge imports remote/internal/errdefs, which is not in its allowed list",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("violations miss %q; got:\n%s", want, got)
 		}
 	}
-	for _, clean := range []string{"remote/client must", "remote/cmd/remotectl must", "remote/client/clienttest must", "remote/api must"} {
+	for _, clean := range []string{"remote/client must", "remote/cmd/remotectl must", "remote/client/clienttest must", "remote/api must", "remote/forge imports remote/config"} {
 		if strings.Contains(got, clean) {
 			t.Errorf("violations wrongly name %q; got:\n%s", clean, got)
 		}
