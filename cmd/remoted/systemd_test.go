@@ -478,8 +478,12 @@ func TestSystemdUnit(t *testing.T) {
 		if got := b.show("remoted.service", "NRestarts"); got != restarts || b.show("remoted.service", "ActiveState") != "failed" {
 			t.Errorf("NRestarts=%s 5 s after the limit, was %s: want the service to stay failed", got, restarts)
 		}
-		if n, errs := count(); n != 5 {
-			t.Errorf("remoted ran %d times, want 5 (StartLimitBurst=5):\n%s", n, errs)
+		// systemd's own count: after the start, 5 restarts were scheduled,
+		// 4 ran and the 5th hit the limit (systemd 252 counts it). Not the
+		// journal's lines again: under load the bed's journal once showed
+		// the 5 and, 5 s later, none (CI, 5 Dec 2026).
+		if got := b.show("remoted.service", "NRestarts"); got != "5" {
+			t.Errorf("remoted.service NRestarts=%s, want 5: the start, 4 restarts and the 5th refused by the limit (StartLimitBurst=5)", got)
 		}
 		log := b.journal()
 		if !strings.Contains(log, "remoted.service: Start request repeated too quickly.") || strings.Contains(log, "Protocol error") {
