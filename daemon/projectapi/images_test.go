@@ -401,3 +401,53 @@ func TestProjectCreateDevImageMissing(t *testing.T) {
 		t.Fatalf("%d %s\nwant %s", status, body, want)
 	}
 }
+
+// TestProjectClaudeWritesAndRunsPythonTests is the first real work on the
+// development image: the real Claude Code CLI (its model scripted on
+// loopback) writes a small Python module and its unit test into
+// /workspace with its Write tool, runs `python3 -m unittest` with its Bash
+// tool and reports. The events carry the Bash tool's real output —
+// unittest's own lines from the container's python3 — and the files are
+// in the container.
+func TestProjectClaudeWritesAndRunsPythonTests(t *testing.T) {
+	testkit.DevImageTarball(t)
+	st := testStore(t, providers.Claude)
+	e, model, _ := claudeEnv(t, st, false, false, func(o *projectEnvOpts) { o.image = testkit.DevImage })
+	name := uniqueProject("pywork")
+	e.createProject(t, "alice", api.CreateProjectRequest{Name: name, Provider: "claude"})
+	chat := e.newChat(t, "claude", name)
+	module := "def add(a, b):\n    return a + b\n"
+	test := "import unittest\n\nfrom mathx import add\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n"
+	write := func(path, content string) string {
+		b, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+		return string(b)
+	}
+	model.Push(
+		fakeanthropic.ToolUse("Write", write("/workspace/mathx.py", module)),
+		fakeanthropic.AfterToolResult(fakeanthropic.ToolUse("Write", write("/workspace/test_mathx.py", test))),
+		fakeanthropic.AfterToolResult(fakeanthropic.ToolUse("Bash", `{"command":"cd /workspace && python3 -m unittest -v 2>&1","description":"run the unit tests"}`)),
+		fakeanthropic.AfterToolResult(fakeanthropic.Text("The test passes: Ran 1 test, OK.")),
+	)
+	evs := e.prompt(t, chat.ID, "alice", "write add(a, b) in mathx.py with a unit test, and run it")
+	if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) {
+		t.Fatalf("run: %s", dump(evs))
+	}
+	var bash string
+	for _, ev := range evs {
+		if ev.Type == api.EventToolUseEnd && strings.Contains(ev.Output, "Ran 1 test") {
+			bash = ev.Output
+		}
+	}
+	for _, want := range []string{"test_add (test_mathx.TestAdd", "ok", "Ran 1 test in ", "\nOK"} {
+		if !strings.Contains(bash, want) {
+			t.Fatalf("the Bash tool's output lacks %q (unittest's own lines):\n%q\nevents: %s", want, bash, dump(evs))
+		}
+	}
+	if got := assistantText(evs); got != "The test passes: Ran 1 test, OK." {
+		t.Errorf("answer %q", got)
+	}
+	out, code := e.sh(t, name, "cat /workspace/mathx.py; cd /workspace && python3 -m unittest -q 2>&1 | tail -1")
+	if code != 0 || out != module+"OK\n" {
+		t.Fatalf("in the container: exit %d\n%s", code, out)
+	}
+}
