@@ -15,6 +15,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
+	"remote/daemon/repoapi"
 	"remote/daemon/prompt"
 	"remote/daemon/socket"
 	"remote/daemon/store"
@@ -205,6 +206,9 @@ func (d *remoted) newServer() error {
 	for _, rp := range d.projects.Routes {
 		if pr, ok := rp.(*projectapi.Projects); ok {
 			pr.Attach(srv) // restore and fork with a container reach the chats
+		}
+		if rr, ok := rp.(*repoapi.Routes); ok {
+			rr.Attach(srv) // diff and push reach the chats
 		}
 	}
 	// Recovery never fails start-up for want of space: chats it cannot

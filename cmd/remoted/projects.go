@@ -14,6 +14,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/projectapi"
+	"remote/daemon/repoapi"
 	"remote/daemon/store"
 	"remote/internal/hostfs"
 	"remote/providers"
@@ -105,11 +106,16 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
+	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
+		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo")})
+	if err != nil {
+		return projectWiring{}, err
+	}
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
 		Chats:      projectapi.ProjectChatCheck{Store: st},
 		CLIStore:   cliStore,
-		Routes:     []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}},
+		Routes:     []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")}, repos},
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {

@@ -18,6 +18,7 @@ import (
 
 	"remote/api"
 	"remote/daemon"
+	"remote/daemon/repoapi"
 	"remote/daemon/prompt"
 	"remote/internal/testkit"
 	"remote/lxdexec"
@@ -35,6 +36,7 @@ type projectEnv struct {
 	prep   *provisioning.Preparer
 	rec    *provisioning.Reconciler
 	routes *Projects
+	repos  *repoapi.Routes
 	logs   *syncBuffer
 }
 
@@ -76,6 +78,10 @@ type projectEnvOpts struct {
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
 	skillsDir  string // the daemon's [projects] skills_dir ("" none)
+	// images is [projects] allowed_images (nil: the default image only).
+	images []string
+	// maxDiffBytes is [projects] max_diff_bytes (0: the default).
+	maxDiffBytes int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -123,10 +129,16 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if pools == nil {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools})
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images})
 		if err != nil {
 			t.Fatal(err)
 		}
+		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.repos = repos
+		opts.RouteProviders = append(opts.RouteProviders, repos)
 		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes)
 		opts.Projects = ProjectChatCheck{Store: st}
@@ -142,6 +154,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	})
 	e.testServer = ts
 	e.routes.Attach(ts.srv)
+	e.repos.Attach(ts.srv)
 	return e
 }
 
