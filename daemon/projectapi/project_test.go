@@ -18,8 +18,8 @@ import (
 
 	"remote/api"
 	"remote/daemon"
-	"remote/daemon/repoapi"
 	"remote/daemon/prompt"
+	"remote/daemon/repoapi"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"

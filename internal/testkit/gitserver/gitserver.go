@@ -35,8 +35,16 @@ type Server struct {
 
 	mu        sync.Mutex
 	onRequest func(r *http.Request)
-	denied  int
-	allowed int
+	denied    int
+	allowed   int
+	passwords []string
+}
+
+// Passwords returns every basic-auth password presented to the server.
+func (s *Server) Passwords() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.passwords...)
 }
 
 // New starts a server that accepts token; it stops at the test's end.
@@ -55,6 +63,11 @@ func New(t testing.TB, token string) *Server {
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pass, ok := r.BasicAuth()
+		if ok {
+			s.mu.Lock()
+			s.passwords = append(s.passwords, pass)
+			s.mu.Unlock()
+		}
 		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(s.Token)) != 1 {
 			s.mu.Lock()
 			s.denied++
