@@ -29,12 +29,16 @@ const devImage = "remote-dev"
 // chat's events).
 func shellAgent(ports providers.AdapterConfig) providers.Provider {
 	return &fakeProvider{id: providers.Claude, caps: providers.Capabilities{Resume: true}, run: func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
-		_, launcher, err := runner.PrepareProject(ctx, ports, providers.Claude, errors.New("not wired"), req, emit)
+		target, launcher, err := runner.PrepareProject(ctx, ports, providers.Claude, errors.New("not wired"), req, emit)
 		if err != nil {
 			return err
 		}
+		env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+		for _, s := range target.Secrets { // the project's secrets, as a CLI gets them
+			env = append(env, s.Key+"="+s.Value)
+		}
 		script := req.Prompt[strings.LastIndexByte(req.Prompt, '\n')+1:]
-		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: "/workspace", Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: "/workspace", Env: env,
 			Args: []string{"-c", script + "; echo; env"}})
 		if err != nil {
 			return err

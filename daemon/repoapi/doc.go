@@ -8,7 +8,6 @@
 // provisioning/gitrepo.
 //
 // It imports daemon (routes, errors, identity), the store's types,
-// provisioning and provisioning/gitrepo; it must never import the prompt
-// service, projectapi, a provider or config (cmd/remoted converts config
-// into Options).
+// provisioning and provisioning/gitrepo; it must never import projectapi
+// or config (cmd/remoted converts config into Options).
 package repoapi
