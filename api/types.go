@@ -107,6 +107,13 @@ const (
 	// move it off an evacuated cluster member; a run in progress ended
 	// and the next prompt resumes the session where LXD put it.
 	SubtypeContainerEvacuated = "container_evacuated"
+	// Repository events (issue 26): the project's repository was cloned
+	// into /workspace, or its clone failed (git's message, without the
+	// token); the working tree's git tree at a turn's start; a push.
+	SubtypeRepoCloned      = "repo_cloned"
+	SubtypeRepoCloneFailed = "repo_clone_failed"
+	SubtypeTurnTree        = "turn_tree"
+	SubtypePushed          = "pushed"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -356,6 +363,53 @@ type Project struct {
 	// events and resync); it follows evacuations and moves.
 	Target   string `json:"target,omitempty"`
 	Location string `json:"location,omitempty"`
+
+	// Repo is the git repository cloned into /workspace by the first
+	// preparation of the container (nil: none).
+	Repo *ProjectRepo `json:"repo,omitempty"`
+}
+
+// ProjectRepo is a project's git repository: an http(s) URL without
+// credentials, an optional branch or tag, and the name of the project
+// secret holding the token git authenticates with (never the token).
+type ProjectRepo struct {
+	URL         string `json:"url"`
+	Ref         string `json:"ref,omitempty"`
+	TokenSecret string `json:"tokenSecret,omitempty"`
+}
+
+// DiffFile is one changed path of a Diff. Status is git's: A (added),
+// M (modified), D (deleted), T (type changed). Binary files count no
+// lines.
+type DiffFile struct {
+	Path      string `json:"path"`
+	Status    string `json:"status"`
+	Additions int    `json:"additions"`
+	Deletions int    `json:"deletions"`
+	Binary    bool   `json:"binary,omitempty"`
+}
+
+// Diff answers GET /v1/chats/{id}/diff: what changed between two git
+// trees of the project's repository. Patch is the unified diff, cut at
+// the daemon's byte bound (Truncated true); Files is always complete.
+type Diff struct {
+	Base      string     `json:"base"`
+	Head      string     `json:"head"`
+	Files     []DiffFile `json:"files"`
+	Patch     string     `json:"patch"`
+	Truncated bool       `json:"truncated"`
+}
+
+// PushRequest is the body of POST /v1/chats/{id}/push.
+type PushRequest struct {
+	Message string `json:"message,omitempty"`
+}
+
+// PushResult answers POST /v1/chats/{id}/push (and is the data of the
+// system/pushed event).
+type PushResult struct {
+	Branch string `json:"branch"`
+	SHA    string `json:"sha"`
 }
 
 // Project credential modes (Project.Credentials).
@@ -383,6 +437,9 @@ type CreateProjectRequest struct {
 	// Target is the cluster member or "@group" for the container; see
 	// Project.
 	Target string `json:"target,omitempty"`
+	// Repo is cloned into /workspace by the first preparation; see
+	// Project.
+	Repo *ProjectRepo `json:"repo,omitempty"`
 }
 
 // ProjectLimits are a project container's resource limits: LXD

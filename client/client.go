@@ -304,6 +304,23 @@ func (c *Client) ForkChatAt(ctx context.Context, id string, atSeq int64, withCon
 	return fetch[api.Chat](ctx, c, http.MethodPost, chatPath(id, "/fork"), nil, body)
 }
 
+// ChatDiff returns what turn (the seq of its user event) of a project
+// chat changed in its repository; turn 0 is the working tree against the
+// cloned base.
+func (c *Client) ChatDiff(ctx context.Context, id string, turn int64) (api.Diff, error) {
+	var q url.Values
+	if turn > 0 {
+		q = url.Values{"turn": {strconv.FormatInt(turn, 10)}}
+	}
+	return fetch[api.Diff](ctx, c, http.MethodGet, chatPath(id, "/diff"), q, nil)
+}
+
+// PushChat commits what is uncommitted on the chat's branch (message ""
+// takes the daemon's default) and pushes it to the project's repository.
+func (c *Client) PushChat(ctx context.Context, id, message string) (api.PushResult, error) {
+	return fetch[api.PushResult](ctx, c, http.MethodPost, chatPath(id, "/push"), nil, api.PushRequest{Message: message})
+}
+
 func sinceQuery(since int64) url.Values {
 	q := url.Values{}
 	if since > 0 {

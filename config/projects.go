@@ -90,6 +90,13 @@ type ProjectsProvisioning struct {
 	// before deleting it itself (the snapshot's expires_at); "" or "0s":
 	// checkpoints never expire (retention by checkpoint_keep only).
 	CheckpointExpiry Duration `toml:"checkpoint_expiry" doc:"LXD deletes a turn checkpoint this long after it was taken; 0s = never (at least 1m)"`
+	// MaxDiffBytes bounds the patch of GET /v1/chats/{id}/diff (default
+	// 1 MiB; at most 64 MiB); the file list is always complete.
+	MaxDiffBytes int `toml:"max_diff_bytes" doc:"bytes of a chat diff's patch, cut beyond (truncated: true); 0: 1048576 (at most 67108864)"`
+	// GitAuthorName and GitAuthorEmail sign the commits of a chat push;
+	// "" takes the acting user's name (and <name>@localhost).
+	GitAuthorName  string `toml:"git_author_name" doc:"author of the commits a chat push makes; empty: the acting user"`
+	GitAuthorEmail string `toml:"git_author_email" doc:"author email of the commits a chat push makes; empty: <user>@localhost"`
 	// Pool is the LXD storage pool of new projects' root disks when the
 	// request names none ("": the profile's root disk). The daemon checks
 	// that LXD has it when a project is created.
@@ -183,6 +190,12 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if e := p.CheckpointExpiry.Duration; e < 0 || (e > 0 && e < time.Minute) {
 		ps.add(ErrInvalidValue, keyPath("projects", "checkpoint_expiry"), "must be 0 (never) or at least 1m")
+	}
+	if p.MaxDiffBytes < 0 || p.MaxDiffBytes > 64<<20 {
+		ps.add(ErrInvalidValue, keyPath("projects", "max_diff_bytes"), "must be 0 (default 1048576) to 67108864")
+	}
+	if strings.ContainsAny(p.GitAuthorName+p.GitAuthorEmail, "<>\n\x00") {
+		ps.add(ErrInvalidValue, keyPath("projects", "git_author_name"), "git_author_name and git_author_email must not hold <, >, newlines or NUL")
 	}
 	if p.Pool != "" && !validPoolName(p.Pool) {
 		ps.add(ErrInvalidValue, keyPath("projects", "pool"), "must be an LXD storage pool name (letters, digits, '.', '_', '-'; at most 63)")

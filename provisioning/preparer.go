@@ -17,6 +17,7 @@ import (
 	"remote/providers"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/clidevice"
+	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
 	"remote/provisioning/placement"
@@ -162,6 +163,7 @@ type Preparer struct {
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
 	idmap       Idmap // uid ranges of new containers
+	repos       gitrepo.Cloner
 }
 
 var (
@@ -216,7 +218,7 @@ func New(opts Options) (*Preparer, error) {
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap,
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD},
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -382,6 +384,16 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// 6. The turn's checkpoint, when the caller asked for one: after the
 	// container is ready, before the CLI starts; a failure is reported,
 	// never fatal.
+	// 5b. The project's repository (issue 26): cloned when /workspace has
+	// none (an event either way), the turn's tree recorded. The token
+	// secret goes to git only, never into the run's environment.
+	if cur.Repo != nil {
+		var token string
+		secrets, token = gitrepo.TakeToken(secrets, cur.Repo.TokenSecret)
+		if sub, data := p.repos.Ensure(ctx, c.Name, c.UUID, *cur.Repo, token, checkpoint.TreeHook(ctx)); sub != "" {
+			emit(systemEvent(sub, data))
+		}
+	}
 	p.checkpoints.Take(ctx, cur)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets,
 		SharedCredentials: cur.Credentials != api.CredentialsProject}, nil

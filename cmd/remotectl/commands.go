@@ -214,6 +214,8 @@ var chatCommands = map[string]command{
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list chats", Run: runChatList},
 	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
+	"diff":   {Name: "diff", Usage: "CHAT [-turn SEQ] [--json]", Summary: "what a project chat changed in its repository: one turn (-turn: the seq of its user event) or all (the working tree against the cloned commit)", Run: runChatDiff},
+	"push":   {Name: "push", Usage: "CHAT [-m MESSAGE] [--json]", Summary: "commit what is uncommitted on the chat's branch and push it to the project's repository", Run: runChatPush},
 	"fork":   {Name: "fork", Usage: "CHAT [-at SEQ [-with-container]] [--json]", Summary: "fork a chat and print the new id (-at: before the turn holding SEQ; -with-container: also copy that turn's checkpoint into a new project)", Run: runChatFork},
 }
 
@@ -378,6 +380,56 @@ func runChatFork(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	_, err = fmt.Fprintln(e.Stdout, c.ID)
+	return err
+}
+
+func runChatDiff(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("chat diff")
+	turn := fs.Int64("turn", 0, "only the turn whose user event has `seq`")
+	args, err := parseExact(fs, args, "CHAT")
+	if err != nil {
+		return err
+	}
+	d, err := e.Client.ChatDiff(ctx, args[0], *turn)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, d)
+	}
+	for _, f := range d.Files {
+		counts := fmt.Sprintf("+%d -%d", f.Additions, f.Deletions)
+		if f.Binary {
+			counts = "binary"
+		}
+		if _, err := fmt.Fprintf(e.Stdout, "%s %s (%s)\n", f.Status, f.Path, counts); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprint(e.Stdout, d.Patch); err != nil {
+		return err
+	}
+	if d.Truncated {
+		_, err = fmt.Fprintln(e.Stdout, "[patch truncated: [projects] max_diff_bytes]")
+	}
+	return err
+}
+
+func runChatPush(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("chat push")
+	msg := fs.String("m", "", "the commit `message` (default: the daemon's)")
+	args, err := parseExact(fs, args, "CHAT")
+	if err != nil {
+		return err
+	}
+	res, err := e.Client.PushChat(ctx, args[0], *msg)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, res)
+	}
+	_, err = fmt.Fprintf(e.Stdout, "pushed %s at %s\n", res.Branch, res.SHA)
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
+	"remote/daemon/repoapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/daemon/webhook"
@@ -206,6 +207,9 @@ func (d *remoted) newServer() error {
 	for _, rp := range d.projects.Routes {
 		if pr, ok := rp.(*projectapi.Projects); ok {
 			pr.Attach(srv) // restore and fork with a container reach the chats
+		}
+		if rr, ok := rp.(*repoapi.Routes); ok {
+			rr.Attach(srv) // diff and push reach the chats
 		}
 	}
 	// Recovery never fails start-up for want of space: chats it cannot

@@ -15,6 +15,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
+	"remote/daemon/repoapi"
 	"remote/daemon/store"
 	"remote/internal/hostfs"
 	"remote/providers"
@@ -108,12 +109,17 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
+	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
+		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo")})
+	if err != nil {
+		return projectWiring{}, err
+	}
 	opts := lxdOptions(cfg.LXD)
 	return projectWiring{
 		Chats:    projectapi.ProjectChatCheck{Store: st},
 		CLIStore: cliStore,
 		Routes: []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")},
-			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}},
+			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}, repos},
 		Images:     prep,
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},

@@ -35,6 +35,7 @@ import (
 	"remote/daemon/doctor"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
+	"remote/daemon/repoapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/internal/testkit"
@@ -158,6 +159,10 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: project routes: %v", err)
 	}
+	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Logger: log.Named("repo")})
+	if err != nil {
+		t.Fatalf("daemontest: repository routes: %v", err)
+	}
 
 	ps := o.Providers
 	if ps == nil {
@@ -190,7 +195,7 @@ func New(t testing.TB, o Options) *Daemon {
 		StateDir:   d.StateDir,
 		LXD:        lxdStatus,
 		Projects:   projectapi.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects, doc,
+		RouteProviders: []daemon.RouteProvider{projects, doc, repos,
 			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
 			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage()},
 			&daemon.ProviderLogins{Registry: reg, HostUser: hostUser},
@@ -206,6 +211,7 @@ func New(t testing.TB, o Options) *Daemon {
 	}
 	d.Server = srv
 	projects.Attach(srv)
+	repos.Attach(srv)
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		st.Close()
 		t.Fatalf("daemontest: RecoverInterrupted: %v", err)

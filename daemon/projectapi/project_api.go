@@ -20,6 +20,7 @@ import (
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/gitrepo"
 )
 
 // ProjectStore is what the project routes need of the store; *store.Store
@@ -206,6 +207,11 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if err := allowed("target", req.Target, p.o.Targets, "allowed_targets"); err != nil {
 		return err
 	}
+	if req.Repo != nil {
+		if err := gitrepo.ValidateRepo(*req.Repo, secretKeyRE.MatchString); err != nil {
+			return err
+		}
+	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {
 		return err
@@ -227,7 +233,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
-		Target: req.Target,
+		Target: req.Target, Repo: req.Repo,
 	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
 		return err // the store's errors already name the project

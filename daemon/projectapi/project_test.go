@@ -20,6 +20,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/prompt"
+	"remote/daemon/repoapi"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -36,6 +37,7 @@ type projectEnv struct {
 	prep   *provisioning.Preparer
 	rec    *provisioning.Reconciler
 	routes *Projects
+	repos  *repoapi.Routes
 	logs   *syncBuffer
 }
 
@@ -83,6 +85,8 @@ type projectEnvOpts struct {
 	maxImageBytes int64
 	// images is [projects] allowed_images (nil: the default image only).
 	images []string
+	// maxDiffBytes is [projects] max_diff_bytes (0: the default).
+	maxDiffBytes int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -134,6 +138,12 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
+		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.repos = repos
+		opts.RouteProviders = append(opts.RouteProviders, repos)
 		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes,
 			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), Allowed: o.images, MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
@@ -150,6 +160,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 	})
 	e.testServer = ts
 	e.routes.Attach(ts.srv)
+	e.repos.Attach(ts.srv)
 	return e
 }
 

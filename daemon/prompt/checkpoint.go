@@ -18,8 +18,20 @@ func (s *Service) checkpointTurn(ctx context.Context, chat api.Chat, userSeq int
 	if chat.Project == "" {
 		return ctx
 	}
-	var once sync.Once
+	var once, treeOnce sync.Once
 	return checkpoint.WithTurn(ctx, checkpoint.Turn{Chat: chat.ID, Seq: userSeq, Once: &once,
+		// The repository's working tree at the turn's start (issue 26),
+		// once per turn: system/turn_tree {turn, tree} or {turn, error}.
+		Tree: func(tree string, err error) {
+			treeOnce.Do(func() {
+				d := map[string]any{"turn": userSeq, "tree": tree}
+				if err != nil {
+					d = map[string]any{"turn": userSeq, "error": err.Error()}
+				}
+				data, _ := json.Marshal(d)
+				em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeTurnTree, Data: data})
+			})
+		},
 		Done: func(project, snapshot string, err error) {
 			if err != nil {
 				data, _ := json.Marshal(map[string]string{"project": project, "snapshot": snapshot, "reason": err.Error()})

@@ -104,6 +104,16 @@ type Turn struct {
 	Seq  int64
 	Done func(project, snapshot string, err error)
 	Once *sync.Once
+	// Tree, when set, is called with the git tree of a project
+	// repository's working tree at the turn's start (issue 26), or the
+	// error recording it; projects without a repository never call it.
+	Tree func(tree string, err error)
+}
+
+// TreeHook returns the turn's Tree callback from ctx (nil: none).
+func TreeHook(ctx context.Context) func(string, error) {
+	t, _ := ctx.Value(turnKey{}).(Turn)
+	return t.Tree
 }
 
 type turnKey struct{}

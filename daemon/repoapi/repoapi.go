@@ -1,0 +1,267 @@
+package repoapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"remote/api"
+	"remote/daemon"
+	"remote/daemon/store"
+	"remote/internal/errdefs"
+	"remote/provisioning"
+	"remote/provisioning/gitrepo"
+)
+
+// DefaultMaxPatchBytes bounds a diff's patch when Options leaves it zero.
+const DefaultMaxPatchBytes = 1 << 20
+
+// ProjectStore is what the repository routes need of the store.
+type ProjectStore interface {
+	Project(name string) (api.Project, error)
+	Secrets(project string) ([]store.Secret, error)
+}
+
+// Starter makes a project's container run (the preparer).
+type Starter interface {
+	Start(ctx context.Context, proj api.Project) (provisioning.Container, error)
+}
+
+// Options configure the repository routes.
+type Options struct {
+	Store   ProjectStore
+	Starter Starter
+	Exec    gitrepo.Execer
+	// MaxPatchBytes bounds a diff's patch ([projects] max_diff_bytes);
+	// zero means DefaultMaxPatchBytes.
+	MaxPatchBytes int
+	// AuthorName and AuthorEmail sign a push's commit ([projects]
+	// git_author_name, git_author_email); "" takes the acting user.
+	AuthorName, AuthorEmail string
+	Logger                  hclog.Logger
+}
+
+// Routes serves the repository routes; Attach gives it the chats.
+type Routes struct {
+	o   Options
+	srv atomic.Pointer[daemon.Server]
+}
+
+// New returns the routes; Store, Starter and Exec are required.
+func New(o Options) (*Routes, error) {
+	if o.Store == nil || o.Starter == nil || o.Exec == nil {
+		return nil, errors.New("repoapi: store, starter and exec are required")
+	}
+	if o.MaxPatchBytes <= 0 {
+		o.MaxPatchBytes = DefaultMaxPatchBytes
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Routes{o: o}, nil
+}
+
+// Attach gives the routes the server's chats. Call it once, after New.
+func (rt *Routes) Attach(s *daemon.Server) { rt.srv.Store(s) }
+
+// Routes lists the repository routes; both act for a named user.
+func (rt *Routes) Routes() []daemon.Route {
+	return []daemon.Route{
+		{Method: http.MethodGet, Pattern: "/v1/chats/{id}/diff", Access: daemon.AccessUser, Handler: rt.diff},
+		{Method: http.MethodPost, Pattern: "/v1/chats/{id}/push", Access: daemon.AccessUser, Handler: rt.push},
+	}
+}
+
+var _ daemon.RouteProvider = (*Routes)(nil)
+
+var chatIDRE = regexp.MustCompile(`^[0-9a-f]{4,32}$`)
+
+// target is a chat of the caller's with its project's repository and a
+// running container.
+type target struct {
+	srv     *daemon.Server
+	chat    api.Chat
+	proj    api.Project
+	repo    api.ProjectRepo
+	contain string
+}
+
+// resolve loads the caller's chat (another user's chat is not found,
+// like a missing one), its project (still the one the chat was made in,
+// with a repository) and starts its container.
+func (rt *Routes) resolve(r *http.Request) (target, error) {
+	srv := rt.srv.Load()
+	if srv == nil {
+		return target{}, errors.New("repository routes are not attached to the chat server")
+	}
+	id := r.PathValue("id")
+	if !chatIDRE.MatchString(id) {
+		return target{}, daemon.BadRequest("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
+	}
+	chat, err := srv.Store().Chat(id)
+	if err != nil || chat.Owner != daemon.UserFrom(r.Context()) {
+		if err != nil && !errdefs.IsNotFound(err) {
+			return target{}, fmt.Errorf("load chat %s: %w", id, err)
+		}
+		return target{}, fmt.Errorf("chat %s: %w", id, errdefs.ErrNotFound)
+	}
+	if chat.Project == "" {
+		return target{}, errdefs.FailedPrecondition("chat %s is a loose chat: only a project chat has a repository", id)
+	}
+	proj, err := rt.o.Store.Project(chat.Project)
+	if err != nil {
+		return target{}, err
+	}
+	if chat.ProjectID != "" && proj.ID != chat.ProjectID || proj.Owner != "" && proj.Owner != chat.Owner {
+		return target{}, fmt.Errorf("project %q: %w since the chat was created", proj.Name, provisioning.ErrProjectReplaced)
+	}
+	if proj.Repo == nil {
+		return target{}, errdefs.FailedPrecondition("project %q has no repository (repo on project create)", proj.Name)
+	}
+	c, err := rt.o.Starter.Start(r.Context(), proj)
+	if err != nil {
+		return target{}, err
+	}
+	return target{srv: srv, chat: chat, proj: proj, repo: *proj.Repo, contain: c.Name}, nil
+}
+
+// diff serves GET /v1/chats/{id}/diff[?turn=SEQ].
+func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
+	var turn int64
+	if s := r.URL.Query().Get("turn"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return daemon.BadRequest("turn: %q is not a positive seq", s)
+		}
+		turn = n
+	}
+	t, err := rt.resolve(r)
+	if err != nil {
+		return err
+	}
+	var base, head string
+	if turn == 0 {
+		if base, err = gitrepo.Base(r.Context(), rt.o.Exec, t.contain); err != nil {
+			return err
+		}
+	} else if base, head, err = turnTrees(t.srv.Store(), t.chat.ID, turn); err != nil {
+		return err
+	}
+	d, err := gitrepo.Diff(r.Context(), rt.o.Exec, t.contain, base, head, rt.o.MaxPatchBytes)
+	if err != nil {
+		return err
+	}
+	return daemon.WriteJSON(w, http.StatusOK, d)
+}
+
+// turnTrees finds the tree recorded at turn's start and the next turn's
+// ("" when turn is the last: the working tree now).
+func turnTrees(st interface {
+	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+}, chatID string, turn int64) (string, string, error) {
+	var base, head string
+	stop := errors.New("stop")
+	err := st.Events(chatID, turn-1, 0, func(ev api.Event) error {
+		if ev.Type != api.EventSystem || ev.Subtype != api.SubtypeTurnTree {
+			return nil
+		}
+		var d struct {
+			Turn int64  `json:"turn"`
+			Tree string `json:"tree"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil || d.Tree == "" {
+			return nil
+		}
+		switch {
+		case d.Turn == turn:
+			base = d.Tree
+		case d.Turn > turn && base != "":
+			head = d.Tree
+			return stop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return "", "", fmt.Errorf("read events of chat %s: %w", chatID, err)
+	}
+	if base == "" {
+		return "", "", fmt.Errorf("turn %d of chat %s has no recorded tree: %w", turn, chatID, errdefs.ErrNotFound)
+	}
+	return base, head, nil
+}
+
+// push serves POST /v1/chats/{id}/push {message?}.
+func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
+	var req api.PushRequest
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Message) > 64<<10 {
+		return daemon.BadRequest("message: longer than 65536 bytes")
+	}
+	t, err := rt.resolve(r)
+	if err != nil {
+		return err
+	}
+	if t.srv.Hub().Running(t.chat.ID) {
+		return errdefs.Conflict("chat %s is running; push when its turn has ended", t.chat.ID)
+	}
+	token, err := rt.token(t.proj)
+	if err != nil {
+		return err
+	}
+	user := daemon.UserFrom(r.Context())
+	p := gitrepo.Push{URL: t.repo.URL, Branch: Branch(t.chat.ID), Message: req.Message, Token: token,
+		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail}
+	if strings.TrimSpace(p.Message) == "" {
+		p.Message = "Changes from Remote chat " + t.chat.ID
+	}
+	if p.AuthorName == "" {
+		p.AuthorName = user
+	}
+	if p.AuthorEmail == "" {
+		p.AuthorEmail = user + "@localhost"
+	}
+	sha, err := gitrepo.CommitAndPush(r.Context(), rt.o.Exec, t.contain, p)
+	if err != nil {
+		return err
+	}
+	res := api.PushResult{Branch: p.Branch, SHA: sha}
+	data, _ := json.Marshal(res)
+	if _, err := t.srv.Hub().Append(t.chat.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypePushed, Data: data, T: time.Now().UnixMilli()}); err != nil {
+		return fmt.Errorf("record the push in chat %s: %w", t.chat.ID, err)
+	}
+	rt.o.Logger.Info("chat branch pushed", "chat", t.chat.ID, "project", t.proj.Name, "branch", p.Branch, "sha", sha, "user", user)
+	return daemon.WriteJSON(w, http.StatusOK, res)
+}
+
+// token is the project's token secret ("" when it names none); a named
+// secret that is not set is a failed precondition.
+func (rt *Routes) token(proj api.Project) (string, error) {
+	if proj.Repo.TokenSecret == "" {
+		return "", nil
+	}
+	ss, err := rt.o.Store.Secrets(proj.Name)
+	if err != nil {
+		return "", fmt.Errorf("read the secrets of project %q: %w", proj.Name, err)
+	}
+	for _, s := range ss {
+		if s.Key == proj.Repo.TokenSecret {
+			return s.Value, nil
+		}
+	}
+	return "", errdefs.FailedPrecondition("project %q: secret %q (repo.tokenSecret) is not set", proj.Name, proj.Repo.TokenSecret)
+}
+
+// Branch is the branch a chat pushes: remote/ and the chat id's first 8
+// characters.
+func Branch(chatID string) string { return "remote/" + chatID[:min(len(chatID), 8)] }

@@ -1,0 +1,150 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"remote/lxdexec"
+)
+
+// Workspace is where the repository lives in the container.
+const Workspace = "/workspace"
+
+// BaseRef is the ref the clone leaves at the commit it checked out: the
+// base the whole-chat diff is taken against.
+const BaseRef = "refs/remote/base"
+
+// Execer starts processes in containers; *lxdexec.Client satisfies it.
+type Execer interface {
+	Exec(ctx context.Context, instance string, req lxdexec.ExecRequest) (*lxdexec.Exec, error)
+}
+
+// maxErrTail bounds the part of git's stderr kept for an error.
+const maxErrTail = 2 << 10
+
+// credentialHelper is the credential helper given to git in the exec's
+// environment: it answers only "get", and only for the repository's own
+// scheme and host (a remote rewritten by url.insteadOf in .git/config
+// gets nothing), with the token read from the exec's environment; it
+// prints the token to git's pipe, never to argv or a file.
+const credentialHelper = `!f(){ test "$1" = get || exit 0; p=; h=; ` +
+	`while read -r l; do case "$l" in protocol=*) p="${l#protocol=}";; host=*) h="${l#host=}";; esac; done; ` +
+	`test "$p" = "$REMOTE_GIT_PROTOCOL" && test "$h" = "$REMOTE_GIT_HOST" || exit 0; ` +
+	`echo username=x-access-token; echo "password=$REMOTE_GIT_TOKEN"; }; f`
+
+// gitEnv is the environment of every git exec: no system or global
+// config (the container's root may have planted helpers there), no
+// hooks, no fsmonitor, no prompt, the workspace trusted whoever owns it.
+// With token, it adds the credential helper (replacing every configured
+// one), restricted to the repository's scheme and host, and allows only
+// the http(s) transports, so no configured ssh or ext command runs with
+// the token in its environment.
+func gitEnv(token, repoURL string) map[string]string {
+	env := map[string]string{
+		"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true",
+		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+	}
+	cfg := [][2]string{{"core.hooksPath", "/dev/null"}, {"core.fsmonitor", "false"}, {"safe.directory", Workspace},
+		{"protocol.allow", "never"}, {"protocol.https.allow", "always"}, {"protocol.http.allow", "always"}}
+	if token != "" {
+		u, _ := url.Parse(repoURL)
+		if u != nil {
+			env["REMOTE_GIT_PROTOCOL"], env["REMOTE_GIT_HOST"] = u.Scheme, u.Host
+		}
+		env["REMOTE_GIT_TOKEN"] = token
+		cfg = append(cfg, [2]string{"credential.helper", ""}, [2]string{"credential.helper", credentialHelper})
+	}
+	env["GIT_CONFIG_COUNT"] = strconv.Itoa(len(cfg))
+	for i, kv := range cfg {
+		env["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = kv[0]
+		env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = kv[1]
+	}
+	return env
+}
+
+// result is a finished exec: its exit code, its stdout (at most the
+// bound asked for; truncated when there was more) and the tail of its
+// stderr.
+type result struct {
+	code      int
+	out       []byte
+	truncated bool
+	stderr    string
+}
+
+// run executes argv in /workspace of container with env, keeping at most
+// maxOut bytes of stdout; more ends the command (truncated).
+func run(ctx context.Context, x Execer, container string, argv []string, env map[string]string, maxOut int) (result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ex, err := x.Exec(ctx, container, lxdexec.ExecRequest{Command: argv, Env: env, Cwd: "/"})
+	if err != nil {
+		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
+	}
+	_ = ex.Stdin().Close()
+	var res result
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b, _ := io.ReadAll(ex.Stderr())
+		if len(b) > maxErrTail {
+			b = b[len(b)-maxErrTail:]
+		}
+		res.stderr = strings.TrimSpace(string(b))
+	}()
+	out, _ := io.ReadAll(io.LimitReader(ex.Stdout(), int64(maxOut)+1))
+	if len(out) > maxOut {
+		res.out, res.truncated = out[:maxOut], true
+		cancel() // the rest is not read: end the command
+	} else {
+		res.out = out
+	}
+	wg.Wait()
+	code, err := ex.Wait()
+	res.code = code
+	if res.truncated {
+		return res, nil
+	}
+	if err != nil && !(errors.Is(err, lxdexec.ErrOperationFailed) && code > 0) {
+		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
+	}
+	return res, nil
+}
+
+// sanitize makes git's message safe to show: the token and any
+// credentials of a URL are replaced, control characters dropped, the
+// length bounded.
+func sanitize(msg, token string) string {
+	if token != "" {
+		msg = strings.ReplaceAll(msg, token, "[redacted]")
+	}
+	var b strings.Builder
+	for _, f := range strings.Fields(msg) {
+		if i := strings.Index(f, "://"); i >= 0 {
+			if j := strings.IndexByte(f[i+3:], '@'); j >= 0 && !strings.ContainsAny(f[i+3:i+3+j], "/") {
+				f = f[:i+3] + "[redacted]@" + f[i+3+j+1:]
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return -1
+			}
+			return r
+		}, f))
+	}
+	s := b.String()
+	if len(s) > 1024 {
+		s = s[len(s)-1024:]
+	}
+	return s
+}

@@ -1,0 +1,145 @@
+package gitrepo
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"remote/api"
+	"remote/internal/errdefs"
+)
+
+var secretRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// TestValidateRepo: http(s) URLs only, ssh refused by name, no
+// credentials in the URL (and the URL holding them never echoed), a
+// plain ref, a secret name. Every refusal is invalid argument naming the
+// field.
+func TestValidateRepo(t *testing.T) {
+	ok := []api.ProjectRepo{
+		{URL: "https://github.com/o/r.git"},
+		{URL: "http://127.0.0.1:8080/calc.git", Ref: "main", TokenSecret: "GIT_TOKEN"},
+		{URL: "https://gitlab.example.com/group/sub/r", Ref: "release/1.2"},
+	}
+	for _, r := range ok {
+		if err := ValidateRepo(r, secretRE.MatchString); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	bad := []struct {
+		repo  api.ProjectRepo
+		field string
+	}{
+		{api.ProjectRepo{}, "repo.url"},
+		{api.ProjectRepo{URL: "https://x-access-token:ghp_secret123@github.com/o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "https://ghp_secret123@github.com/o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "git@github.com:o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "ssh://git@github.com/o/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "file:///etc"}, "repo.url"},
+		{api.ProjectRepo{URL: "ext::sh -c id"}, "repo.url"},
+		{api.ProjectRepo{URL: "/srv/git/r.git"}, "repo.url"},
+		{api.ProjectRepo{URL: "https://github.com/o/r.git\n"}, "repo.url"},
+		{api.ProjectRepo{URL: "https://github.com/o/r.git", Ref: "--upload-pack=id"}, "repo.ref"},
+		{api.ProjectRepo{URL: "https://github.com/o/r.git", Ref: "a..b"}, "repo.ref"},
+		{api.ProjectRepo{URL: "https://github.com/o/r.git", TokenSecret: "BAD-NAME"}, "repo.tokenSecret"},
+	}
+	for _, c := range bad {
+		err := ValidateRepo(c.repo, secretRE.MatchString)
+		if !errors.Is(err, errdefs.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), c.field) {
+			t.Errorf("%+v: %v, want invalid argument naming %s", c.repo, err, c.field)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_secret123") {
+			t.Errorf("%+v: the error echoes the credentials: %v", c.repo, err)
+		}
+	}
+}
+
+// TestSanitize: git's message loses the token and URL credentials.
+func TestSanitize(t *testing.T) {
+	got := sanitize("fatal: unable to access 'https://u:tok123@h/r.git/': 401\ntok123 again\x1b[31m", "tok123")
+	if strings.Contains(got, "tok123") || strings.ContainsRune(got, '\x1b') {
+		t.Errorf("sanitize = %q", got)
+	}
+	if !strings.Contains(got, "https://[redacted]@h/r.git/") {
+		t.Errorf("sanitize = %q", got)
+	}
+}
+
+// TestGitEnv: the token is only in the environment, the helper reads it
+// from there, configured helpers are reset before ours, hooks are off and
+// only http(s) transports are allowed.
+func TestGitEnv(t *testing.T) {
+	env := gitEnv("tok123", "https://git.example.com:8443/o/r.git")
+	if env["REMOTE_GIT_TOKEN"] != "tok123" || env["REMOTE_GIT_HOST"] != "git.example.com:8443" || env["REMOTE_GIT_PROTOCOL"] != "https" {
+		t.Errorf("env = %v", env)
+	}
+	cfg := map[string][]string{}
+	for k, v := range env {
+		if k == "REMOTE_GIT_TOKEN" {
+			continue
+		}
+		if strings.Contains(v, "tok123") {
+			t.Errorf("%s holds the token", k)
+		}
+		if strings.HasPrefix(k, "GIT_CONFIG_KEY_") {
+			key := v
+			cfg[key] = append(cfg[key], env["GIT_CONFIG_VALUE_"+strings.TrimPrefix(k, "GIT_CONFIG_KEY_")])
+		}
+	}
+	if env["GIT_CONFIG_COUNT"] != "8" || cfg["core.hooksPath"][0] != "/dev/null" || cfg["protocol.allow"][0] != "never" {
+		t.Errorf("config = %v (count %s)", cfg, env["GIT_CONFIG_COUNT"])
+	}
+	if h := cfg["credential.helper"]; len(h) != 2 || !strings.Contains(h[0]+h[1], `"password=$REMOTE_GIT_TOKEN"`) {
+		t.Errorf("credential.helper = %q", h)
+	}
+	if _, ok := gitEnv("", "")["REMOTE_GIT_TOKEN"]; ok {
+		t.Error("a token-less env has REMOTE_GIT_TOKEN")
+	}
+}
+
+// TestParseDiff pins git's -z output as parsed: statuses, counts, binary
+// files, paths with tabs and newlines.
+func TestParseDiff(t *testing.T) {
+	out := ":100644 100644 aaa bbb M\x00calc.py\x00:000000 100644 000 ccc A\x00new\tname\nx.txt\x00:100644 000000 ddd 000 D\x00img.png\x00" +
+		"1\t1\tcalc.py\x003\t0\tnew\tname\nx.txt\x00-\t-\timg.png\x00"
+	files, err := ParseDiff([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.DiffFile{{Path: "calc.py", Status: "M", Additions: 1, Deletions: 1},
+		{Path: "new\tname\nx.txt", Status: "A", Additions: 3}, {Path: "img.png", Status: "D", Binary: true}}
+	if len(files) != len(want) {
+		t.Fatalf("files = %+v", files)
+	}
+	for i := range want {
+		if files[i] != want[i] {
+			t.Errorf("file %d = %+v, want %+v", i, files[i], want[i])
+		}
+	}
+	for _, bad := range []string{":100644 M\x00a\x00", ":100644 100644 a b X\x00a\x00", "1\t1\tnothere\x00", ":100644 100644 a b M\x00", "x\t1\ta\x00"} {
+		if _, err := ParseDiff([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// FuzzParseDiff: any input is parsed or refused, never a panic; a parse
+// has only non-empty paths, git's statuses and non-negative counts.
+func FuzzParseDiff(f *testing.F) {
+	f.Add([]byte(":100644 100644 aaa bbb M\x00calc.py\x001\t1\tcalc.py\x00"))
+	f.Add([]byte(":000000 100644 000 ccc A\x00img.png\x00-\t-\timg.png\x00"))
+	f.Add([]byte(""))
+	f.Add([]byte("\x00\x00:"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		files, err := ParseDiff(b)
+		if err != nil {
+			return
+		}
+		for _, fl := range files {
+			if fl.Path == "" || len(fl.Status) != 1 || !strings.Contains("AMDT", fl.Status) || fl.Additions < 0 || fl.Deletions < 0 {
+				t.Fatalf("bad file %+v from %q", fl, b)
+			}
+		}
+	})
+}

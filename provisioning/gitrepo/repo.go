@@ -1,0 +1,271 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+
+	"remote/api"
+	"remote/internal/errdefs"
+	"remote/providers"
+)
+
+var (
+	refRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
+	shaRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+)
+
+// ValidateRepo checks a project's repository: an http(s) URL with a host
+// and no credentials (an ssh URL is refused by name), a plain branch or
+// tag, and the secret's name. Errors name the field (repo.url, repo.ref,
+// repo.tokenSecret) and never echo a URL holding credentials.
+func ValidateRepo(r api.ProjectRepo, validSecret func(string) bool) error {
+	raw := r.URL
+	switch {
+	case raw == "":
+		return errdefs.InvalidArgument("repo.url: a repository URL is required")
+	case len(raw) > 2048:
+		return errdefs.InvalidArgument("repo.url: longer than 2048 bytes")
+	case strings.ContainsAny(raw, " \t\r\n\x00\x7f"):
+		return errdefs.InvalidArgument("repo.url: contains whitespace or control characters")
+	case strings.HasPrefix(raw, "git@") || strings.HasPrefix(raw, "ssh://") || strings.HasPrefix(raw, "git://"):
+		return errdefs.InvalidArgument("repo.url: ssh and git:// URLs are not supported; use the repository's https URL and a token in tokenSecret")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil {
+		if u != nil && u.User != nil || strings.Contains(raw, "@") {
+			return errdefs.InvalidArgument("repo.url: credentials in the URL are refused; store the token as a project secret and name it in repo.tokenSecret")
+		}
+		return errdefs.InvalidArgument("repo.url %q: not a URL", raw)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.Opaque != "" {
+		return errdefs.InvalidArgument("repo.url %q: want an http(s) URL with a host", raw)
+	}
+	if r.Ref != "" && (!refRE.MatchString(r.Ref) || strings.Contains(r.Ref, "..") || strings.Contains(r.Ref, "//") ||
+		strings.HasSuffix(r.Ref, ".lock") || strings.HasSuffix(r.Ref, "/") || strings.HasSuffix(r.Ref, ".")) {
+		return errdefs.InvalidArgument("repo.ref %q: want a branch or tag name", r.Ref)
+	}
+	if r.TokenSecret != "" && !validSecret(r.TokenSecret) {
+		return errdefs.InvalidArgument("repo.tokenSecret %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", r.TokenSecret)
+	}
+	return nil
+}
+
+// TakeToken returns secrets without the one named key, and its value
+// ("" when key is "" or not set).
+func TakeToken(secrets []providers.Secret, key string) ([]providers.Secret, string) {
+	if key == "" {
+		return secrets, ""
+	}
+	var token string
+	out := make([]providers.Secret, 0, len(secrets))
+	for _, s := range secrets {
+		if s.Key == key {
+			token = s.Value
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, token
+}
+
+// cloneScript clones $REMOTE_GIT_URL (at $REMOTE_GIT_REF) into /workspace,
+// which may already hold files (published skills): the clone goes to a
+// temporary directory without checkout, its .git moves into /workspace and
+// the tracked files are checked out there. A /workspace that already has
+// a .git is left as it is ("exists"). The base commit is kept as BaseRef;
+// what the daemon publishes (/.agents/) is excluded from the repository.
+const cloneScript = `set -e
+mkdir -p /workspace
+cd /workspace
+if [ -e .git ]; then echo exists; exit 0; fi
+tmp=$(mktemp -d /workspace/.remote-clone.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+if [ -n "$REMOTE_GIT_REF" ]; then
+  git clone -q --no-checkout --branch "$REMOTE_GIT_REF" "$REMOTE_GIT_URL" "$tmp"
+else
+  git clone -q --no-checkout "$REMOTE_GIT_URL" "$tmp"
+fi
+mv "$tmp/.git" .git
+git reset -q --hard
+git update-ref ` + BaseRef + ` HEAD
+printf '/.agents/\n/.remote-clone.*\n' >> .git/info/exclude
+git rev-parse HEAD
+`
+
+// Cloner clones each container's repository once: a container (by LXD's
+// uuid) whose /workspace was found cloned is not asked again.
+type Cloner struct {
+	X    Execer
+	done sync.Map // container + "/" + uuid → true
+}
+
+// Ensure clones repo into container's /workspace unless it has a .git
+// already. It returns the event to store: repo_cloned {url, ref, sha},
+// repo_clone_failed {url, error} with git's message (sanitized: never the
+// token), or "" when there was nothing to do. A failed clone is tried
+// again by the next preparation.
+//
+// tree, when not nil, is then called with the working tree recorded as a
+// git tree (WriteTree), or the error recording it.
+func (c *Cloner) Ensure(ctx context.Context, container, uuid string, repo api.ProjectRepo, token string, tree func(string, error)) (string, map[string]string) {
+	sub, data := c.ensure(ctx, container, uuid, repo, token)
+	if tree != nil {
+		tree(WriteTree(ctx, c.X, container))
+	}
+	return sub, data
+}
+
+func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.ProjectRepo, token string) (string, map[string]string) {
+	key := container + "/" + uuid
+	if _, ok := c.done.Load(key); ok {
+		return "", nil
+	}
+	env := gitEnv(token, repo.URL)
+	env["REMOTE_GIT_URL"], env["REMOTE_GIT_REF"] = repo.URL, repo.Ref
+	res, err := run(ctx, c.X, container, []string{"sh", "-c", cloneScript}, env, 4096)
+	failed := func(msg string) (string, map[string]string) {
+		if repo.TokenSecret != "" && token == "" {
+			msg += fmt.Sprintf(" (project secret %q is not set)", repo.TokenSecret)
+		}
+		return api.SubtypeRepoCloneFailed, map[string]string{"url": repo.URL, "error": sanitize(msg, token)}
+	}
+	switch {
+	case err != nil:
+		return failed(err.Error())
+	case res.code != 0:
+		return failed(fmt.Sprintf("git clone exited %d: %s", res.code, res.stderr))
+	}
+	out := strings.TrimSpace(string(res.out))
+	c.done.Store(key, true)
+	if out == "exists" {
+		return "", nil
+	}
+	return api.SubtypeRepoCloned, map[string]string{"url": repo.URL, "ref": repo.Ref, "sha": out}
+}
+
+// writeTreeScript writes the working tree of /workspace as a git tree
+// through a temporary copy of the index: the user's index and files are
+// untouched; ignored files are left out, as git add leaves them.
+const writeTreeScript = `set -e
+cd /workspace
+idx=$(mktemp /tmp/remote-index.XXXXXX)
+trap 'rm -f "$idx"' EXIT
+cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+GIT_INDEX_FILE="$idx" git add -A
+GIT_INDEX_FILE="$idx" git write-tree
+`
+
+// WriteTree records container's /workspace as a git tree and returns its
+// id; an error when /workspace is not a git repository.
+func WriteTree(ctx context.Context, x Execer, container string) (string, error) {
+	res, err := run(ctx, x, container, []string{"sh", "-c", writeTreeScript}, gitEnv("", ""), 4096)
+	if err != nil {
+		return "", err
+	}
+	tree := strings.TrimSpace(string(res.out))
+	if res.code != 0 || !shaRE.MatchString(tree) {
+		return "", fmt.Errorf("record the working tree: git exited %d: %s", res.code, sanitize(res.stderr, ""))
+	}
+	return tree, nil
+}
+
+// Base returns the commit the clone checked out (BaseRef); a failed
+// precondition when /workspace has none (no repository was cloned).
+func Base(ctx context.Context, x Execer, container string) (string, error) {
+	res, err := run(ctx, x, container, []string{"git", "-C", Workspace, "rev-parse", "--verify", "-q", BaseRef + "^{commit}"}, gitEnv("", ""), 4096)
+	if err != nil {
+		return "", err
+	}
+	sha := strings.TrimSpace(string(res.out))
+	if res.code != 0 || !shaRE.MatchString(sha) {
+		return "", errdefs.FailedPrecondition("/workspace holds no repository cloned by the daemon")
+	}
+	return sha, nil
+}
+
+// Diff is what changed from base to head (commits or trees); head ""
+// is the working tree now. The patch is cut after maxPatch bytes.
+// Renames show as a deletion and an addition.
+func Diff(ctx context.Context, x Execer, container, base, head string, maxPatch int) (api.Diff, error) {
+	if head == "" {
+		t, err := WriteTree(ctx, x, container)
+		if err != nil {
+			return api.Diff{}, err
+		}
+		head = t
+	}
+	if !shaRE.MatchString(base) || !shaRE.MatchString(head) {
+		return api.Diff{}, fmt.Errorf("diff %q..%q: not object ids", base, head)
+	}
+	diff := []string{"git", "-C", Workspace, "diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
+	res, err := run(ctx, x, container, append(diff, "--raw", "--numstat", "-z", base, head), gitEnv("", ""), 64<<20)
+	if err != nil {
+		return api.Diff{}, err
+	}
+	if res.code != 0 || res.truncated {
+		return api.Diff{}, fmt.Errorf("git diff exited %d: %s", res.code, sanitize(res.stderr, ""))
+	}
+	files, err := ParseDiff(res.out)
+	if err != nil {
+		return api.Diff{}, err
+	}
+	res, err = run(ctx, x, container, append(diff, base, head), gitEnv("", ""), maxPatch)
+	if err != nil {
+		return api.Diff{}, err
+	}
+	if res.code != 0 && !res.truncated {
+		return api.Diff{}, fmt.Errorf("git diff exited %d: %s", res.code, sanitize(res.stderr, ""))
+	}
+	return api.Diff{Base: base, Head: head, Files: files, Patch: string(res.out), Truncated: res.truncated}, nil
+}
+
+// Push describes a push of a chat's branch.
+type Push struct {
+	URL, Branch, Message string
+	AuthorName           string
+	AuthorEmail          string
+	Token                string
+}
+
+// commitScript moves /workspace onto the branch (kept at HEAD when it is
+// new) and commits everything uncommitted, ignored files aside.
+const commitScript = `set -e
+cd /workspace
+cur=$(git symbolic-ref -q --short HEAD || true)
+[ "$cur" = "$REMOTE_GIT_BRANCH" ] || git checkout -q -B "$REMOTE_GIT_BRANCH"
+git add -A
+git diff --cached --quiet || git commit -q -m "$REMOTE_GIT_MESSAGE"
+git rev-parse HEAD
+`
+
+// CommitAndPush commits what is uncommitted in container's /workspace on
+// p.Branch and pushes the branch to p.URL; it returns the pushed commit.
+// The commit runs without the token in its environment (git add may run
+// the repository's filters); only git push gets it.
+func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (string, error) {
+	env := gitEnv("", "")
+	env["REMOTE_GIT_BRANCH"], env["REMOTE_GIT_MESSAGE"] = p.Branch, p.Message
+	env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = p.AuthorName, p.AuthorEmail
+	env["GIT_COMMITTER_NAME"], env["GIT_COMMITTER_EMAIL"] = p.AuthorName, p.AuthorEmail
+	res, err := run(ctx, x, container, []string{"sh", "-c", commitScript}, env, 4096)
+	if err != nil {
+		return "", err
+	}
+	sha := strings.TrimSpace(string(res.out))
+	if res.code != 0 || !shaRE.MatchString(sha) {
+		return "", errdefs.FailedPrecondition("commit on %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, ""))
+	}
+	res, err = run(ctx, x, container, []string{"git", "-C", Workspace, "push", "-q", p.URL, "HEAD:refs/heads/" + p.Branch},
+		gitEnv(p.Token, p.URL), 4096)
+	if err != nil {
+		return "", err
+	}
+	if res.code != 0 {
+		return "", errdefs.FailedPrecondition("push %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, p.Token))
+	}
+	return sha, nil
+}
