@@ -172,6 +172,11 @@ log_level = "debug"
 [agent]
 allowed_roots = [%q]
 
+# Projects start from the busybox test image (the default, the
+# development image, is heavy and not needed here).
+[lxd]
+image = "busybox"
+
 [providers.claude]
 binary = %q
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
