@@ -76,6 +76,10 @@ type projectEnvOpts struct {
 	// previewDir holds the port previews' sockets ("" none).
 	previewDir string
 	skillsDir  string // the daemon's [projects] skills_dir ("" none)
+	// maxUpload is [projects] max_upload_bytes; fileUID and fileGID own
+	// uploads ([projects] container_uid, container_gid).
+	maxUpload        int64
+	fileUID, fileGID int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -123,7 +127,8 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if pools == nil {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools})
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools,
+			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID})
 		if err != nil {
 			t.Fatal(err)
 		}
