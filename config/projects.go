@@ -178,9 +178,6 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	if p.ContainerGID < 0 {
 		ps.add(ErrInvalidValue, keyPath("projects", "container_gid"), "must not be negative")
 	}
-	if p.MaxUploadBytes < 0 {
-		ps.add(ErrInvalidValue, keyPath("projects", "max_upload_bytes"), "must not be negative")
-	}
 	if p.StartParallel < 0 || p.StartParallel > 64 {
 		ps.add(ErrInvalidValue, keyPath("projects", "start_parallel"), "must be 0 (default) to 64")
 	}
