@@ -287,6 +287,9 @@ func Default() Config {
 		},
 		Providers: make(map[string]Provider, len(providerIDs)),
 		Forges:    defaultForges(),
+		Projects: Projects{ProjectsProvisioning: ProjectsProvisioning{
+			MaxUploadBytes: 100 << 20, // docs/api.md, Projects: files
+		}},
 		Web: Web{
 			Listen:     "127.0.0.1:8080",
 			SessionTTL: Duration{12 * time.Hour},

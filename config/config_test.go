@@ -90,6 +90,7 @@ RUST_LOG = "info"
 [projects]
 instructions_dir = "/etc/remote/instructions"
 skills_dir = "/etc/remote/skills"
+max_upload_bytes = "8MiB"
 
 [web]
 listen = "[::1]:9090"
@@ -119,7 +120,8 @@ password_hash = "$2a$10$abc"
 	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x", "ANTHROPIC_API_KEY": "k"},
 		ProjectEnv: []string{"CLAUDE_CONFIG_DIR"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
-	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills"}
+	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills",
+		ProjectsProvisioning: ProjectsProvisioning{MaxUploadBytes: 8 << 20}}
 	want.Web = Web{Listen: "[::1]:9090", TLSCert: "/etc/remote/web.crt", TLSKey: "/etc/remote/web.key", SessionTTL: Duration{2 * time.Hour},
 		Users: []WebUser{{Name: "alice", PasswordHash: "$2a$10$abc"}}}
 	if !reflect.DeepEqual(got, want) {
@@ -514,5 +516,15 @@ func TestParseLXDURLs(t *testing.T) {
 	}
 	if got := strings.Join(c.LXD.URLs, " "); got != "https://10.0.0.11:8443 https://10.0.0.12" || c.LXD.URL != "" {
 		t.Fatalf("urls %q, url %q", got, c.LXD.URL)
+	}
+}
+
+func TestMaxUploadBytes(t *testing.T) {
+	if got := Default().Projects.MaxUploadBytes; got != 104857600 {
+		t.Errorf("default max_upload_bytes %d, want 104857600 (100 MiB)", got)
+	}
+	_, err := Parse("remoted.toml", []byte("[projects]\nmax_upload_bytes = -1\n"))
+	if err == nil || !strings.Contains(err.Error(), "remoted.toml:2: [projects] max_upload_bytes: invalid size -1: must not be negative") {
+		t.Errorf("negative max_upload_bytes: %v", err)
 	}
 }

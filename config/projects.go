@@ -80,6 +80,9 @@ type ProjectsProvisioning struct {
 	// ContainerUID and ContainerGID own published files (default 0).
 	ContainerUID int `toml:"container_uid" doc:"uid that owns files published into containers"`
 	ContainerGID int `toml:"container_gid" doc:"gid that owns files published into containers"`
+	// MaxUploadBytes bounds one upload through PUT
+	// /v1/projects/{name}/files/raw (default 100 MiB; 0: no bound).
+	MaxUploadBytes Size `toml:"max_upload_bytes" doc:"bytes of one file uploaded into a project's /workspace; over it: 413; 0 = no bound"`
 	// StartParallel bounds concurrent container starts at daemon start-up
 	// (default 4).
 	StartParallel int `toml:"start_parallel" doc:"containers started at once at daemon start-up; 0: 4 (at most 64)"`

@@ -251,6 +251,34 @@ func (c *Client) ListDir(ctx context.Context, instance, p string) ([]string, err
 	return names, nil
 }
 
+// StatFile describes path in the instance without opening it (LXD's HEAD,
+// API extension instance_file_head): type, mode, owner and modification
+// time; Size is -1 (LXD's HEAD carries no length). A symlink is described
+// itself, not its target. A missing path gives ErrNotFound.
+func (c *Client) StatFile(ctx context.Context, instance, p string) (*FileInfo, error) {
+	if err := checkName(instance); err != nil {
+		return nil, err
+	}
+	if err := checkPath(p); err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, http.MethodHead, c.filePath(instance, p), nil, "", "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("stat %s in %q: %w", p, instance, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := &Error{Method: http.MethodHead, Path: "/1.0/instances/" + instance + "/files", StatusCode: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+		return nil, fmt.Errorf("stat %s in %q: %w", p, instance, err)
+	}
+	info, err := c.fileInfo(resp.Header)
+	if err != nil {
+		return nil, fmt.Errorf("stat %s in %q: %w", p, instance, err)
+	}
+	info.Size = -1
+	return info, nil
+}
+
 func (c *Client) fileInfo(h http.Header) (*FileInfo, error) {
 	get := func(k string) string { return h.Get(c.hdr + k) }
 	info := &FileInfo{Type: get("Type")}

@@ -347,3 +347,48 @@ func TestLoginLimitIPv6Slash64(t *testing.T) {
 		t.Errorf("a client in another /64: %d, want 303", st)
 	}
 }
+
+// TestAttackFileUploadBody: the one non-JSON body remote-web passes is an
+// application/octet-stream PUT to /v1/projects/{name}/files/raw from the
+// page's own origin, streamed with its Content-Length. The same type on
+// any other route or method, with parameters, or from another origin is
+// refused before the daemon sees it.
+func TestAttackFileUploadBody(t *testing.T) {
+	h := newHarness(t, false)
+	c := h.loggedIn(t)
+	same := map[string]string{"Sec-Fetch-Site": "same-origin", "Content-Type": "application/octet-stream"}
+	for _, tt := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodPost, "/v1/projects/p/files/raw", 415},
+		{http.MethodPut, "/v1/projects/p/secrets/KEY", 415},
+		{http.MethodPut, "/v1/projects/p/files/raw/x", 415},
+		{http.MethodPut, "/v1/projects/p/q/files/raw", 415},
+		{http.MethodPut, "/v1/projects//files/raw", 400},
+		{http.MethodPut, "/v1/echo", 415},
+	} {
+		before := h.daemon.count()
+		resp, b := do(t, c, tt.method, h.srv.URL+tt.path, "data", same)
+		if resp.StatusCode != tt.status || h.daemon.count() != before {
+			t.Errorf("%s %s: %d %s (daemon saw it: %v), want %d", tt.method, tt.path, resp.StatusCode, b, h.daemon.count() != before, tt.status)
+		}
+	}
+	before := h.daemon.count()
+	resp, b := do(t, c, http.MethodPut, h.srv.URL+"/v1/projects/p/files/raw?path=a", "data", map[string]string{"Sec-Fetch-Site": "same-origin", "Content-Type": "application/octet-stream; x=y"})
+	if resp.StatusCode != 415 || h.daemon.count() != before {
+		t.Errorf("octet-stream with a parameter: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, c, http.MethodPut, h.srv.URL+"/v1/projects/p/files/raw?path=a", "data", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example", "Content-Type": "application/octet-stream"})
+	if resp.StatusCode != 403 || h.daemon.count() != before {
+		t.Errorf("cross-site upload: %d %s", resp.StatusCode, b)
+	}
+	body := strings.Repeat("z", 3<<20)
+	resp, b = do(t, c, http.MethodPut, h.srv.URL+"/v1/projects/p/files/raw?path=a", body, same)
+	if resp.StatusCode != 200 || string(b) != `{"bytes":3145728,"contentLength":3145728}`+"\n" {
+		t.Fatalf("upload: %d %s", resp.StatusCode, b)
+	}
+	if got := h.daemon.last(t); got.User != "alice" || got.Cookie != "" {
+		t.Errorf("daemon saw %+v", got)
+	}
+}

@@ -506,6 +506,31 @@ func TestE2ETerminal(t *testing.T) {
 		waitJS(`document.querySelector('.xterm-rows').innerText.includes('e2e-42')`),
 	)
 	screenshot(t, ctx, "e2e-terminal")
+	upload := filepath.Join(t.TempDir(), "notes-e2e.txt")
+	if err := os.WriteFile(upload, []byte("uploaded through the page\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps(t, ctx, "upload a file and find it listed with a download link",
+		chromedp.Navigate(s.base+"/#/projects"),
+		chromedp.WaitVisible(chromedp.CSS(card+" .files-link")),
+		chromedp.Click(chromedp.CSS(card+" .files-link")),
+		waitJS(`document.querySelector('#files-path') && document.querySelector('#files-path').textContent === '/workspace'`),
+		chromedp.SetUploadFiles(chromedp.CSS("#file-upload"), []string{upload}),
+		chromedp.Click(chromedp.CSS("#file-upload-form button[type=submit]")),
+		waitJS(`!!document.querySelector('#file-list tr[data-name="notes-e2e.txt"] a.download')`),
+	)
+	href := eval[string](t, ctx, `document.querySelector('#file-list tr[data-name="notes-e2e.txt"] a.download').getAttribute('href')`)
+	if href != "/v1/projects/"+name+"/files/raw?path=%2Fworkspace%2Fnotes-e2e.txt" {
+		t.Errorf("download link %q", href)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch('`+href+`').then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "uploaded through the page\n" {
+		t.Errorf("download through the page: %q", got)
+	}
+	screenshot(t, ctx, "e2e-files")
 	steps(t, ctx, "stop the project",
 		chromedp.Navigate(s.base+"/#/projects"),
 		chromedp.WaitVisible(chromedp.CSS(card+" .stop")),

@@ -256,7 +256,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 		return
 	}
-	if !safeMethod(r.Method) {
+	if !safeMethod(r.Method) && !isFileUpload(r) {
 		if msg := jsonBodyProblem(r); msg != "" {
 			s.log.Warn("request body refused", "path", r.URL.Path, "content_type", r.Header.Get("Content-Type"), "user", user)
 			writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, msg)
@@ -630,6 +630,19 @@ func normalHost(h string) string {
 // preflight, can only send text/plain, urlencoded or multipart bodies, so
 // none of them reaches the API. A request without a body and without a
 // Content-Type passes (POST .../start); an HTML form always sends one.
+// isFileUpload reports whether r is a file upload, the one body that is
+// not JSON: PUT /v1/projects/{name}/files/raw as application/octet-stream
+// (a type no cross-site form can send, and same-origin was checked
+// first). The daemon bounds its size ([projects] max_upload_bytes); the
+// proxy streams it.
+func isFileUpload(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/projects/")
+	name, tail, _ := strings.Cut(rest, "/")
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return ok && r.Method == http.MethodPut && name != "" && tail == "files/raw" &&
+		err == nil && mt == "application/octet-stream" && len(params) == 0
+}
+
 func jsonBodyProblem(r *http.Request) string {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" && r.ContentLength == 0 {

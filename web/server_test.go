@@ -134,6 +134,11 @@ func startFakeDaemon(t *testing.T) *fakeDaemon {
 	mux.HandleFunc("/v1/projects/{name}/ports/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "app %s:%s /%s user=%s", r.PathValue("name"), r.PathValue("port"), r.PathValue("path"), r.Header.Get(HeaderUser))
 	})
+	mux.HandleFunc("/v1/projects/{name}/files/raw", func(w http.ResponseWriter, r *http.Request) {
+		d.record(r)
+		n, _ := io.Copy(io.Discard, r.Body)
+		writeJSON(w, http.StatusOK, map[string]int64{"bytes": n, "contentLength": r.ContentLength})
+	})
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		d.record(r)
 		_, _ = io.WriteString(w, "remoted_up 1\n")

@@ -105,7 +105,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	}
 	pools, images, targets := cfg.ProjectAllowlists()
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
-		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets})
+		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
+		Files: conn, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID})
 	if err != nil {
 		return projectWiring{}, err
 	}

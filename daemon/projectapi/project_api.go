@@ -63,6 +63,18 @@ type ProjectsOptions struct {
 	// [projects] allowed_pools, allowed_images, allowed_targets; nil
 	// allows the default only.
 	Pools, Images, Targets []string
+	// Files reaches files in containers (the file routes answer 503
+	// without it).
+	Files ProjectFiles
+	// MaxUploadBytes bounds one upload ([projects] max_upload_bytes;
+	// 0: no bound).
+	MaxUploadBytes int64
+	// FileUID and FileGID own uploaded files ([projects] container_uid,
+	// container_gid: the container user).
+	FileUID, FileGID int
+	// PullOpenTimeout bounds the wait for LXD to open a file to
+	// download (opening a FIFO blocks until a writer comes); 0: 30s.
+	PullOpenTimeout time.Duration
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -86,6 +98,9 @@ func NewProjects(o ProjectsOptions) (*Projects, error) {
 	}
 	if err := checkLimits(o.Limits); err != nil {
 		return nil, fmt.Errorf("projects: [projects.limits]: %w", err)
+	}
+	if o.PullOpenTimeout <= 0 {
+		o.PullOpenTimeout = 30 * time.Second
 	}
 	return &Projects{o: o, log: o.Logger}, nil
 }
@@ -114,6 +129,9 @@ func (p *Projects) Routes() []daemon.Route {
 		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
+		route(http.MethodGet, "/v1/projects/{name}/files", p.listFiles),
+		route(http.MethodGet, "/v1/projects/{name}/files/raw", p.downloadFile),
+		route(http.MethodPut, "/v1/projects/{name}/files/raw", p.uploadFile),
 	)
 }
 

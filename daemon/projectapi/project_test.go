@@ -87,6 +87,10 @@ type projectEnvOpts struct {
 	images []string
 	// maxDiffBytes is [projects] max_diff_bytes (0: the default).
 	maxDiffBytes int
+	// maxUpload is [projects] max_upload_bytes; fileUID and fileGID own
+	// uploads ([projects] container_uid, container_gid).
+	maxUpload        int64
+	fileUID, fileGID int
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -134,7 +138,8 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if pools == nil {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images})
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images,
+			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,6 +147,24 @@ func (c *Conn) PullFile(ctx context.Context, instance, path string) (io.ReadClos
 	return cl.PullFile(ctx, instance, path)
 }
 
+// StatFile describes a path in the instance without opening it.
+func (c *Conn) StatFile(ctx context.Context, instance, path string) (*lxdexec.FileInfo, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.StatFile(ctx, instance, path)
+}
+
+// ListDir lists a directory in the instance.
+func (c *Conn) ListDir(ctx context.Context, instance, path string) ([]string, error) {
+	cl, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	return cl.ListDir(ctx, instance, path)
+}
+
 // DeleteFile implements LXD.
 func (c *Conn) DeleteFile(ctx context.Context, instance, path string) error {
 	cl, err := c.get()

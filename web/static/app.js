@@ -5,6 +5,7 @@
 import { el, api, notice } from './lib.js';
 import { ChatView } from './chat.js';
 import { TerminalView } from './terminal.js';
+import { FilesView } from './files.js';
 import { ProvidersView } from './providers.js';
 import { workspace, waiting } from './workspace.js';
 import { notify, notificationState, askPermission } from './notify.js';
@@ -32,6 +33,8 @@ function route() {
     projectsView();
   } else if (parts[0] === 'project' && parts[1] && parts[2] === 'terminal') {
     current = new TerminalView(view, parts[1]);
+  } else if (parts[0] === 'project' && parts[1] && parts[2] === 'files') {
+    current = new FilesView(view, parts[1]);
   } else if (parts[0] === 'usage') {
     usageView();
   } else if (parts[0] === 'providers') {
@@ -340,6 +343,7 @@ function projectCard(p, list) {
       el('button', { type: 'button', onclick: act('start'), class: 'start' }, 'Start'),
       el('button', { type: 'button', onclick: act('stop'), class: 'secondary stop' }, 'Stop'),
       el('a', { href: `#/project/${n}/terminal`, class: 'button terminal-link' }, 'Terminal'),
+      el('a', { href: `#/project/${n}/files`, class: 'button secondary files-link' }, 'Files'),
       // Previews open on remote-web's preview origin, never on this one.
       ...(p.ports || []).map((port) => el('a', { href: `/preview/${n}/${port}`, target: '_blank', rel: 'noopener noreferrer',
         class: 'button secondary preview-link', 'data-port': String(port) }, `Preview :${port}`))),

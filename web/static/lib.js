@@ -65,10 +65,14 @@ export class APIError extends Error {
   }
 }
 
-// api calls the daemon's JSON API through remote-web.
+// api calls the daemon's JSON API through remote-web. A Blob body (a
+// file to upload) is sent as it is, application/octet-stream.
 export async function api(method, path, body) {
   const opts = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
-  if (body !== undefined) {
+  if (body instanceof Blob) {
+    opts.headers['Content-Type'] = 'application/octet-stream';
+    opts.body = body;
+  } else if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
   }
