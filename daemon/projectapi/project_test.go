@@ -26,6 +26,7 @@ import (
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/lxdimage"
 )
 
 // projectEnv is a test server with the project routes over real LXD.
@@ -83,6 +84,8 @@ type projectEnvOpts struct {
 	maxImageBytes int64
 	// images is [projects] allowed_images (nil: the default image only).
 	images []string
+	// imageServers are [lxd.image_servers] (nil: none).
+	imageServers map[string]lxdimage.Server
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -116,7 +119,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 		prep, err := provisioning.New(provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
-			Image: cmp.Or(o.image, testkit.TestImage), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
+			Image: cmp.Or(o.image, testkit.TestImage), ImageServers: lxdimage.NewServers(o.imageServers), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
 		if err != nil {
