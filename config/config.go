@@ -104,6 +104,10 @@ type LXD struct {
 	Target     string   `toml:"target" doc:"cluster member or @group new containers go to; empty lets LXD decide"`
 	Image      string   `toml:"image" doc:"local image alias or fingerprint new containers are made from (remote-dev: built by make image)"`
 	Profiles   []string `toml:"profiles" doc:"LXD profiles applied to new containers (review what they let a container reach)"`
+	// ImageServers are the image servers an image may name as
+	// "<name>:<alias>", keyed by name; none by default (the usual one:
+	// images = { url = "https://images.linuxcontainers.org", protocol = "simplestreams" }).
+	ImageServers map[string]ImageServer `toml:"image_servers" doc:"image servers a project's image may name as <name>:<alias>; none by default; the usual one: images = { url = 'https://images.linuxcontainers.org', protocol = 'simplestreams' }"`
 }
 
 // Agent holds settings shared by every agent run.

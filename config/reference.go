@@ -183,6 +183,12 @@ func (w *tomlWriter) table(path []string, v reflect.Value, docs bool) {
 		w.printf("\n")
 		w.comment(f)
 		keys := mapKeys(fv, p)
+		if len(keys) == 0 && docs {
+			// No table to show the keys in: list them.
+			for _, ef := range fields(f.Type.Elem()) {
+				w.printf("#   %s: %s\n", tomlName(ef), ef.Tag.Get(DocTag))
+			}
+		}
 		for i, k := range keys {
 			kp := append(slices.Clone(p), k)
 			if i > 0 {

@@ -41,6 +41,9 @@ func (c Config) validate(ps *problems) error {
 		c.Providers[id].validate(ps, id)
 	}
 	c.Projects.validate(ps)
+	for i, image := range c.Projects.AllowedImages {
+		validateImageRef(ps, appendIndex(keyPath("projects", "allowed_images"), i), image, c.LXD.ImageServers)
+	}
 	c.Web.validate(ps)
 	c.Notify.validate(ps)
 	validateForges(ps, c.Forges)
@@ -107,7 +110,10 @@ func (l LXD) validate(ps *problems) {
 	requireName(ps, keyPath("lxd", "target"), l.Target, false)
 	if l.Image == "" || strings.ContainsAny(l.Image, " \t\n\x00") {
 		ps.add(ErrInvalidValue, keyPath("lxd", "image"), "%q is not an image alias or fingerprint", l.Image)
+	} else {
+		validateImageRef(ps, keyPath("lxd", "image"), l.Image, l.ImageServers)
 	}
+	validateImageServers(ps, l.ImageServers)
 	seen := map[string]bool{}
 	for i, p := range l.Profiles {
 		path := appendIndex(keyPath("lxd", "profiles"), i)

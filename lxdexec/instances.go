@@ -38,12 +38,18 @@ type Instance struct {
 // Running reports whether the instance's status is Running.
 func (i *Instance) Running() bool { return i.StatusCode == StatusRunning }
 
-// InstanceSource names the local image an instance is created from: Alias
-// or Fingerprint. Type defaults to "image".
+// InstanceSource names the image an instance is created from: Alias or
+// Fingerprint, local or (Mode "pull") on the image server Server speaking
+// Protocol ("simplestreams" or "lxd"), whose TLS certificate LXD pins to
+// Certificate (PEM) when set. Type defaults to "image".
 type InstanceSource struct {
 	Type        string `json:"type"`
 	Alias       string `json:"alias,omitempty"`
 	Fingerprint string `json:"fingerprint,omitempty"`
+	Mode        string `json:"mode,omitempty"`
+	Server      string `json:"server,omitempty"`
+	Protocol    string `json:"protocol,omitempty"`
+	Certificate string `json:"certificate,omitempty"`
 }
 
 // InstancesPost is the body of an instance creation. Type defaults to

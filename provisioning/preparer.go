@@ -125,6 +125,9 @@ type Options struct {
 	// profiles.
 	Image    string
 	Profiles []string
+	// ImageServers are the image servers an image may name as
+	// "<server>:<alias>" ([lxd.image_servers]); nil: none.
+	ImageServers *lxdimage.Servers
 	// Deps are the provisioning steps, all or none (see NewDependencies).
 	Deps Dependencies
 	// CredentialSyncTimeout bounds SyncCredentials; zero means
@@ -154,6 +157,7 @@ type Preparer struct {
 	projects    ProjectStore
 	secrets     SecretSource
 	image       string
+	servers     *lxdimage.Servers
 	profiles    []string
 	deps        Dependencies
 	wired       bool
@@ -217,7 +221,7 @@ func New(opts Options) (*Preparer, error) {
 	}
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
-		image: opts.Image, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
+		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD},
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
@@ -669,10 +673,14 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		image = p.image
 	}
 	p.log.Info("creating container", "project", proj.Name, "container", proj.Container, "image", image)
-	err := p.createInstance(ctx, proj, lxdexec.InstancesPost{
+	src, err := p.servers.Source(image)
+	if err != nil {
+		return fmt.Errorf("create container %q: %w", proj.Container, err)
+	}
+	err = p.createInstance(ctx, proj, lxdexec.InstancesPost{
 		Name:     proj.Container,
 		Type:     "container",
-		Source:   lxdexec.InstanceSource{Type: "image", Alias: image},
+		Source:   src,
 		Profiles: p.profiles,
 		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
 		Devices:  placement.RootOnPool(proj.Pool),

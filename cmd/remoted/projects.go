@@ -23,6 +23,7 @@ import (
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/lxdimage"
 )
 
 // projectWiring is what the projects feature adds to remoted.
@@ -77,8 +78,13 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err := os.MkdirAll(previewDir, 0o700); err != nil {
 		return projectWiring{}, fmt.Errorf("create preview directory %s: %w", previewDir, err)
 	}
+	servers, err := imageServers(cfg.LXD.ImageServers)
+	if err != nil {
+		return projectWiring{}, err
+	}
 	prep, err := provisioning.New(provisioning.Options{
-		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
+		ImageServers: servers,
+		LXD:          conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
 		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
@@ -214,4 +220,17 @@ func (l connLauncher) Start(ctx context.Context, cmd providers.Command) (provide
 		return nil, fmt.Errorf("exec %s in %q: %w", cmd.Path, l.name, provisioning.ErrUnavailable)
 	}
 	return (&runner.LXDLauncher{Client: cl, Instance: l.name, Shim: l.shim}).Start(ctx, cmd)
+}
+
+// imageServers reads [lxd.image_servers] with their pinned certificates.
+func imageServers(cfg map[string]config.ImageServer) (*lxdimage.Servers, error) {
+	m := map[string]lxdimage.Server{}
+	for name, s := range cfg {
+		pemText, err := s.CertificatePEM()
+		if err != nil {
+			return nil, fmt.Errorf("[lxd.image_servers.%s] certificate: %w", name, err)
+		}
+		m[name] = lxdimage.Server{URL: s.URL, Protocol: s.Protocol, Certificate: pemText}
+	}
+	return lxdimage.NewServers(m), nil
 }

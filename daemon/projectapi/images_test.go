@@ -166,18 +166,20 @@ func TestImageRoutesRealLXD(t *testing.T) {
 // TestProjectCreateChecksImage: a project naming an image LXD has no alias
 // of is refused at creation with 400 naming it and the usable aliases
 // (before: 201, then "404 Image alias not found" at the first prompt);
-// an image server's form is refused the same way (no server is
-// configured); a missing default image is named as the default.
+// an image server's form naming no configured server is refused naming
+// it; a missing default image is named as the default.
 func TestProjectCreateChecksImage(t *testing.T) {
 	e := newProjectEnv(t, projectEnvOpts{images: []string{testkit.TestImage, "debian", "images:debian/12"}})
-	for _, image := range []string{"debian", "images:debian/12"} {
-		status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("noimg"), Image: image})
-		if status != http.StatusBadRequest || !strings.Contains(string(body), `unknown image \"`+image+`\": LXD has no image of that alias; usable local aliases: `) ||
-			!strings.Contains(string(body), "busybox") {
-			t.Errorf("image %q: %d %s", image, status, body)
-		}
+	status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("noimg"), Image: "debian"})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), `unknown image \"debian\": LXD has no image of that alias; usable local aliases: `) ||
+		!strings.Contains(string(body), "busybox") {
+		t.Errorf("image debian: %d %s", status, body)
 	}
-	status, body := e.do("GET", "/v1/projects", "alice", nil)
+	status, body = e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: uniqueProject("noimg"), Image: "images:debian/12"})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), `image \"images:debian/12\": no such image server configured: \"images\" ([lxd.image_servers]; none is configured)`) {
+		t.Errorf("image images:debian/12: %d %s", status, body)
+	}
+	status, body = e.do("GET", "/v1/projects", "alice", nil)
 	if status != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
 		t.Fatalf("a refused project was stored: %d %s", status, body)
 	}

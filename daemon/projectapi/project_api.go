@@ -21,6 +21,7 @@ import (
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/gitrepo"
+	"remote/provisioning/lxdimage"
 )
 
 // ProjectStore is what the project routes need of the store; *store.Store
@@ -137,11 +138,12 @@ func (p *Projects) Routes() []daemon.Route {
 
 var _ daemon.RouteProvider = (*Projects)(nil)
 
-// projectError names LXD in an unavailable error of provisioning. The
+// projectError names LXD in an unavailable error of provisioning (an
+// image server's names itself). The
 // other classes (conflicts like a foreign container, invalid skills or
 // checkpoint names) come classified from provisioning and lxdexec.
 func projectError(err error) error {
-	if errdefs.IsUnavailable(err) {
+	if errdefs.IsUnavailable(err) && !errors.Is(err, lxdimage.ErrServerUnavailable) {
 		return fmt.Errorf("lxd is unreachable: %w", err)
 	}
 	return err

@@ -27,6 +27,7 @@ import (
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/lxdimage"
 )
 
 // projectEnv is a test server with the project routes over real LXD.
@@ -91,6 +92,8 @@ type projectEnvOpts struct {
 	// uploads ([projects] container_uid, container_gid).
 	maxUpload        int64
 	fileUID, fileGID int
+	// imageServers are [lxd.image_servers] (nil: none).
+	imageServers map[string]lxdimage.Server
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -124,7 +127,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 		prep, err := provisioning.New(provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
-			Image: cmp.Or(o.image, testkit.TestImage), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
+			Image: cmp.Or(o.image, testkit.TestImage), ImageServers: lxdimage.NewServers(o.imageServers), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 		})
 		if err != nil {

@@ -90,6 +90,8 @@ var rules = []rule{
 		Why: "keyfile makes and checks the secrets key file: errdefs and the standard library only (issue 24: out of the store)"},
 	{From: "remote/provisioning/lxdimage", Never: []string{"remote/provisioning/checkpoint", "remote/provisioning/preview", "remote/daemon", "remote/providers", "remote/config", "remote/web", "remote/client", "remote/api"},
 		Why: "lxdimage is what the daemon knows of LXD's images: lxdexec, lxdconn and errdefs only"},
+	{From: "remote/internal/testkit/simplestreams", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/config", "remote/web", "remote/client", "remote/api"}, ThirdParty: []string{},
+		Why: "the test image server speaks simplestreams as LXD reads it, independent of the product code it tests: testkit and the standard library only"},
 	{From: "remote/internal/keyed", Never: []string{module}, ThirdParty: []string{},
 		Why: "keyed is two per-key concurrency tools: the standard library only"},
 	{From: "remote/daemon/socket", Never: []string{module}, ThirdParty: []string{},

@@ -1,7 +1,10 @@
 // Package lxdimage owns what the daemon knows of LXD's local images: the
 // development image's alias (DevImage) and the command that builds it, the
 // Images ability of an LXD client, listing the local aliases and checking
-// one exists. The project API and the preparer use it.
+// one exists; the image servers a project's image may name
+// ("<server>:<alias>", configured by the operator only), the LXD source
+// that pulls from one and the look-up of an alias in a server's index.
+// The project API and the preparer use it.
 //
 // It imports lxdexec, provisioning/lxdconn and internal/errdefs only; never
 // provisioning, the daemon or the API.
