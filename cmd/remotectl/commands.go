@@ -19,7 +19,7 @@ func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
 	register(command{Name: "providers", Usage: "[--json] | install PROVIDER[@VERSION] [-untested] | select PROVIDER@VERSION | login [-method M] PROVIDER | logout PROVIDER", Summary: "list the agent providers (installed, version, login, CLI store, what to do); install or select a CLI in the store; log a host CLI in or out", Run: runProviders})
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
-	register(command{Name: "chat", Usage: "create|list|show|rm|fork ...", Summary: "manage chats", Run: runChat})
+	register(command{Name: "chat", Usage: "create|list|show|rm|fork|diff|push ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
 	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [-queue] [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
 	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "follow a chat's events live", Run: runTail})

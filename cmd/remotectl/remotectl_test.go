@@ -98,7 +98,7 @@ func TestCommands(t *testing.T) {
 		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: id: invalid chat id "NOPE" (want 4-32 lowercase hex characters)`}, false},
 		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"remotectl chat: show: want 1 argument(s) (CHAT), got 0\nusage: remotectl chat show CHAT [--json]\n"}, false},
 		{"chat unknown sub", []string{"chat", "frob"}, 2, nil, []string{`unknown subcommand "frob"`}, false},
-		{"chat no sub", []string{"chat"}, 2, nil, []string{"create, fork, list, rm, show"}, false},
+		{"chat no sub", []string{"chat"}, 2, nil, []string{"one of create, diff, fork, list, push, rm, show"}, false},
 		{"chat create bad provider", []string{"chat", "create", "-provider", "nope"}, 1, nil, []string{`remotectl: bad_request: provider: unknown provider "nope"`}, false},
 		{"events", []string{"events", "abcdef012345"}, 0, []string{"> hello", "hi there"}, nil, false},
 		{"events since json", []string{"events", "abcdef012345", "-since", "2", "--json"}, 0, []string{`"type": "complete"`}, nil, true},
