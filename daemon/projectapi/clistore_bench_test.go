@@ -58,10 +58,15 @@ func firstEvent(b *testing.B, e *projectEnv, model *fakeanthropic.Server) time.D
 // profiles the project containers get) plus `lxc exec -- true`, what a
 // user would do by hand to get a shell-ready container.
 func lxcLaunchExec(b *testing.B, profile string) time.Duration {
+	return lxcLaunchImage(b, testkit.TestImage, profile)
+}
+
+// lxcLaunchImage is lxcLaunchExec of image.
+func lxcLaunchImage(b *testing.B, image, profile string) time.Duration {
 	b.Helper()
 	name := testkit.ContainerName("lxcb")
 	start := time.Now()
-	if out, err := exec.Command("lxc", "launch", testkit.TestImage, name, "-p", "default", "-p", profile).CombinedOutput(); err != nil {
+	if out, err := exec.Command("lxc", "launch", image, name, "-p", "default", "-p", profile).CombinedOutput(); err != nil {
 		b.Fatalf("lxc launch: %v %s", err, out)
 	}
 	if out, err := exec.Command("lxc", "exec", name, "--", "true").CombinedOutput(); err != nil {
@@ -103,6 +108,39 @@ func BenchmarkFirstPromptCLIStore(b *testing.B) {
 	b.ReportMetric(float64(lxc.Milliseconds())/n, "lxc-ms")
 	b.ReportMetric(float64(push)/float64(store), "push/store")
 	b.ReportMetric(float64(store)/float64(lxc), "store/lxc")
+}
+
+// BenchmarkFirstPromptDevImage: a new project's first Claude prompt (CLI
+// from the store) to the CLI's first event on the development image
+// against the busybox test image, and `lxc launch` + `lxc exec -- true`
+// of the development image beside them; one iteration measures all three
+// in turn (issue 25). Metrics: the three times in ms, dev/busybox and
+// dev/lxc.
+func BenchmarkFirstPromptDevImage(b *testing.B) {
+	if _, err := exec.LookPath("lxc"); err != nil {
+		testkit.Missing(b, "lxc client for the side-by-side figure: %v", err)
+	}
+	testkit.DevImageTarball(b)
+	st := testStore(b, providers.Claude)
+	devEnv, devModel, profile := claudeEnv(b, st, false, false, func(o *projectEnvOpts) { o.image = testkit.DevImage })
+	bbEnv, bbModel, _ := claudeEnv(b, st, false, false)
+	firstEvent(b, devEnv, devModel)
+	firstEvent(b, bbEnv, bbModel)
+	lxcLaunchImage(b, testkit.DevImage, profile)
+	var dev, bb, lxc time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dev += firstEvent(b, devEnv, devModel)
+		bb += firstEvent(b, bbEnv, bbModel)
+		lxc += lxcLaunchImage(b, testkit.DevImage, profile)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(dev.Milliseconds())/n, "dev-ms")
+	b.ReportMetric(float64(bb.Milliseconds())/n, "busybox-ms")
+	b.ReportMetric(float64(lxc.Milliseconds())/n, "lxc-dev-ms")
+	b.ReportMetric(float64(dev)/float64(bb), "dev/busybox")
+	b.ReportMetric(float64(dev)/float64(lxc), "dev/lxc")
 }
 
 // BenchmarkEnsureCLIStore isolates the step the store replaces: giving a
