@@ -253,7 +253,7 @@ func TestRepoCloneDiffPush(t *testing.T) {
 		t.Errorf("bob's pull-request: %d %s", status, body)
 	}
 	if reqs := e.forge.Requests(); len(reqs) != 0 {
-		t.Fatalf("bob's pull-request reached the forge: %+v", reqs)
+		t.Fatalf("bob's pull-request reached the forge: %s", forgePaths(reqs))
 	}
 	status, body = e.call(t, "POST", "/v1/chats/"+chat.ID+"/pull-request", "alice", api.PullRequestRequest{Title: "Fix add", Body: "test_add passes."})
 	if status != http.StatusCreated {
@@ -269,7 +269,7 @@ func TestRepoCloneDiffPush(t *testing.T) {
 	}
 	reqs := e.forge.Requests()
 	if len(reqs) != 1 {
-		t.Fatalf("the forge got %d requests: %+v", len(reqs), reqs)
+		t.Fatalf("the forge got %d requests: %s", len(reqs), forgePaths(reqs))
 	}
 	got := reqs[0]
 	if got.Problem != "" || got.Method != "POST" || got.Path != "/repos/acme/calc/pulls" || got.Header.Get("Authorization") != "Bearer "+token {
@@ -448,7 +448,7 @@ func TestRepoPullRequestRefused(t *testing.T) {
 		}
 	}
 	if reqs := e.forge.Requests(); len(reqs) != 0 {
-		t.Errorf("a refused pull-request reached the forge: %+v", reqs)
+		t.Errorf("a refused pull-request reached the forge: %s", forgePaths(reqs))
 	}
 	if _, allowed := e.git.Requests(); allowed != 0 {
 		t.Errorf("a refused pull-request reached the git server (%d requests)", allowed)
@@ -458,4 +458,14 @@ func TestRepoPullRequestRefused(t *testing.T) {
 	if bytes.Contains(e.answers, []byte(token)) || strings.Contains(e.logs.String(), token) {
 		t.Error("the token is in an answer or the log")
 	}
+}
+
+// forgePaths lists the stand-in's requests for a failure message without
+// their headers (which hold the token).
+func forgePaths(reqs []fakeforge.Request) string {
+	var b strings.Builder
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "%s %s %s (problem %q); ", r.Method, r.Path, r.Fields, r.Problem)
+	}
+	return b.String()
 }
