@@ -109,11 +109,13 @@ const (
 	SubtypeContainerEvacuated = "container_evacuated"
 	// Repository events (issue 26): the project's repository was cloned
 	// into /workspace, or its clone failed (git's message, without the
-	// token); the working tree's git tree at a turn's start; a push.
+	// token); the working tree's git tree at a turn's start; a push; a
+	// pull request opened on the forge.
 	SubtypeRepoCloned      = "repo_cloned"
 	SubtypeRepoCloneFailed = "repo_clone_failed"
 	SubtypeTurnTree        = "turn_tree"
 	SubtypePushed          = "pushed"
+	SubtypePullRequest     = "pull_request"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -410,6 +412,26 @@ type PushRequest struct {
 type PushResult struct {
 	Branch string `json:"branch"`
 	SHA    string `json:"sha"`
+}
+
+// PullRequestRequest is the body of POST /v1/chats/{id}/pull-request.
+type PullRequestRequest struct {
+	Title string `json:"title"`
+	Body  string `json:"body,omitempty"`
+	// Base is the branch to merge into; "" takes the project's repo.ref,
+	// else the repository's default branch.
+	Base string `json:"base,omitempty"`
+}
+
+// PullRequestResult answers POST /v1/chats/{id}/pull-request: the pull
+// request's page and number, the pushed branch (head) and commit, and the
+// base. The system/pull_request event carries {url, number}.
+type PullRequestResult struct {
+	URL    string `json:"url"`
+	Number int    `json:"number"`
+	Head   string `json:"head"`
+	SHA    string `json:"sha"`
+	Base   string `json:"base"`
 }
 
 // Project credential modes (Project.Credentials).

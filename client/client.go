@@ -321,6 +321,15 @@ func (c *Client) PushChat(ctx context.Context, id, message string) (api.PushResu
 	return fetch[api.PushResult](ctx, c, http.MethodPost, chatPath(id, "/push"), nil, api.PushRequest{Message: message})
 }
 
+// OpenPullRequest pushes the chat's branch (committing what is
+// uncommitted, the title as the message) and opens a pull request of it
+// into base ("" takes the project's repo.ref, else the repository's
+// default branch) on the forge the daemon has configured for the
+// repository's host.
+func (c *Client) OpenPullRequest(ctx context.Context, id string, req api.PullRequestRequest) (api.PullRequestResult, error) {
+	return fetch[api.PullRequestResult](ctx, c, http.MethodPost, chatPath(id, "/pull-request"), nil, req)
+}
+
 func sinceQuery(since int64) url.Values {
 	q := url.Values{}
 	if since > 0 {

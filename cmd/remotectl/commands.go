@@ -19,7 +19,7 @@ func init() {
 	register(command{Name: "info", Usage: "[--json]", Summary: "show the daemon's version, uptime, LXD and providers", Run: runInfo})
 	register(command{Name: "providers", Usage: "[--json] | install PROVIDER[@VERSION] [-untested] | select PROVIDER@VERSION | login [-method M] PROVIDER | logout PROVIDER", Summary: "list the agent providers (installed, version, login, CLI store, what to do); install or select a CLI in the store; log a host CLI in or out", Run: runProviders})
 	register(command{Name: "doctor", Usage: "[--json]", Summary: "check the host (LXD, socket, host user, space, providers, secrets key); exit 1 on a problem", Run: runDoctor})
-	register(command{Name: "chat", Usage: "create|list|show|rm|fork|diff|push ...", Summary: "manage chats", Run: runChat})
+	register(command{Name: "chat", Usage: "create|list|show|rm|fork|diff|push|pr ...", Summary: "manage chats", Run: runChat})
 	register(command{Name: "events", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "print a chat's stored events", Run: runEvents})
 	register(command{Name: "prompt", Usage: "CHAT TEXT... [-mode default|plan] [-skill NAME]... [-queue] [--raw]", Summary: "send a prompt and stream the reply until the run ends (Ctrl-C cancels it)", Run: runPrompt})
 	register(command{Name: "tail", Usage: "CHAT [-since SEQ] [--json] [--raw]", Summary: "follow a chat's events live", Run: runTail})
@@ -216,6 +216,7 @@ var chatCommands = map[string]command{
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
 	"diff":   {Name: "diff", Usage: "CHAT [-turn SEQ] [--json]", Summary: "what a project chat changed in its repository: one turn (-turn: the seq of its user event) or all (the working tree against the cloned commit)", Run: runChatDiff},
 	"push":   {Name: "push", Usage: "CHAT [-m MESSAGE] [--json]", Summary: "commit what is uncommitted on the chat's branch and push it to the project's repository", Run: runChatPush},
+	"pr":     {Name: "pr", Usage: "CHAT -title T [-body B] [-base BRANCH] [--json]", Summary: "push the chat's branch and open a pull request of it on the repository's forge (-base: default the project's repo.ref, else the repository's default branch)", Run: runChatPR},
 	"fork":   {Name: "fork", Usage: "CHAT [-at SEQ [-with-container]] [--json]", Summary: "fork a chat and print the new id (-at: before the turn holding SEQ; -with-container: also copy that turn's checkpoint into a new project)", Run: runChatFork},
 }
 
@@ -430,6 +431,30 @@ func runChatPush(ctx context.Context, e *env, args []string) error {
 		return writeJSON(e.Stdout, res)
 	}
 	_, err = fmt.Fprintf(e.Stdout, "pushed %s at %s\n", res.Branch, res.SHA)
+	return err
+}
+
+func runChatPR(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("chat pr")
+	var req api.PullRequestRequest
+	fs.StringVar(&req.Title, "title", "", "the pull request's `title` (required; also the commit message)")
+	fs.StringVar(&req.Body, "body", "", "the pull request's description")
+	fs.StringVar(&req.Base, "base", "", "the `branch` to merge into")
+	args, err := parseExact(fs, args, "CHAT")
+	if err != nil {
+		return err
+	}
+	if req.Title == "" {
+		return usagef("chat pr: -title is required")
+	}
+	res, err := e.Client.OpenPullRequest(ctx, args[0], req)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, res)
+	}
+	_, err = fmt.Fprintf(e.Stdout, "pull request #%d: %s (%s into %s)\n", res.Number, res.URL, res.Head, res.Base)
 	return err
 }
 

@@ -98,7 +98,7 @@ func TestCommands(t *testing.T) {
 		{"chat show bad id", []string{"chat", "show", "NOPE"}, 1, nil, []string{`remotectl: bad_request: id: invalid chat id "NOPE" (want 4-32 lowercase hex characters)`}, false},
 		{"chat show no id", []string{"chat", "show"}, 2, nil, []string{"remotectl chat: show: want 1 argument(s) (CHAT), got 0\nusage: remotectl chat show CHAT [--json]\n"}, false},
 		{"chat unknown sub", []string{"chat", "frob"}, 2, nil, []string{`unknown subcommand "frob"`}, false},
-		{"chat no sub", []string{"chat"}, 2, nil, []string{"one of create, diff, fork, list, push, rm, show"}, false},
+		{"chat no sub", []string{"chat"}, 2, nil, []string{"one of create, diff, fork, list, pr, push, rm, show"}, false},
 		{"chat create bad provider", []string{"chat", "create", "-provider", "nope"}, 1, nil, []string{`remotectl: bad_request: provider: unknown provider "nope"`}, false},
 		{"events", []string{"events", "abcdef012345"}, 0, []string{"> hello", "hi there"}, nil, false},
 		{"events since json", []string{"events", "abcdef012345", "-since", "2", "--json"}, 0, []string{`"type": "complete"`}, nil, true},
@@ -110,6 +110,10 @@ func TestCommands(t *testing.T) {
 		{"tail help", []string{"tail", "--help"}, 0, []string{"usage: remotectl tail CHAT", "-since seq"}, nil, false},
 		{"cancel idle", []string{"cancel", "abcdef012345"}, 1, nil, []string{"remotectl: not_found: no prompt is currently running"}, false},
 		{"prompt no text", []string{"prompt", "abcdef012345"}, 2, nil, []string{"want CHAT and TEXT"}, false},
+		{"chat pr no title", []string{"chat", "pr", "abcdef012345"}, 2, nil, []string{"chat pr: -title is required"}, false},
+		{"chat pr loose chat", []string{"chat", "pr", "abcdef012345", "-title", "Fix", "-base", "main"}, 1, nil, []string{"remotectl: conflict: chat abcdef012345 is a loose chat: only a project chat has a repository\n"}, false},
+		{"chat pr bad base", []string{"chat", "pr", "abcdef012345", "-title", "Fix", "-base", "-x"}, 1, nil, []string{`remotectl: bad_request: base: "-x" is not a branch name`}, false},
+		{"chat pr help", []string{"chat", "pr", "-h"}, 0, []string{"usage: remotectl chat pr CHAT -title T", "-base branch"}, nil, false},
 		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{"remotectl: not_found: chat abcd: not found\n"}, false},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 	"remote/daemon/projectapi"
 	"remote/daemon/repoapi"
 	"remote/daemon/store"
+	"remote/forge"
 	"remote/internal/hostfs"
 	"remote/providers"
 	"remote/providers/clistore"
@@ -117,7 +118,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		return projectWiring{}, err
 	}
 	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
-		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo")})
+		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
+		Forge: forgeFor(cfg.Forges)})
 	if err != nil {
 		return projectWiring{}, err
 	}
@@ -233,4 +235,21 @@ func imageServers(cfg map[string]config.ImageServer) (*lxdimage.Servers, error) 
 		m[name] = lxdimage.Server{URL: s.URL, Protocol: s.Protocol, Certificate: pemText}
 	}
 	return lxdimage.NewServers(m), nil
+}
+
+// forgeFor adapts package forge over [forges] to the repository routes:
+// a repository URL picks a configured host (an unconfigured one is an
+// error naming it and its config key; nothing is sent), whose forge
+// opens the pull request.
+func forgeFor(forges map[string]config.Forge) func(repoURL string) (repoapi.Opener, error) {
+	return func(repoURL string) (repoapi.Opener, error) {
+		f, repo, err := forge.ForRepo(forges, repoURL)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, token string, pr repoapi.PullRequest) (string, int, error) {
+			res, err := f.OpenPullRequest(ctx, token, forge.PullRequest{Repo: repo, Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body})
+			return res.URL, res.Number, err
+		}, nil
+	}
 }

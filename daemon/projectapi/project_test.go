@@ -18,9 +18,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/config"
 	"remote/daemon"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
+	"remote/forge"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -94,6 +96,8 @@ type projectEnvOpts struct {
 	fileUID, fileGID int
 	// imageServers are [lxd.image_servers] (nil: none).
 	imageServers map[string]lxdimage.Server
+	// forges is [forges] (nil: none configured).
+	forges map[string]config.Forge
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -146,7 +150,8 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo")})
+		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo"),
+			Forge: forgeFor(o.forges)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,5 +455,20 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// forgeFor is cmd/remoted's adapter of package forge over [forges] to
+// the repository routes.
+func forgeFor(forges map[string]config.Forge) func(repoURL string) (repoapi.Opener, error) {
+	return func(repoURL string) (repoapi.Opener, error) {
+		f, repo, err := forge.ForRepo(forges, repoURL)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, token string, pr repoapi.PullRequest) (string, int, error) {
+			res, err := f.OpenPullRequest(ctx, token, forge.PullRequest{Repo: repo, Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body})
+			return res.URL, res.Number, err
+		}, nil
 	}
 }

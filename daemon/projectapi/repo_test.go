@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,7 +15,9 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/config"
 	"remote/internal/testkit"
+	"remote/internal/testkit/fakeforge"
 	"remote/internal/testkit/gitserver"
 	"remote/providers"
 	"remote/providers/runner"
@@ -58,10 +61,14 @@ var calcPy = "def add(a, b):\n    return a - b\n"
 var testCalcPy = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 // repoEnv is a project env whose containers reach a real git server on
-// the host's loopback; every API answer is kept to search for the token.
+// the host's loopback; a GitHub stand-in expecting the same token is the
+// forge configured for the git server's host ([forges."127.0.0.1:PORT"]
+// kind = "github", api = the stand-in). Every API answer is kept to
+// search for the token.
 type repoEnv struct {
 	*projectEnv
 	git     *gitserver.Server
+	forge   *fakeforge.Server
 	mu      sync.Mutex
 	answers []byte
 }
@@ -69,9 +76,12 @@ type repoEnv struct {
 func newRepoEnv(t *testing.T, token string) *repoEnv {
 	testkit.LXD(t)
 	git := gitserver.New(t, token)
+	fg := fakeforge.New(t, "github")
+	fg.SetToken(token)
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{shellAgent},
-		profiles: []string{"default", proxyProfile(t, git.Port)}, images: []string{devImage}})
-	return &repoEnv{projectEnv: e, git: git}
+		profiles: []string{"default", proxyProfile(t, git.Port)}, images: []string{devImage},
+		forges: map[string]config.Forge{strings.TrimPrefix(git.URL, "http://"): {Kind: "github", API: fg.URL()}}})
+	return &repoEnv{projectEnv: e, git: git, forge: fg}
 }
 
 func (e *repoEnv) call(t *testing.T, method, path, user string, body any) (int, []byte) {
@@ -131,14 +141,19 @@ func (e *repoEnv) diff(t *testing.T, chatID, query string) api.Diff {
 // (through a proxy device); the agent fixes the failing test; the turn's
 // diff shows exactly that change, the whole-chat diff the working tree
 // against the cloned base; push lands the chat's branch on the server
-// (git ls-remote). The token appears nowhere: not in events (the agent
+// (git ls-remote); pull-request reaches the GitHub stand-in configured
+// for the git server's host with exactly the documented request (head
+// the pushed branch, base the repository's default branch, the title,
+// Authorization: Bearer <token>), and its url and number are in the
+// answer and a system/pull_request event; bob's pull-request on alice's
+// chat is not found and reaches no forge. The token appears nowhere: not in events (the agent
 // prints its environment into them), API answers, the daemon's log, any
 // process's argv in the container during the clone, or any file of the
 // container.
 func TestRepoCloneDiffPush(t *testing.T) {
 	const token = "tok_9f8e7d6c5b4a39281706f5e4"
 	e := newRepoEnv(t, token)
-	url := e.git.NewRepo(t, "calc", map[string]string{"calc.py": calcPy, "test_calc.py": testCalcPy})
+	url := e.git.NewRepo(t, "acme/calc", map[string]string{"calc.py": calcPy, "test_calc.py": testCalcPy})
 	proj, chat := e.chatWithRepo(t, api.ProjectRepo{URL: url, TokenSecret: "GIT_TOKEN"}, token)
 
 	// Every process's argv in the container, read while the server
@@ -219,17 +234,52 @@ func TestRepoCloneDiffPush(t *testing.T) {
 	if pushed.Branch != branch || len(pushed.SHA) != 40 {
 		t.Errorf("push = %+v", pushed)
 	}
-	if refs := e.git.LsRemote(t, "calc"); !strings.Contains(refs, pushed.SHA+"\trefs/heads/"+branch) {
+	if refs := e.git.LsRemote(t, "acme/calc"); !strings.Contains(refs, pushed.SHA+"\trefs/heads/"+branch) {
 		t.Errorf("ls-remote:\n%s\nwant %s refs/heads/%s", refs, pushed.SHA, branch)
 	}
-	if got := e.git.Git(t, "calc", "show", pushed.SHA+":calc.py"); got != strings.TrimSpace(strings.Replace(calcPy, "a - b", "a + b", 1)) {
+	if got := e.git.Git(t, "acme/calc", "show", pushed.SHA+":calc.py"); got != strings.TrimSpace(strings.Replace(calcPy, "a - b", "a + b", 1)) {
 		t.Errorf("pushed calc.py = %q", got)
 	}
-	if got := e.git.Git(t, "calc", "log", "-1", "--format=%an|%s", pushed.SHA); got != "alice|Fix add" {
+	if got := e.git.Git(t, "acme/calc", "log", "-1", "--format=%an|%s", pushed.SHA); got != "alice|Fix add" {
 		t.Errorf("pushed commit = %q", got)
 	}
 	if ev, ok := eventOf(e.events(chat.ID), api.EventSystem, api.SubtypePushed); !ok || string(ev.Data) != `{"branch":"`+branch+`","sha":"`+pushed.SHA+`"}` {
 		t.Errorf("pushed event = %s (%v)", ev.Data, ok)
+	}
+
+	// The pull request: bob's is not found and reaches no forge; alice's
+	// reaches the stand-in exactly as GitHub documents it.
+	if status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/pull-request", "bob", api.PullRequestRequest{Title: "Bob's"}); status != http.StatusNotFound {
+		t.Errorf("bob's pull-request: %d %s", status, body)
+	}
+	if reqs := e.forge.Requests(); len(reqs) != 0 {
+		t.Fatalf("bob's pull-request reached the forge: %s", forgePaths(reqs))
+	}
+	status, body = e.call(t, "POST", "/v1/chats/"+chat.ID+"/pull-request", "alice", api.PullRequestRequest{Title: "Fix add", Body: "test_add passes."})
+	if status != http.StatusCreated {
+		t.Fatalf("pull-request: %d %s", status, body)
+	}
+	var pr api.PullRequestResult
+	if err := json.Unmarshal(body, &pr); err != nil {
+		t.Fatal(err)
+	}
+	wantURL := "http://" + e.forge.Host() + "/acme/calc/pull/1"
+	if pr != (api.PullRequestResult{URL: wantURL, Number: 1, Head: branch, SHA: pushed.SHA, Base: "main"}) {
+		t.Errorf("pull-request = %+v", pr)
+	}
+	reqs := e.forge.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the forge got %d requests: %s", len(reqs), forgePaths(reqs))
+	}
+	got := reqs[0]
+	if got.Problem != "" || got.Method != "POST" || got.Path != "/repos/acme/calc/pulls" || got.Header.Get("Authorization") != "Bearer "+token {
+		t.Errorf("forge request: %s %s, Authorization ok %v, problem %q", got.Method, got.Path, got.Header.Get("Authorization") == "Bearer "+token, got.Problem)
+	}
+	if want := map[string]any{"title": "Fix add", "head": branch, "base": "main", "body": "test_add passes."}; fmt.Sprint(got.Fields) != fmt.Sprint(want) {
+		t.Errorf("forge request fields = %v, want %v", got.Fields, want)
+	}
+	if ev, ok := eventOf(e.events(chat.ID), api.EventSystem, api.SubtypePullRequest); !ok || string(ev.Data) != `{"url":"`+wantURL+`","number":1}` {
+		t.Errorf("pull_request event = %s (%v)", ev.Data, ok)
 	}
 
 	// The token, nowhere.
@@ -357,4 +407,65 @@ func TestRepoPushAttacks(t *testing.T) {
 	if err := exec.Command("lxc", "exec", proj.Container, "--", "test", "-e", "/tmp/hook-env").Run(); err == nil {
 		t.Error("the planted pre-push hook ran")
 	}
+}
+
+// TestRepoPullRequestRefused: pull-request refusals that need no
+// container and send nothing to any forge: another user's chat (404);
+// a repository whose host is the host's loopback but has no [forges]
+// table (here the forge stand-in's own address: 409 naming the host and
+// the config key); a project without tokenSecret (409); a bad title or
+// base (400 naming the field).
+func TestRepoPullRequestRefused(t *testing.T) {
+	const token = "tok_pr_refused_0123456789ab"
+	e := newRepoEnv(t, token)
+	url := e.git.NewRepo(t, "acme/calc", map[string]string{"calc.py": calcPy})
+	_, chat := e.chatWithRepo(t, api.ProjectRepo{URL: url, TokenSecret: "GIT_TOKEN"}, token)
+	loopback := e.forge.Host()
+	_, elsewhere := e.chatWithRepo(t, api.ProjectRepo{URL: "http://" + loopback + "/acme/calc.git", TokenSecret: "GIT_TOKEN"}, token)
+	_, tokenless := e.chatWithRepo(t, api.ProjectRepo{URL: url}, "")
+	for _, c := range []struct {
+		name, chat, user string
+		req              api.PullRequestRequest
+		status           int
+		want             []string
+	}{
+		{"another user's chat", chat.ID, "bob", api.PullRequestRequest{Title: "T"}, http.StatusNotFound, []string{"not found"}},
+		{"an unconfigured loopback host", elsewhere.ID, "alice", api.PullRequestRequest{Title: "T"}, http.StatusConflict,
+			[]string{`no forge is configured for host \"` + loopback + `\"`, `[forges.\"` + loopback + `\"]`}},
+		{"no tokenSecret", tokenless.ID, "alice", api.PullRequestRequest{Title: "T"}, http.StatusConflict, []string{"repo.tokenSecret"}},
+		{"an empty title", chat.ID, "alice", api.PullRequestRequest{Title: " "}, http.StatusBadRequest, []string{"title: must not be empty"}},
+		{"a title of two lines", chat.ID, "alice", api.PullRequestRequest{Title: "a\nb"}, http.StatusBadRequest, []string{"title: must be one line"}},
+		{"an option as base", chat.ID, "alice", api.PullRequestRequest{Title: "T", Base: "--upload-pack=x"}, http.StatusBadRequest, []string{"base: "}},
+	} {
+		status, body := e.call(t, "POST", "/v1/chats/"+c.chat+"/pull-request", c.user, c.req)
+		if status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, status, body, c.status)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s: answer %s lacks %q", c.name, body, w)
+			}
+		}
+	}
+	if reqs := e.forge.Requests(); len(reqs) != 0 {
+		t.Errorf("a refused pull-request reached the forge: %s", forgePaths(reqs))
+	}
+	if _, allowed := e.git.Requests(); allowed != 0 {
+		t.Errorf("a refused pull-request reached the git server (%d requests)", allowed)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if bytes.Contains(e.answers, []byte(token)) || strings.Contains(e.logs.String(), token) {
+		t.Error("the token is in an answer or the log")
+	}
+}
+
+// forgePaths lists the stand-in's requests for a failure message without
+// their headers (which hold the token).
+func forgePaths(reqs []fakeforge.Request) string {
+	var b strings.Builder
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "%s %s %s (problem %q); ", r.Method, r.Path, r.Fields, r.Problem)
+	}
+	return b.String()
 }

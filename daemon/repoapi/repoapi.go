@@ -1,6 +1,7 @@
 package repoapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,8 +48,22 @@ type Options struct {
 	// AuthorName and AuthorEmail sign a push's commit ([projects]
 	// git_author_name, git_author_email); "" takes the acting user.
 	AuthorName, AuthorEmail string
-	Logger                  hclog.Logger
+	// Forge returns the opener of pull requests on the forge configured
+	// for repoURL's host, or an error naming the host and its config key
+	// when there is none; it sends nothing. cmd/remoted adapts package
+	// forge over [forges]. nil: no forge is configured.
+	Forge  func(repoURL string) (Opener, error)
+	Logger hclog.Logger
 }
+
+// PullRequest is what the routes ask a forge to open: the pushed branch
+// (head) into base.
+type PullRequest struct{ Head, Base, Title, Body string }
+
+// Opener opens a pull request on one repository's forge with the user's
+// token and returns its page and number; the token never appears in its
+// errors.
+type Opener func(ctx context.Context, token string, pr PullRequest) (url string, number int, err error)
 
 // Routes serves the repository routes; Attach gives it the chats.
 type Routes struct {
@@ -67,17 +82,23 @@ func New(o Options) (*Routes, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Forge == nil {
+		o.Forge = func(string) (Opener, error) {
+			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
+		}
+	}
 	return &Routes{o: o}, nil
 }
 
 // Attach gives the routes the server's chats. Call it once, after New.
 func (rt *Routes) Attach(s *daemon.Server) { rt.srv.Store(s) }
 
-// Routes lists the repository routes; both act for a named user.
+// Routes lists the repository routes; all act for a named user.
 func (rt *Routes) Routes() []daemon.Route {
 	return []daemon.Route{
 		{Method: http.MethodGet, Pattern: "/v1/chats/{id}/diff", Access: daemon.AccessUser, Handler: rt.diff},
 		{Method: http.MethodPost, Pattern: "/v1/chats/{id}/push", Access: daemon.AccessUser, Handler: rt.push},
+		{Method: http.MethodPost, Pattern: "/v1/chats/{id}/pull-request", Access: daemon.AccessUser, Handler: rt.pullRequest},
 	}
 }
 
@@ -95,10 +116,30 @@ type target struct {
 	contain string
 }
 
-// resolve loads the caller's chat (another user's chat is not found,
-// like a missing one), its project (still the one the chat was made in,
-// with a repository) and starts its container.
+// resolve loads the caller's chat and its project (lookup) and starts
+// its container.
 func (rt *Routes) resolve(r *http.Request) (target, error) {
+	t, err := rt.lookup(r)
+	if err != nil {
+		return target{}, err
+	}
+	return rt.start(r.Context(), t)
+}
+
+// start makes t's project container run.
+func (rt *Routes) start(ctx context.Context, t target) (target, error) {
+	c, err := rt.o.Starter.Start(ctx, t.proj)
+	if err != nil {
+		return target{}, err
+	}
+	t.contain = c.Name
+	return t, nil
+}
+
+// lookup loads the caller's chat (another user's chat is not found,
+// like a missing one) and its project (still the one the chat was made
+// in, with a repository), without touching its container.
+func (rt *Routes) lookup(r *http.Request) (target, error) {
 	srv := rt.srv.Load()
 	if srv == nil {
 		return target{}, errors.New("repository routes are not attached to the chat server")
@@ -127,11 +168,7 @@ func (rt *Routes) resolve(r *http.Request) (target, error) {
 	if proj.Repo == nil {
 		return target{}, errdefs.FailedPrecondition("project %q has no repository (repo on project create)", proj.Name)
 	}
-	c, err := rt.o.Starter.Start(r.Context(), proj)
-	if err != nil {
-		return target{}, err
-	}
-	return target{srv: srv, chat: chat, proj: proj, repo: *proj.Repo, contain: c.Name}, nil
+	return target{srv: srv, chat: chat, proj: proj, repo: *proj.Repo}, nil
 }
 
 // diff serves GET /v1/chats/{id}/diff[?turn=SEQ].
@@ -219,8 +256,18 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	user := daemon.UserFrom(r.Context())
-	p := gitrepo.Push{URL: t.repo.URL, Branch: Branch(t.chat.ID), Message: req.Message, Token: token,
+	res, err := rt.commitAndPush(r.Context(), t, daemon.UserFrom(r.Context()), req.Message, token)
+	if err != nil {
+		return err
+	}
+	return daemon.WriteJSON(w, http.StatusOK, res)
+}
+
+// commitAndPush commits what is uncommitted on the chat's branch (message
+// "" takes the default) and pushes the branch with token, recording
+// system/pushed in the chat.
+func (rt *Routes) commitAndPush(ctx context.Context, t target, user, message, token string) (api.PushResult, error) {
+	p := gitrepo.Push{URL: t.repo.URL, Branch: Branch(t.chat.ID), Message: message, Token: token,
 		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail}
 	if strings.TrimSpace(p.Message) == "" {
 		p.Message = "Changes from Remote chat " + t.chat.ID
@@ -231,17 +278,108 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 	if p.AuthorEmail == "" {
 		p.AuthorEmail = user + "@localhost"
 	}
-	sha, err := gitrepo.CommitAndPush(r.Context(), rt.o.Exec, t.contain, p)
+	sha, err := gitrepo.CommitAndPush(ctx, rt.o.Exec, t.contain, p)
+	if err != nil {
+		return api.PushResult{}, err
+	}
+	res := api.PushResult{Branch: p.Branch, SHA: sha}
+	if err := rt.record(t, api.SubtypePushed, res); err != nil {
+		return api.PushResult{}, err
+	}
+	rt.o.Logger.Info("chat branch pushed", "chat", t.chat.ID, "project", t.proj.Name, "branch", p.Branch, "sha", sha, "user", user)
+	return res, nil
+}
+
+// record appends a system event with data to t's chat.
+func (rt *Routes) record(t target, subtype string, data any) error {
+	b, err := json.Marshal(data)
 	if err != nil {
 		return err
 	}
-	res := api.PushResult{Branch: p.Branch, SHA: sha}
-	data, _ := json.Marshal(res)
-	if _, err := t.srv.Hub().Append(t.chat.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypePushed, Data: data, T: time.Now().UnixMilli()}); err != nil {
-		return fmt.Errorf("record the push in chat %s: %w", t.chat.ID, err)
+	if _, err := t.srv.Hub().Append(t.chat.ID, api.Event{Type: api.EventSystem, Subtype: subtype, Data: b, T: time.Now().UnixMilli()}); err != nil {
+		return fmt.Errorf("record %s in chat %s: %w", subtype, t.chat.ID, err)
 	}
-	rt.o.Logger.Info("chat branch pushed", "chat", t.chat.ID, "project", t.proj.Name, "branch", p.Branch, "sha", sha, "user", user)
-	return daemon.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// Bounds of a pull request's fields (GitHub's title limit is 256
+// characters, GitLab's description 1,048,576).
+const (
+	maxTitleBytes = 1024
+	maxBodyBytes  = 1 << 20
+)
+
+// pullRequest serves POST /v1/chats/{id}/pull-request {title, body?,
+// base?}: push, then open the pull request. Everything that needs no
+// container (the caller's chat, the forge of the repository's host, the
+// token) is checked first, so a refusal touches neither the container nor
+// the forge. The chat's branch is committed (the title is the commit
+// message) and pushed as by push, then the pull request of that branch
+// into base (the request's, else the project's repo.ref, else the
+// repository's default branch) is opened on the forge configured for the
+// repository's host, with the project's token.
+func (rt *Routes) pullRequest(w http.ResponseWriter, r *http.Request) error {
+	var req api.PullRequestRequest
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(req.Title) == "":
+		return daemon.BadRequest("title: must not be empty")
+	case len(req.Title) > maxTitleBytes:
+		return daemon.BadRequest("title: longer than %d bytes", maxTitleBytes)
+	case strings.ContainsAny(req.Title, "\r\n"):
+		return daemon.BadRequest("title: must be one line")
+	case len(req.Body) > maxBodyBytes:
+		return daemon.BadRequest("body: longer than %d bytes", maxBodyBytes)
+	case req.Base != "" && !gitrepo.ValidRef(req.Base):
+		return daemon.BadRequest("base: %q is not a branch name", req.Base)
+	}
+	t, err := rt.lookup(r)
+	if err != nil {
+		return err
+	}
+	open, err := rt.o.Forge(t.repo.URL)
+	if err != nil {
+		return err
+	}
+	if t.repo.TokenSecret == "" {
+		return errdefs.FailedPrecondition("project %q names no repo.tokenSecret: a pull request needs the forge token", t.proj.Name)
+	}
+	token, err := rt.token(t.proj)
+	if err != nil {
+		return err
+	}
+	if t.srv.Hub().Running(t.chat.ID) {
+		return errdefs.Conflict("chat %s is running; open the pull request when its turn has ended", t.chat.ID)
+	}
+	if t, err = rt.start(r.Context(), t); err != nil {
+		return err
+	}
+	user := daemon.UserFrom(r.Context())
+	pushed, err := rt.commitAndPush(r.Context(), t, user, req.Title, token)
+	if err != nil {
+		return err
+	}
+	base := cmp.Or(req.Base, t.repo.Ref)
+	if base == "" {
+		if base, err = gitrepo.DefaultBranch(r.Context(), rt.o.Exec, t.contain, t.repo.URL, token); err != nil {
+			return err
+		}
+	}
+	prURL, number, err := open(r.Context(), token, PullRequest{Head: pushed.Branch, Base: base, Title: req.Title, Body: req.Body})
+	if err != nil {
+		return err
+	}
+	if err := rt.record(t, api.SubtypePullRequest, struct {
+		URL    string `json:"url"`
+		Number int    `json:"number"`
+	}{prURL, number}); err != nil {
+		return err
+	}
+	rt.o.Logger.Info("pull request opened", "chat", t.chat.ID, "project", t.proj.Name, "url", prURL, "number", number,
+		"head", pushed.Branch, "base", base, "user", user)
+	return daemon.WriteJSON(w, http.StatusCreated, api.PullRequestResult{URL: prURL, Number: number, Head: pushed.Branch, SHA: pushed.SHA, Base: base})
 }
 
 // token is the project's token secret ("" when it names none); a named

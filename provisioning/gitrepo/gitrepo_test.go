@@ -143,3 +143,38 @@ func FuzzParseDiff(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSymref: the default branch is the refs/heads/ target of the
+// HEAD symref line; anything else (a detached HEAD, another symref, a
+// name git would refuse) is no branch.
+func TestParseSymref(t *testing.T) {
+	for out, want := range map[string]string{
+		"ref: refs/heads/main\tHEAD\n0123456789abcdef0123456789abcdef01234567\tHEAD\n": "main",
+		"ref: refs/heads/release/2.x\tHEAD\n":                                          "release/2.x",
+		"0123456789abcdef0123456789abcdef01234567\tHEAD\n":                             "",
+		"ref: refs/tags/v1\tHEAD\n":                                                    "",
+		"ref: refs/heads/main\trefs/remotes/origin/HEAD\n":                             "",
+		"ref: refs/heads/-x\tHEAD\n":                                                   "",
+		"ref: refs/heads/a..b\tHEAD\n":                                                 "",
+		"":                                                                             "",
+	} {
+		got, ok := parseSymref(out)
+		if got != want || ok != (want != "") {
+			t.Errorf("parseSymref(%q) = %q, %v; want %q", out, got, ok, want)
+		}
+	}
+}
+
+// FuzzParseSymref: any output gives no branch or one matching the ref
+// rule, never a panic.
+func FuzzParseSymref(f *testing.F) {
+	f.Add("ref: refs/heads/main\tHEAD\n")
+	f.Add("ref: refs/heads/\tHEAD")
+	f.Add("ref: \t\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		b, ok := parseSymref(out)
+		if ok && !ValidRef(b) {
+			t.Fatalf("branch %q from %q", b, out)
+		}
+	})
+}

@@ -44,14 +44,22 @@ func ValidateRepo(r api.ProjectRepo, validSecret func(string) bool) error {
 	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.Opaque != "" {
 		return errdefs.InvalidArgument("repo.url %q: want an http(s) URL with a host", raw)
 	}
-	if r.Ref != "" && (!refRE.MatchString(r.Ref) || strings.Contains(r.Ref, "..") || strings.Contains(r.Ref, "//") ||
-		strings.HasSuffix(r.Ref, ".lock") || strings.HasSuffix(r.Ref, "/") || strings.HasSuffix(r.Ref, ".")) {
+	if r.Ref != "" && !ValidRef(r.Ref) {
 		return errdefs.InvalidArgument("repo.ref %q: want a branch or tag name", r.Ref)
 	}
 	if r.TokenSecret != "" && !validSecret(r.TokenSecret) {
 		return errdefs.InvalidArgument("repo.tokenSecret %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", r.TokenSecret)
 	}
 	return nil
+}
+
+// ValidRef reports whether ref is a plain branch or tag name: letters,
+// digits and "._/-", starting with a letter or digit, no "..", "//", and
+// no trailing "/", "." or ".lock" (so never an option or a revision
+// expression).
+func ValidRef(ref string) bool {
+	return refRE.MatchString(ref) && !strings.Contains(ref, "..") && !strings.Contains(ref, "//") &&
+		!strings.HasSuffix(ref, ".lock") && !strings.HasSuffix(ref, "/") && !strings.HasSuffix(ref, ".")
 }
 
 // TakeToken returns secrets without the one named key, and its value
@@ -268,4 +276,38 @@ func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (str
 		return "", errdefs.FailedPrecondition("push %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, p.Token))
 	}
 	return sha, nil
+}
+
+// DefaultBranch asks the repository at url for its default branch (the
+// branch its HEAD names, `git ls-remote --symref`), with token through
+// the credential helper. A repository whose HEAD names no branch is a
+// failed precondition.
+func DefaultBranch(ctx context.Context, x Execer, container, url, token string) (string, error) {
+	res, err := run(ctx, x, container, []string{"git", "-C", Workspace, "ls-remote", "--symref", url, "HEAD"}, gitEnv(token, url), 64<<10)
+	if err != nil {
+		return "", err
+	}
+	if res.code != 0 || res.truncated {
+		return "", errdefs.FailedPrecondition("ask the repository for its default branch: git exited %d: %s", res.code, sanitize(res.stderr, token))
+	}
+	if b, ok := parseSymref(string(res.out)); ok {
+		return b, nil
+	}
+	return "", errdefs.FailedPrecondition("the repository's HEAD names no branch: give the pull request's base")
+}
+
+// parseSymref finds "ref: refs/heads/BRANCH\tHEAD" in ls-remote --symref
+// output.
+func parseSymref(out string) (string, bool) {
+	for _, l := range strings.Split(out, "\n") {
+		ref, name, ok := strings.Cut(strings.TrimPrefix(l, "ref: "), "\t")
+		if !ok || !strings.HasPrefix(l, "ref: ") || name != "HEAD" {
+			continue
+		}
+		b, ok := strings.CutPrefix(ref, "refs/heads/")
+		if ok && ValidRef(b) {
+			return b, true
+		}
+	}
+	return "", false
 }
