@@ -126,9 +126,34 @@ func steps(t testing.TB, ctx context.Context, what string, actions ...chromedp.A
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond))
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := poll(ctx, t)
-		return chromedp.Void{}, err
+		for {
+			_, err := poll(ctx, t)
+			if err == nil || !navigatedAway(err) || ctx.Err() != nil {
+				return chromedp.Void{}, err
+			}
+			// The page navigated while the poll ran (a redirect, a
+			// reload): its execution context went with it. Poll the new
+			// page.
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
+}
+
+// navigatedAway reports whether err is Chromium's answer to an evaluation
+// in a page that has since navigated: the expression never ran, so a poll
+// may start again on the new page.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{
+		"Cannot find context with specified id",
+		"Execution context was destroyed",
+		"Inspected target navigated or closed",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // eval runs a JavaScript expression and returns its value.

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -241,7 +242,39 @@ password_hash = %q
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	waitDaemonLXD(t, sock, dlogs)
 	return s
+}
+
+// waitDaemonLXD waits, on a machine with LXD, until remoted reports LXD
+// reachable: a busy LXD (other packages' tests create containers) can take
+// longer than remoted's first dial allows, and the daemon then serves
+// degraded until its next attempt.
+func waitDaemonLXD(t testing.TB, sock string, dlogs *syncBuffer) {
+	t.Helper()
+	if _, err := os.Stat("/var/lib/lxd/unix.socket"); err != nil {
+		return
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var info api.Info
+		resp, err := c.Get("http://remoted/v1/info")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&info)
+			resp.Body.Close()
+		}
+		if err == nil && info.LXD.Reachable {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remoted did not reach LXD in 2m: %v %+v\nremoted:\n%s", err, info.LXD, dlogs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // bobPassword is the stack's second web user's, bob's, password.

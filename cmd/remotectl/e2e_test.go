@@ -109,7 +109,30 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	e.waitLXD()
 	return e
+}
+
+// waitLXD waits, on a machine with LXD, until remoted reports LXD
+// reachable: a busy LXD (other packages' tests create containers) can
+// take longer than remoted's first dial allows, and the daemon then
+// serves degraded until its next attempt. Tests of projects need the link.
+func (e *e2e) waitLXD() {
+	if _, err := os.Stat("/var/lib/lxd/unix.socket"); err != nil {
+		return
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r := e.run("", "info", "--json")
+		var info api.Info
+		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &info) == nil && info.LXD.Reachable {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("remoted did not reach LXD in 2m: %s %s", r.stdout, r.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 type lockedWriter struct {
