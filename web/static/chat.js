@@ -131,8 +131,9 @@ export class ChatView {
       const c = await api('GET', `/v1/chats/${encodeURIComponent(this.id)}`);
       this.showMeta(c);
       if (c.project) {
-        const p = await api('GET', `/v1/projects/${encodeURIComponent(c.project)}`);
-        this.changesLink.hidden = !(p && p.repo);
+        api('GET', `/v1/projects/${encodeURIComponent(c.project)}`)
+          .then((p) => { this.changesLink.hidden = !(p && p.repo); })
+          .catch(() => { /* no project, no Changes */ });
       }
     } catch (e) {
       this.seg.node.append(notice('error', `cannot load chat: ${e.message}`));
