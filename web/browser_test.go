@@ -122,9 +122,14 @@ func steps(t testing.TB, ctx context.Context, what string, actions ...chromedp.A
 	}
 }
 
-// waitJS polls a JavaScript expression until it is true.
+// waitJS polls a JavaScript expression until it is true (30 s at most).
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
-	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond))
+	return waitJSFor(expr, 30*time.Second)
+}
+
+// waitJSFor is waitJS polling for up to timeout.
+func waitJSFor(expr string, timeout time.Duration) chromedp.Action[chromedp.Void] {
+	poll := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout))
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		for {
 			_, err := poll(ctx, t)
@@ -188,6 +193,9 @@ type scriptDaemon struct {
 	histories []string
 	usageRows []api.UsageRow
 	usageBy   []string
+	// changes answers a project chat's diff, push and pull-request
+	// (changes_test.go).
+	changes scriptChanges
 }
 
 const scriptChatID = "abcdef012345"
@@ -238,6 +246,7 @@ func startScriptDaemon(t *testing.T) *scriptDaemon {
 	d.chats = []api.Chat{chat}
 	mux := http.NewServeMux()
 	d.routes(mux)
+	d.changesRoutes(mux)
 	mux.HandleFunc("GET /v1/providers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []api.ProviderInfo{{ID: "claude", Label: "Claude Code", Enabled: true, Capabilities: json.RawMessage(`{}`)}})
 	})

@@ -27,6 +27,8 @@ import (
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/internal/testkit/fakeopenai"
+	"remote/providers"
+	"remote/providers/clistore"
 )
 
 // TestMain removes the binaries built for this package's tests.
@@ -68,6 +70,8 @@ type stack struct {
 	model         *fakeanthropic.Server
 	api           *http.Client // testUser's, logged in by getJSON
 	codex         *fakeopenai.Server
+	// dlogs and wlogs are remoted's and remote-web's logs.
+	dlogs, wlogs *syncBuffer
 }
 
 func startProc(t testing.TB, name, bin string, args ...string) *syncBuffer {
@@ -117,10 +121,19 @@ func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool,
 // page (added to allowed_hosts; Chromium maps it to 127.0.0.1), and
 // previewDomain the domain under which previews get their host names
 // (default localhost).
+//
+// image and profiles are [lxd] image (default busybox) and profiles;
+// storeClaude runs project chats' Claude from the CLI store (the pinned
+// CLI imported into the state directory) instead of the host binary;
+// toml is appended to the configuration (e.g. [forges] tables).
 type stackOpts struct {
 	codex                   bool
 	seed                    func(stateDir string)
 	pageHost, previewDomain string
+	image                   string
+	profiles                []string
+	storeClaude             bool
+	toml                    string
 }
 
 // previewOrigin is the origin of p's port.
@@ -164,6 +177,13 @@ func startStackWith(t testing.TB, model *fakeanthropic.Server, o stackOpts) *sta
 		s.base = "http://" + o.pageHost + ":" + port
 		hosts = append(hosts, o.pageHost)
 	}
+	if o.image == "" {
+		o.image = testkit.TestImage
+	}
+	binary := claude
+	if o.storeClaude {
+		binary = "claude" // a bare name: the CLI store's link in the container
+	}
 	cfg := fmt.Sprintf(`version = 1
 [daemon]
 socket = %q
@@ -173,16 +193,22 @@ log_level = "debug"
 [agent]
 allowed_roots = [%q]
 
-# Projects start from the busybox test image (the default, the
-# development image, is heavy and not needed here).
+# Projects start from the busybox test image unless a test needs the
+# development image (heavy).
 [lxd]
-image = "busybox"
+image = %q
+profiles = %s
 
 [providers.claude]
 binary = %q
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
 project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
-`, sock, filepath.Join(dir, "state"), dir, claude, home, model.URL)
+`, sock, filepath.Join(dir, "state"), dir, o.image, tomlList(append([]string{"default"}, o.profiles...)), binary, home, model.URL)
+	if o.storeClaude {
+		// The host user's own Claude login stays on the host.
+		cfg += fmt.Sprintf("[[providers.claude.credentials]]\nhost = %q\ncontainer = \"/root/.claude/.credentials.json\"\n",
+			filepath.Join(home, ".claude", ".credentials.json"))
+	}
 	if withCodex {
 		codexBin := testkit.CodexBinary(t)
 		srv, err := fakeopenai.Start()
@@ -216,16 +242,24 @@ password_hash = %q
 [[web.users]]
 name = "bob"
 password_hash = %q
-`, addr, paddr, s.preview, tomlList(hosts), testUser, testHash(t, testPassword), testHash(t, bobPassword))
+`, addr, paddr, s.preview, tomlList(hosts), testUser, testHash(t, testPassword), testHash(t, bobPassword)) + o.toml
 	cfgPath := filepath.Join(dir, "remote.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if o.storeClaude {
+		nm := filepath.Join(testkit.Root(), "build", "npm", "node_modules")
+		st := clistore.New(filepath.Join(dir, "state", "clis"))
+		if _, err := st.Import(context.Background(), providers.Claude, "", nm, clistore.InstallOptions{Select: true}); err != nil {
+			t.Fatalf("import claude into the CLI store: %v", err)
+		}
 	}
 	if seed != nil {
 		seed(filepath.Join(dir, "state"))
 	}
 	dlogs := startProc(t, "remoted", remoted, "-config", cfgPath)
 	wlogs := startProc(t, "remote-web", remoteWeb, "-config", cfgPath)
+	s.dlogs, s.wlogs = dlogs, wlogs
 	// Both are up when an unauthenticated API call gets remote-web's 401
 	// and the daemon's socket exists.
 	for i := 0; ; i++ {

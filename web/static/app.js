@@ -1,11 +1,12 @@
-// Remote's page: a hash router over the chat list, a chat, the projects,
-// a project terminal and the usage view, beside a sidebar of the user's
-// chats kept live by the workspace socket (a drawer on a narrow screen).
+// Remote's page: a hash router over the chat list, a chat and its changes,
+// the projects, a project terminal and the usage view, beside a sidebar of
+// the user's chats kept live by the workspace socket (a drawer on a narrow screen).
 // All data comes from the daemon's API through remote-web; see docs/api.md.
 import { el, api, notice } from './lib.js';
 import { ChatView } from './chat.js';
 import { TerminalView } from './terminal.js';
 import { FilesView } from './files.js';
+import { ChangesView } from './changes.js';
 import { ProvidersView } from './providers.js';
 import { workspace, waiting } from './workspace.js';
 import { notify, notificationState, askPermission } from './notify.js';
@@ -27,7 +28,9 @@ function route() {
   const parts = h.split('/').filter(Boolean).map(decodeURIComponent);
   body.dataset.view = parts[0] || 'chats';
   document.title = 'Remote';
-  if (parts[0] === 'chat' && parts[1]) {
+  if (parts[0] === 'chat' && parts[1] && parts[2] === 'changes') {
+    current = new ChangesView(view, parts[1]);
+  } else if (parts[0] === 'chat' && parts[1]) {
     current = new ChatView(view, parts[1]);
   } else if (parts[0] === 'projects') {
     projectsView();

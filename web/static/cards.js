@@ -107,14 +107,51 @@ function editDiff(oldS, newS) {
 export function diffView(files) {
   return el('div', { class: 'diffs' }, files.map((f) => el('div', { class: 'diff-file' },
     el('div', { class: 'diff-path' }, el('code', {}, f.path || '(file)'), f.kind ? el('span', { class: 'muted' }, ' ' + f.kind) : null),
-    el('pre', { class: 'diff' }, String(f.diff || '').split('\n').map((line) => {
-      let cls = 'ctx';
-      if (line.startsWith('+++') || line.startsWith('---')) cls = 'meta';
-      else if (line.startsWith('+')) cls = 'add';
-      else if (line.startsWith('-')) cls = 'del';
-      else if (line.startsWith('@@')) cls = 'hunk';
-      return el('span', { class: 'dl ' + cls }, line + '\n');
-    })))));
+    diffPre(f.diff))));
+}
+
+// diffPre renders unified diff text as a <pre>, one text node per line
+// marked added, removed, hunk header or file header.
+export function diffPre(text, attrs) {
+  return el('pre', { class: 'diff', ...attrs }, String(text || '').split('\n').map((line) => {
+    let cls = 'ctx';
+    if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git ') || line.startsWith('index ')) cls = 'meta';
+    else if (line.startsWith('+')) cls = 'add';
+    else if (line.startsWith('-')) cls = 'del';
+    else if (line.startsWith('@@')) cls = 'hunk';
+    return el('span', { class: 'dl ' + cls }, line + '\n');
+  }));
+}
+
+// httpURL returns u when it is an absolute http(s) URL, else null: only
+// such a URL from the daemon (a forge's answer) becomes a link.
+export function httpURL(u) {
+  if (typeof u !== 'string') return null;
+  try {
+    const p = new URL(u);
+    return p.protocol === 'http:' || p.protocol === 'https:' ? u : null;
+  } catch { return null; }
+}
+
+// pushedCard shows system/pushed {branch, sha}.
+export function pushedCard(data) {
+  const d = obj(data);
+  return el('div', { class: 'card git-event pushed' }, el('strong', {}, 'Pushed'), ' branch ',
+    el('code', { class: 'pushed-branch' }, String(d.branch ?? '')), ' at ',
+    el('code', { class: 'pushed-sha', title: String(d.sha ?? '') }, String(d.sha ?? '').slice(0, 12)));
+}
+
+// pullRequestCard shows system/pull_request {url, number}: the link opens
+// in a new tab with no handle on this page, and only for an http(s) URL
+// (anything else is shown as text).
+export function pullRequestCard(data) {
+  const d = obj(data);
+  const url = String(d.url ?? '');
+  const safe = httpURL(url);
+  const label = `#${Number(d.number) || '?'}`;
+  return el('div', { class: 'card git-event pull-request' }, el('strong', {}, 'Pull request'), ' ',
+    safe ? el('a', { class: 'pr-link', href: safe, target: '_blank', rel: 'noopener noreferrer' }, `${label} ${safe}`)
+      : el('span', { class: 'pr-url' }, `${label} ${url}`, el('span', { class: 'muted' }, ' (not a web address: no link)')));
 }
 
 // toolCard builds a collapsed tool card; setResult fills its output.

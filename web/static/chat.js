@@ -5,7 +5,7 @@
 // applied once, by seq; the socket reconnects with backoff from the last
 // seq seen.
 import { el, api, wsURL, notice, renderMarkdown } from './lib.js';
-import { toolCard, setToolResult, approvalCard, approvalText, resolveCard } from './cards.js';
+import { obj, toolCard, setToolResult, approvalCard, approvalText, resolveCard, pushedCard, pullRequestCard } from './cards.js';
 import { notify } from './notify.js';
 import { workspace } from './workspace.js';
 
@@ -95,6 +95,8 @@ export class ChatView {
     this.status = el('span', { id: 'chat-status', class: 'status', 'data-running': 'unknown', role: 'status' }, 'connecting…');
     this.conn = el('span', { id: 'conn-status', class: 'conn' }, '');
     this.usage = el('span', { id: 'chat-usage', class: 'chat-usage muted', title: 'Tokens used by this chat' });
+    // Changes: shown once the chat's project is known to have a repository.
+    this.changesLink = el('a', { id: 'changes-link', class: 'button secondary small', href: `#/chat/${encodeURIComponent(this.id)}/changes`, hidden: true }, 'Changes');
     this.sysBtn = el('button', { type: 'button', id: 'toggle-system', class: 'secondary small', 'aria-pressed': 'false',
       onclick: () => this.toggleSystem() }, 'System events (0)');
     this.olderBtn = el('button', { type: 'button', id: 'load-older', class: 'secondary small', hidden: true,
@@ -118,7 +120,7 @@ export class ChatView {
     this.root.replaceChildren(
       el('div', { class: 'chat' },
         el('div', { class: 'chat-head' }, this.titleBox,
-          el('div', { class: 'chat-head-row' }, this.status, this.usage, this.sysBtn, this.conn)),
+          el('div', { class: 'chat-head-row' }, this.status, this.usage, this.changesLink, this.sysBtn, this.conn)),
         this.log,
         el('div', { class: 'composer' }, this.input, el('div', { class: 'composer-buttons' }, this.sendBtn, this.cancelBtn))));
     this.setRunning(false, true);
@@ -128,6 +130,11 @@ export class ChatView {
     try {
       const c = await api('GET', `/v1/chats/${encodeURIComponent(this.id)}`);
       this.showMeta(c);
+      if (c.project) {
+        api('GET', `/v1/projects/${encodeURIComponent(c.project)}`)
+          .then((p) => { this.changesLink.hidden = !(p && p.repo); })
+          .catch(() => { /* no project, no Changes */ });
+      }
     } catch (e) {
       this.seg.node.append(notice('error', `cannot load chat: ${e.message}`));
     }
@@ -555,6 +562,22 @@ export class ChatView {
     if (ev.subtype === 'prompt_rejected') {
       this.add(notice('error', `prompt rejected: ${ev.message || 'rejected'}`));
       return;
+    }
+    const d = obj(ev.data);
+    switch (ev.subtype) {
+      case 'pushed':
+        this.add(pushedCard(d));
+        return;
+      case 'pull_request':
+        this.add(pullRequestCard(d));
+        return;
+      case 'repo_cloned':
+        this.add(notice('system', `cloned ${d.url || 'the repository'}${d.ref ? ' (' + d.ref + ')' : ''} at ${String(d.sha || '').slice(0, 12)}`));
+        return;
+      case 'repo_clone_failed':
+        this.add(notice('error', `cannot clone ${d.url || 'the repository'}: ${d.error || 'failed'}`));
+        return;
+      default:
     }
     const label = SYSTEM_LABELS[ev.subtype];
     if (label) this.add(notice('system', label));
