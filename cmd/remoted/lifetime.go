@@ -91,17 +91,54 @@ func (d *remoted) close() {
 
 // start builds the daemon and serves its socket.
 func (d *remoted) start() error {
+	t0 := time.Now()
+	step := func(name string) { d.log.Debug("start-up step done", "step", name, "elapsed", time.Since(t0)) }
 	if err := d.openStore(); err != nil {
 		return err
 	}
+	step("store")
 	d.connectLXD()
+	step("lxd")
 	if err := d.wireProviders(); err != nil {
 		return err
 	}
+	step("providers")
 	if err := d.newServer(); err != nil {
 		return err
 	}
+	step("server")
+	d.releaseOrphans()
 	return d.serve()
+}
+
+// releaseOrphans releases, beside serving, the shims of the runs whose end
+// was already stored (the previous daemon died before telling them): each
+// one may take until its answer or a timeout. The run directories are
+// listed before the daemon serves, so a run started later is never taken
+// for one.
+func (d *remoted) releaseOrphans() {
+	runs, err := d.srv.Service().Runs()
+	if err != nil {
+		return
+	}
+	keep := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		keep[r.RunID] = true
+	}
+	orphans := map[string]bool{}
+	for _, id := range d.shim.Orphans(func(id string) bool { return keep[id] }) {
+		orphans[id] = true
+	}
+	if len(orphans) == 0 {
+		return
+	}
+	d.goJoined(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if n := d.shim.ReleaseOrphans(ctx, func(id string) bool { return !orphans[id] }); n > 0 {
+			d.log.Info("released remote-shims of runs whose end was already stored", "shims", n)
+		}
+	})
 }
 
 func (d *remoted) openStore() error {
@@ -216,17 +253,6 @@ func (d *remoted) newServer() error {
 	// repair yet are logged, counted and retried while the daemon serves.
 	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
-	}
-	if runs, err := srv.Service().Runs(); err == nil {
-		keep := make(map[string]bool, len(runs))
-		for _, r := range runs {
-			keep[r.RunID] = true
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if n := d.shim.ReleaseOrphans(ctx, func(id string) bool { return keep[id] }); n > 0 {
-			d.log.Info("released remote-shims of runs whose end was already stored", "shims", n)
-		}
-		cancel()
 	}
 	if n := len(srv.Service().Unrepaired()); n > 0 {
 		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)

@@ -287,25 +287,33 @@ func noShimToAttach(h *providers.ShimHandle) error {
 	return fmt.Errorf("%w: remote-shim is not configured on this daemon ([agent] shim_binary), so the run in %s cannot be re-attached", providers.ErrShimGone, h.Dir)
 }
 
+// Orphans returns the run ids of the run directories under c.RunsDir
+// whose run the daemon no longer tracks (keep reports false), as they are
+// now: the daemon lists them before it serves and releases them beside
+// serving, so a run started meanwhile is never among them.
+func (c *ShimConfig) Orphans(keep func(runID string) bool) []string {
+	if c == nil || c.RunsDir == "" {
+		return nil
+	}
+	ents, _ := os.ReadDir(c.RunsDir)
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && checkRunID(e.Name()) == nil && !keep(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // ReleaseOrphans releases the host shims under c.RunsDir whose run the
 // daemon no longer tracks (keep reports false for its run id): a daemon
 // that stored a run's end and died before telling the shim. A shim that
 // answers is released (it removes its directory and exits); a directory
 // no shim answers for is removed. It returns how many it cleaned up.
 func (c *ShimConfig) ReleaseOrphans(ctx context.Context, keep func(runID string) bool) int {
-	if c == nil || c.RunsDir == "" {
-		return 0
-	}
-	ents, err := os.ReadDir(c.RunsDir)
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, e := range ents {
-		if !e.IsDir() || checkRunID(e.Name()) != nil || keep(e.Name()) {
-			continue
-		}
-		dir := filepath.Join(c.RunsDir, e.Name())
+	for _, id := range c.Orphans(keep) {
+		dir := filepath.Join(c.RunsDir, id)
 		conn, err := shim.Dial(ctx, dir)
 		if err != nil {
 			if errors.Is(err, shim.ErrNoShim) {
