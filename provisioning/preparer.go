@@ -405,7 +405,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 			emit(systemEvent(sub, data))
 		}
 		if err != nil {
-			return providers.Target{}, fmt.Errorf("prepare project %q: %w", proj.Name, err)
+			return providers.Target{}, err // it names the chat's branch
 		}
 		cwd = dir
 	}
