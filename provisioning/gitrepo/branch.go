@@ -98,7 +98,8 @@ func (c Checkout) Dir() string {
 
 // checkoutScript puts the chat's branch ($REMOTE_GIT_BRANCH, created at
 // the clone's base when missing) where the chat works: its own worktree
-// ($REMOTE_GIT_WORKTREE), else /workspace itself. A branch checked out in
+// ($REMOTE_GIT_WORKTREE; switched back to the branch when the agent
+// left it), else /workspace itself. A branch checked out in
 // another worktree is never checked out again (exit 5), and /workspace
 // is not switched to another branch while another chat of the project
 // runs in it ($REMOTE_GIT_BUSY, exit 4).
@@ -118,7 +119,8 @@ here=/workspace
 at=$(git worktree list --porcelain | awk -v r="branch $ref" '/^worktree /{w=substr($0,10)} $0==r{print w}')
 if [ -n "$at" ] && [ "$at" != "$here" ]; then echo "$at"; exit 5; fi
 if [ -n "$wt" ]; then
-  [ -n "$at" ] || { mkdir -p ` + WorktreeRoot + `; git worktree add -q -- "$wt" "$b"; }
+  if [ -z "$at" ] && [ -e "$wt/.git" ]; then git -C "$wt" checkout -q "$b" --
+  elif [ -z "$at" ]; then mkdir -p ` + WorktreeRoot + `; git worktree add -q -- "$wt" "$b"; fi
 else
   if [ -z "$at" ]; then
     [ -z "$REMOTE_GIT_BUSY" ] || { git symbolic-ref -q --short HEAD || echo "a detached HEAD"; exit 4; }
@@ -164,7 +166,7 @@ func CheckOut(ctx context.Context, x Execer, container string, co Checkout) (str
 		return "", errdefs.Conflict("branch %q: /workspace is on %s and another chat of the project is running in it; "+
 			"switch when it has ended, or create the chat with worktree: true", co.Branch, sanitize(out, ""))
 	case 5:
-		return "", errdefs.Conflict("branch %q is checked out in %s (another chat's); a branch works in one place at a time", co.Branch, sanitize(out, ""))
+		return "", errdefs.Conflict("branch %q is checked out in %s; a branch is checked out in one place at a time", co.Branch, sanitize(out, ""))
 	}
 	return "", errdefs.FailedPrecondition("check out branch %q: git exited %d: %s", co.Branch, res.code, sanitize(res.stderr, ""))
 }
