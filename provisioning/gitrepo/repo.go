@@ -86,7 +86,8 @@ func TakeToken(secrets []providers.Secret, key string) ([]providers.Secret, stri
 // temporary directory without checkout, its .git moves into /workspace and
 // the tracked files are checked out there. A /workspace that already has
 // a .git is left as it is ("exists"). The base commit is kept as BaseRef;
-// what the daemon publishes (/.agents/) is excluded from the repository.
+// what the daemon publishes (/.agents/) and the chats' worktrees are
+// excluded from the repository.
 const cloneScript = `set -e
 mkdir -p /workspace
 cd /workspace
@@ -101,7 +102,7 @@ fi
 mv "$tmp/.git" .git
 git reset -q --hard
 git update-ref ` + BaseRef + ` HEAD
-printf '/.agents/\n/.remote-clone.*\n' >> .git/info/exclude
+printf '/.agents/\n/.remote-clone.*\n/.worktrees/\n' >> .git/info/exclude
 git rev-parse HEAD
 `
 
