@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/providers"
 )
 
 // branchChat creates alice's chat in project with branch and worktree.
@@ -35,9 +36,13 @@ func lxcSh(t *testing.T, container, script string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// eventText is what the run said: its text and error messages.
 func eventText(evs []api.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
+		if ev.Type == api.EventUser {
+			continue // the prompt itself
+		}
 		b.WriteString(ev.Text)
 		b.WriteString(ev.Message)
 	}
@@ -180,7 +185,7 @@ func TestChatBranchWorktrees(t *testing.T) {
 // loose chat or of a project without a repository, and a worktree without
 // a branch are refused with 400 naming the field; no chat is made.
 func TestChatBranchRefused(t *testing.T) {
-	e := newProjectEnv(t, projectEnvOpts{images: []string{devImage}})
+	e := newProjectEnv(t, projectEnvOpts{images: []string{devImage}, providers: []func(providers.AdapterConfig) providers.Provider{shellAgent}})
 	withRepo := e.createProject(t, "alice", api.CreateProjectRequest{Name: uniqueProject("br"), Image: devImage,
 		Repo: &api.ProjectRepo{URL: "https://git.example.com/acme/calc.git"}})
 	bare := e.createProject(t, "alice", api.CreateProjectRequest{Name: uniqueProject("nobr"), Image: devImage})
