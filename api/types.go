@@ -130,9 +130,14 @@ type Chat struct {
 	// this id and the chat's owner: a project deleted and created again
 	// under the same name is another project.
 	ProjectID string `json:"projectId,omitempty"`
-	Cwd       string `json:"cwd,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Mode      string `json:"mode,omitempty"`
+	// Branch is a project chat's own git branch (created from the
+	// clone's base at its first turn); Worktree: it works in its own git
+	// worktree of Branch, /workspace/.worktrees/<chat id> (issue 26).
+	Branch   string `json:"branch,omitempty"`
+	Worktree bool   `json:"worktree,omitempty"`
+	Cwd      string `json:"cwd,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Mode     string `json:"mode,omitempty"`
 	// ApprovalPolicy is the chat's Codex AskForApproval policy (one of
 	// ApprovalPolicies); empty lets the provider decide ("never" for
 	// Codex and MiniMax). Only providers whose capabilities declare
@@ -211,6 +216,10 @@ type CreateChatRequest struct {
 	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
 	// ReasoningEffort is optional: one of the provider's declared efforts.
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// Branch (a git branch name) and Worktree are optional, for a chat
+	// in a project with a repository: Chat.Branch, Chat.Worktree.
+	Branch   string `json:"branch,omitempty"`
+	Worktree bool   `json:"worktree,omitempty"`
 }
 
 // The approval policies a chat may ask for: Codex's AskForApproval

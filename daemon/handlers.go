@@ -146,11 +146,15 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		if req.Cwd != "" {
 			return BadRequest("cwd: a project chat runs in its container's /workspace; cwd must be empty")
 		}
-		id, err := s.projects.CheckChatProject(r.Context(), owner, req.Project)
+		id, err := s.projects.CheckChatProject(r.Context(), owner, req)
 		if err != nil {
 			return err
 		}
-		c.Project, c.ProjectID = req.Project, id
+		c.Project, c.ProjectID, c.Branch, c.Worktree = req.Project, id, req.Branch, req.Worktree
+	} else if req.Branch != "" {
+		return BadRequest("branch: only a chat in a project with a repository has a branch")
+	} else if req.Worktree {
+		return BadRequest("worktree: only a chat in a project with a repository has a worktree")
 	} else {
 		cwd := req.Cwd
 		if cwd == "" {

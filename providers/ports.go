@@ -62,6 +62,7 @@ type PrepareRequest struct {
 	EnableScheduleTools bool
 	Skills              []string
 	ProjectUID          string // when set: fail unless project ProjectID has this id (api.Project.ID)
+	Chat                string // the chat's id: where it works in the project's repository
 }
 
 // Target is where a prepared project run executes.
@@ -69,6 +70,9 @@ type Target struct {
 	ProjectID string
 	Container string
 	Secrets   []Secret
+	// Cwd is the run's working directory in the container ("":
+	// /workspace): a chat's own git worktree when it has one.
+	Cwd string
 	// SharedCredentials: the project shares the host's logins
 	// (credentials "shared"), so AdapterConfig.ProjectEnv's keys reach its
 	// runs. False for a project with its own login ("project") and for a

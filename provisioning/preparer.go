@@ -146,8 +146,11 @@ type Options struct {
 	PreviewDir string
 	// Idmap is how new containers' uids map onto the host's; "" is
 	// IdmapAuto.
-	Idmap  Idmap
-	Logger hclog.Logger
+	Idmap Idmap
+	// Checkouts says where a chat works in its project's repository
+	// (issue 26: its branch, its worktree); nil: in /workspace as it is.
+	Checkouts func(chatID string) (gitrepo.Checkout, error)
+	Logger    hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -222,7 +225,7 @@ func New(opts Options) (*Preparer, error) {
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD},
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts},
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -391,15 +394,23 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// 5b. The project's repository (issue 26): cloned when /workspace has
 	// none (an event either way), the turn's tree recorded. The token
 	// secret goes to git only, never into the run's environment.
+	// The chat's branch is then made ready where it works (its worktree:
+	// the run's cwd); a refusal fails the turn.
+	var cwd string
 	if cur.Repo != nil {
 		var token string
 		secrets, token = gitrepo.TakeToken(secrets, cur.Repo.TokenSecret)
-		if sub, data := p.repos.Ensure(ctx, c.Name, c.UUID, *cur.Repo, token, checkpoint.TreeHook(ctx)); sub != "" {
+		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, c.UUID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
+		if sub != "" {
 			emit(systemEvent(sub, data))
 		}
+		if err != nil {
+			return providers.Target{}, err // it names the chat's branch
+		}
+		cwd = dir
 	}
 	p.checkpoints.Take(ctx, cur)
-	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets,
+	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets, Cwd: cwd,
 		SharedCredentials: cur.Credentials != api.CredentialsProject}, nil
 }
 

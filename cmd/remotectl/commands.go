@@ -257,6 +257,8 @@ func runChatCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.ApprovalPolicy, "approval", "", "approval `policy`: "+strings.Join(api.ApprovalPolicies(), " | ")+
 		" (codex and minimax; none: never ask)")
 	fs.StringVar(&req.ReasoningEffort, "effort", "", "reasoning `effort`, one the provider declares (see remotectl providers)")
+	fs.StringVar(&req.Branch, "branch", "", "the chat's own git `branch` (a project with a repository; made from its base at the first turn)")
+	fs.BoolVar(&req.Worktree, "worktree", false, "work in a git worktree of -branch of its own, beside the project's other chats")
 	_, err := parseExact(fs, args)
 	if err != nil {
 		return err
@@ -314,6 +316,10 @@ func runChatShow(ctx context.Context, e *env, args []string) error {
 	row("owner", c.Owner)
 	row("provider", c.Provider)
 	row("project", c.Project)
+	row("branch", c.Branch)
+	if c.Worktree {
+		row("worktree", "/workspace/.worktrees/"+c.ID)
+	}
 	row("cwd", c.Cwd)
 	row("model", c.Model)
 	row("mode", c.Mode)

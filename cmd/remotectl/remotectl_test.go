@@ -160,6 +160,22 @@ func TestChatCreateApproval(t *testing.T) {
 	}
 }
 
+// TestChatCreateBranch: -branch and -worktree reach the daemon, whose
+// refusal of a loose chat's branch (400 naming the field) is printed.
+func TestChatCreateBranch(t *testing.T) {
+	fake := newDaemon(t, daemontest.Options{})
+	ctx := context.Background()
+	for flag, want := range map[string]string{"-branch": "branch: only a chat in a project", "-worktree": "worktree: only a chat in a project"} {
+		args := []string{"chat", "create", "-provider", "codex", "-cwd", "/tmp", flag}
+		if flag == "-branch" {
+			args = append(args, "feature/x")
+		}
+		if r := runCtl(ctx, fake, "", args...); r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: %+v, want the daemon's %q", flag, r, want)
+		}
+	}
+}
+
 // TestAnswer: `remotectl answer` sends {"decision": D} for the named
 // interaction and the run gets it; a bad decision is a usage error, and
 // an answer while nothing runs (before the request, after the run has

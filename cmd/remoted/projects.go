@@ -23,6 +23,7 @@ import (
 	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
 )
@@ -83,6 +84,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
+	var repos *repoapi.Routes
 	prep, err := provisioning.New(provisioning.Options{
 		ImageServers: servers,
 		LXD:          conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
@@ -92,7 +94,10 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
 		PreviewDir:            previewDir,
 		Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
-		Logger:                log.Named("prepare"),
+		// Where a chat works in the repository: the repository routes know
+		// the chats (repos is set below, before any run).
+		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
+		Logger:    log.Named("prepare"),
 	})
 	if err != nil {
 		return projectWiring{}, err
@@ -117,7 +122,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
-	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
+	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
 		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
 		Forge: forgeFor(cfg.Forges)})
 	if err != nil {

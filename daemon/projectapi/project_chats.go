@@ -8,6 +8,7 @@ import (
 	"remote/daemon/prompt"
 	"remote/internal/errdefs"
 	"remote/providers"
+	"remote/provisioning/gitrepo"
 )
 
 // ProjectChatCheck lets chats name a project the owner can see; it
@@ -21,9 +22,20 @@ type ProjectChatCheck struct {
 var _ prompt.ProjectChats = ProjectChatCheck{}
 
 // CheckChatProject returns the project's id when owner may chat in
-// project, and an error wrapping errdefs.ErrNotFound when the project is missing
-// or another user's.
-func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project string) (string, error) {
+// req.Project, and an error wrapping errdefs.ErrNotFound when the project is missing
+// or another user's. A branch must be a valid git branch name of a
+// project with a repository, a worktree have a branch (400 naming the
+// field).
+func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner string, req api.CreateChatRequest) (string, error) {
+	project := req.Project
+	if req.Branch != "" {
+		if err := gitrepo.CheckBranch("branch", req.Branch); err != nil {
+			return "", err
+		}
+	}
+	if req.Worktree && req.Branch == "" {
+		return "", errdefs.InvalidArgument("worktree: a worktree is of the chat's branch; give branch too")
+	}
 	if !projectNameRE.MatchString(project) {
 		return "", errdefs.InvalidArgument("project: invalid project name %q", project)
 	}
@@ -39,6 +51,9 @@ func (c ProjectChatCheck) CheckChatProject(_ context.Context, owner, project str
 	}
 	if p.ID == "" {
 		return "", fmt.Errorf("project %q has no id", project)
+	}
+	if p.Repo == nil && req.Branch != "" {
+		return "", errdefs.InvalidArgument("branch: project %q has no repository (repo on project create)", project)
 	}
 	return p.ID, nil
 }

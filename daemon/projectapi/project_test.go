@@ -28,6 +28,7 @@ import (
 	"remote/providers"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
 )
@@ -133,6 +134,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: cmp.Or(o.image, testkit.TestImage), ImageServers: lxdimage.NewServers(o.imageServers), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
+			Checkouts: func(id string) (gitrepo.Checkout, error) { return e.repos.Checkout(id) },
 		})
 		if err != nil {
 			t.Fatal(err)

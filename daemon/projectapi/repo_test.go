@@ -2,6 +2,7 @@ package projectapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,7 @@ import (
 const devImage = "remote-dev"
 
 // shellAgent is a provider whose "CLI" runs the prompt's last line as a
-// shell script in the project's /workspace and answers with its output
+// shell script in the chat's cwd (its worktree, else /workspace) and answers with its output
 // and its own environment (so a token given to the run would show in the
 // chat's events).
 func shellAgent(ports providers.AdapterConfig) providers.Provider {
@@ -41,7 +42,7 @@ func shellAgent(ports providers.AdapterConfig) providers.Provider {
 			env = append(env, s.Key+"="+s.Value)
 		}
 		script := req.Prompt[strings.LastIndexByte(req.Prompt, '\n')+1:]
-		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: "/workspace", Env: env,
+		proc, err := launcher.Start(ctx, providers.Command{Path: "sh", Dir: cmp.Or(target.Cwd, "/workspace"), Env: env,
 			Args: []string{"-c", script + "; echo; env"}})
 		if err != nil {
 			return err

@@ -42,10 +42,10 @@ const (
 // ProjectChats lets chats be bound to projects. The projects work supplies
 // it; without it a chat naming a project is refused with bad_request.
 type ProjectChats interface {
-	// CheckChatProject returns the project's id when owner may create a
-	// chat in the named project, an error wrapping errdefs.ErrNotFound when it
-	// does not exist for owner, or another classified error.
-	CheckChatProject(ctx context.Context, owner, project string) (string, error)
+	// CheckChatProject returns the project's id when owner may create
+	// req (a chat in req.Project, with its branch), errdefs.ErrNotFound when
+	// it does not exist for owner, or another classified error.
+	CheckChatProject(ctx context.Context, owner string, req api.CreateChatRequest) (string, error)
 	// CheckChatRun returns nil when the project chat may run now: its
 	// project still exists with the chat's project id and owner; else an
 	// error wrapping errdefs.ErrNotFound or errdefs.ErrConflict, and nothing runs.

@@ -6,7 +6,9 @@
 // branch on the repository's forge). It finds the chat through the
 // daemon's server (owner checked: another user's chat is not found), the
 // project and its token secret through the store, and runs git in the
-// container through provisioning/gitrepo.
+// container through provisioning/gitrepo. A chat with its own branch (and
+// worktree) is diffed and pushed there; Checkout tells the preparer where
+// a chat works and whether another chat of its project runs.
 //
 // It imports daemon (routes, errors, identity), the store's types,
 // provisioning and provisioning/gitrepo; it must never import projectapi

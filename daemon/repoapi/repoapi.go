@@ -193,7 +193,10 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	} else if base, head, err = turnTrees(t.srv.Store(), t.chat.ID, turn); err != nil {
 		return err
 	}
-	d, err := gitrepo.Diff(r.Context(), rt.o.Exec, t.contain, base, head, rt.o.MaxPatchBytes)
+	// Without turn: the chat's working tree (its worktree, else
+	// /workspace) against the clone's base.
+	dir := gitrepo.Checkout{Chat: t.chat.ID, Branch: t.chat.Branch, Worktree: t.chat.Worktree}.Dir()
+	d, err := gitrepo.Diff(r.Context(), rt.o.Exec, t.contain, dir, base, head, rt.o.MaxPatchBytes)
 	if err != nil {
 		return err
 	}
@@ -267,8 +270,17 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 // "" takes the default) and pushes the branch with token, recording
 // system/pushed in the chat.
 func (rt *Routes) commitAndPush(ctx context.Context, t target, user, message, token string) (api.PushResult, error) {
-	p := gitrepo.Push{URL: t.repo.URL, Branch: Branch(t.chat.ID), Message: message, Token: token,
-		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail}
+	co, err := rt.checkout(t.srv, t.chat)
+	if err != nil {
+		return api.PushResult{}, err
+	}
+	p := gitrepo.Push{URL: t.repo.URL, Branch: cmp.Or(t.chat.Branch, Branch(t.chat.ID)), Message: message, Token: token,
+		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail, Dir: co.Dir(), Busy: co.Busy && !co.Worktree}
+	if co.Branch != "" { // its branch made ready where it works, as a turn does
+		if p.Dir, err = gitrepo.CheckOut(ctx, rt.o.Exec, t.contain, co); err != nil {
+			return api.PushResult{}, err
+		}
+	}
 	if strings.TrimSpace(p.Message) == "" {
 		p.Message = "Changes from Remote chat " + t.chat.ID
 	}
@@ -400,6 +412,37 @@ func (rt *Routes) token(proj api.Project) (string, error) {
 	return "", errdefs.FailedPrecondition("project %q: secret %q (repo.tokenSecret) is not set", proj.Name, proj.Repo.TokenSecret)
 }
 
-// Branch is the branch a chat pushes: remote/ and the chat id's first 8
-// characters.
-func Branch(chatID string) string { return "remote/" + chatID[:min(len(chatID), 8)] }
+// Branch is the branch a chat without a branch of its own pushes:
+// remote/ and the chat id's first 8 characters.
+func Branch(chatID string) string {
+	return gitrepo.ReservedBranchPrefix + chatID[:min(len(chatID), 8)]
+}
+
+// Checkout says where chat chatID works in its project's repository (the
+// preparer's Options.Checkouts): its branch and worktree, and whether
+// another chat of the project has a run active.
+func (rt *Routes) Checkout(chatID string) (gitrepo.Checkout, error) {
+	srv := rt.srv.Load()
+	if srv == nil {
+		return gitrepo.Checkout{}, errors.New("repository routes are not attached to the chat server")
+	}
+	chat, err := srv.Store().Chat(chatID)
+	if err != nil {
+		return gitrepo.Checkout{}, fmt.Errorf("load chat %s: %w", chatID, err)
+	}
+	return rt.checkout(srv, chat)
+}
+
+func (rt *Routes) checkout(srv *daemon.Server, chat api.Chat) (gitrepo.Checkout, error) {
+	co := gitrepo.Checkout{Chat: chat.ID, Branch: chat.Branch, Worktree: chat.Worktree}
+	chats, err := srv.Store().Chats()
+	if err != nil {
+		return gitrepo.Checkout{}, fmt.Errorf("list chats: %w", err)
+	}
+	for _, c := range chats {
+		if c.ID != chat.ID && c.Project == chat.Project && c.ProjectID == chat.ProjectID && srv.Hub().Running(c.ID) {
+			co.Busy = true
+		}
+	}
+	return co, nil
+}

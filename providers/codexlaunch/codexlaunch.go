@@ -10,6 +10,7 @@
 package codexlaunch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -88,6 +89,7 @@ func Run(ctx context.Context, s Spec, req providers.RunRequest, emit func(provid
 	}
 	spec := s.Container
 	spec.Binary, spec.Args, spec.Secrets = s.Cfg.Binary, s.Args, target.Secrets
+	spec.Cwd = cmp.Or(target.Cwd, spec.Cwd) // a chat's own worktree
 	spec.Fixed = runner.ContainerEnv(spec.Fixed, s.Cfg.ProjectEnv, target)
 	spec.Forced = maps.Clone(spec.Forced)
 	if spec.Forced == nil {

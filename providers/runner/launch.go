@@ -53,7 +53,7 @@ func PrepareProject(ctx context.Context, cfg providers.AdapterConfig, provider p
 	}
 	target, err := cfg.Preparer.Prepare(ctx, providers.PrepareRequest{
 		Provider: provider, ProjectID: req.ProjectID, ProjectUID: req.ProjectUID, EnableBrowser: req.EnableBrowser,
-		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills,
+		EnableScheduleTools: req.EnableScheduleTools, Skills: req.Skills, Chat: req.ConversationID,
 	}, emit)
 	if err != nil {
 		return providers.Target{}, nil, fmt.Errorf("prepare project %q: %w", req.ProjectID, err)
@@ -93,7 +93,8 @@ type Launch struct {
 // With req.ProjectID the project is prepared first (PrepareProject, with
 // its errors) and the command runs in its container (ContainerCommand):
 // LANG=C.UTF-8 < ContainerEnv(cfg.Env) < project secrets < spec.Forced and
-// HOME=ContainerHome < req.RuntimeEnv, in DefaultContainerCwd.
+// HOME=ContainerHome < req.RuntimeEnv, in the target's Cwd (DefaultContainerCwd
+// when empty).
 func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec LaunchSpec,
 	req providers.RunRequest, emit func(providers.Event)) (Launch, error) {
 	if req.ProjectID == "" {
@@ -124,6 +125,7 @@ func ResolveLaunch(ctx context.Context, cfg providers.AdapterConfig, spec Launch
 	cmd := ContainerCommand(ContainerSpec{
 		Binary:  cfg.Binary,
 		Args:    spec.ContainerArgs,
+		Cwd:     target.Cwd,
 		Fixed:   fixed,
 		Secrets: target.Secrets,
 		Forced:  forced,

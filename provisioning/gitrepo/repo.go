@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -85,7 +86,8 @@ func TakeToken(secrets []providers.Secret, key string) ([]providers.Secret, stri
 // temporary directory without checkout, its .git moves into /workspace and
 // the tracked files are checked out there. A /workspace that already has
 // a .git is left as it is ("exists"). The base commit is kept as BaseRef;
-// what the daemon publishes (/.agents/) is excluded from the repository.
+// what the daemon publishes (/.agents/) and the chats' worktrees are
+// excluded from the repository.
 const cloneScript = `set -e
 mkdir -p /workspace
 cd /workspace
@@ -100,15 +102,19 @@ fi
 mv "$tmp/.git" .git
 git reset -q --hard
 git update-ref ` + BaseRef + ` HEAD
-printf '/.agents/\n/.remote-clone.*\n' >> .git/info/exclude
+printf '/.agents/\n/.remote-clone.*\n/.worktrees/\n' >> .git/info/exclude
 git rev-parse HEAD
 `
 
 // Cloner clones each container's repository once: a container (by LXD's
 // uuid) whose /workspace was found cloned is not asked again.
 type Cloner struct {
-	X    Execer
-	done sync.Map // container + "/" + uuid → true
+	X Execer
+	// Chats returns where a chat works (its branch, its worktree, whether
+	// another chat of its project runs); nil: every chat works in
+	// /workspace as it is.
+	Chats func(chatID string) (Checkout, error)
+	done  sync.Map // container + "/" + uuid → true
 }
 
 // Ensure clones repo into container's /workspace unless it has a .git
@@ -117,14 +123,28 @@ type Cloner struct {
 // token), or "" when there was nothing to do. A failed clone is tried
 // again by the next preparation.
 //
-// tree, when not nil, is then called with the working tree recorded as a
-// git tree (WriteTree), or the error recording it.
-func (c *Cloner) Ensure(ctx context.Context, container, uuid string, repo api.ProjectRepo, token string, tree func(string, error)) (string, map[string]string) {
+// Then chat's branch is made ready (CheckOut) and its directory returned:
+// the chat's cwd. An error there (a refusal of CheckOut) fails the turn.
+// tree, when not nil, is then called with the chat's working tree
+// recorded as a git tree (WriteTree), or the error recording it.
+func (c *Cloner) Ensure(ctx context.Context, container, uuid, chat string, repo api.ProjectRepo, token string,
+	tree func(string, error)) (string, map[string]string, string, error) {
 	sub, data := c.ensure(ctx, container, uuid, repo, token)
-	if tree != nil {
-		tree(WriteTree(ctx, c.X, container))
+	co := Checkout{Chat: chat}
+	if c.Chats != nil && chat != "" {
+		var err error
+		if co, err = c.Chats(chat); err != nil {
+			return sub, data, "", err
+		}
 	}
-	return sub, data
+	dir, err := CheckOut(ctx, c.X, container, co)
+	if err != nil {
+		return sub, data, "", err
+	}
+	if tree != nil {
+		tree(WriteTree(ctx, c.X, container, dir))
+	}
+	return sub, data, dir, nil
 }
 
 func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.ProjectRepo, token string) (string, map[string]string) {
@@ -159,7 +179,7 @@ func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.Pr
 // through a temporary copy of the index: the user's index and files are
 // untouched; ignored files are left out, as git add leaves them.
 const writeTreeScript = `set -e
-cd /workspace
+cd "$REMOTE_GIT_DIR" 2>/dev/null || exit 3
 idx=$(mktemp /tmp/remote-index.XXXXXX)
 trap 'rm -f "$idx"' EXIT
 cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
@@ -167,14 +187,20 @@ GIT_INDEX_FILE="$idx" git add -A
 GIT_INDEX_FILE="$idx" git write-tree
 `
 
-// WriteTree records container's /workspace as a git tree and returns its
-// id; an error when /workspace is not a git repository.
-func WriteTree(ctx context.Context, x Execer, container string) (string, error) {
-	res, err := run(ctx, x, container, []string{"sh", "-c", writeTreeScript}, gitEnv("", ""), 4096)
+// WriteTree records the working tree at dir (/workspace or a chat's
+// worktree) in container as a git tree and returns its id; an error when
+// dir is not a git working tree.
+func WriteTree(ctx context.Context, x Execer, container, dir string) (string, error) {
+	env := gitEnv("", "")
+	env["REMOTE_GIT_DIR"] = dir
+	res, err := run(ctx, x, container, []string{"sh", "-c", writeTreeScript}, env, 4096)
 	if err != nil {
 		return "", err
 	}
 	tree := strings.TrimSpace(string(res.out))
+	if res.code == 3 {
+		return "", errdefs.FailedPrecondition("%s does not exist yet: a chat's worktree is made at its first turn", dir)
+	}
 	if res.code != 0 || !shaRE.MatchString(tree) {
 		return "", fmt.Errorf("record the working tree: git exited %d: %s", res.code, sanitize(res.stderr, ""))
 	}
@@ -196,11 +222,11 @@ func Base(ctx context.Context, x Execer, container string) (string, error) {
 }
 
 // Diff is what changed from base to head (commits or trees); head ""
-// is the working tree now. The patch is cut after maxPatch bytes.
+// is the working tree at dir now. The patch is cut after maxPatch bytes.
 // Renames show as a deletion and an addition.
-func Diff(ctx context.Context, x Execer, container, base, head string, maxPatch int) (api.Diff, error) {
+func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxPatch int) (api.Diff, error) {
 	if head == "" {
-		t, err := WriteTree(ctx, x, container)
+		t, err := WriteTree(ctx, x, container, dir)
 		if err != nil {
 			return api.Diff{}, err
 		}
@@ -237,14 +263,24 @@ type Push struct {
 	AuthorName           string
 	AuthorEmail          string
 	Token                string
+	// Dir is the chat's working tree ("": /workspace); Busy: another
+	// chat of the project runs, so /workspace must not switch branch.
+	Dir  string
+	Busy bool
 }
 
-// commitScript moves /workspace onto the branch (kept at HEAD when it is
-// new) and commits everything uncommitted, ignored files aside.
+// commitScript moves the chat's working tree onto the branch (created at
+// HEAD when it is new; switched to, carrying the uncommitted changes,
+// when it exists) and commits everything uncommitted, ignored files
+// aside. A switch under another chat's run is refused (exit 4).
 const commitScript = `set -e
-cd /workspace
+cd "$REMOTE_GIT_DIR"
 cur=$(git symbolic-ref -q --short HEAD || true)
-[ "$cur" = "$REMOTE_GIT_BRANCH" ] || git checkout -q -B "$REMOTE_GIT_BRANCH"
+if [ "$cur" != "$REMOTE_GIT_BRANCH" ]; then
+  [ -z "$REMOTE_GIT_BUSY" ] || { echo "${cur:-a detached HEAD}"; exit 4; }
+  if git show-ref -q --verify "refs/heads/$REMOTE_GIT_BRANCH"; then git checkout -q "$REMOTE_GIT_BRANCH" --
+  else git checkout -q -b "$REMOTE_GIT_BRANCH"; fi
+fi
 git add -A
 git diff --cached --quiet || git commit -q -m "$REMOTE_GIT_MESSAGE"
 git rev-parse HEAD
@@ -255,8 +291,12 @@ git rev-parse HEAD
 // The commit runs without the token in its environment (git add may run
 // the repository's filters); only git push gets it.
 func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (string, error) {
+	p.Dir = cmp.Or(p.Dir, Workspace)
 	env := gitEnv("", "")
-	env["REMOTE_GIT_BRANCH"], env["REMOTE_GIT_MESSAGE"] = p.Branch, p.Message
+	env["REMOTE_GIT_BRANCH"], env["REMOTE_GIT_MESSAGE"], env["REMOTE_GIT_DIR"] = p.Branch, p.Message, p.Dir
+	if p.Busy {
+		env["REMOTE_GIT_BUSY"] = "1"
+	}
 	env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = p.AuthorName, p.AuthorEmail
 	env["GIT_COMMITTER_NAME"], env["GIT_COMMITTER_EMAIL"] = p.AuthorName, p.AuthorEmail
 	res, err := run(ctx, x, container, []string{"sh", "-c", commitScript}, env, 4096)
@@ -264,10 +304,14 @@ func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (str
 		return "", err
 	}
 	sha := strings.TrimSpace(string(res.out))
+	if res.code == 4 {
+		return "", errdefs.Conflict("push %s: /workspace is on %s and another chat of the project is running in it; push when it has ended",
+			p.Branch, sanitize(sha, ""))
+	}
 	if res.code != 0 || !shaRE.MatchString(sha) {
 		return "", errdefs.FailedPrecondition("commit on %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, ""))
 	}
-	res, err = run(ctx, x, container, []string{"git", "-C", Workspace, "push", "-q", p.URL, "HEAD:refs/heads/" + p.Branch},
+	res, err = run(ctx, x, container, []string{"git", "-C", p.Dir, "push", "-q", "--", p.URL, "HEAD:refs/heads/" + p.Branch},
 		gitEnv(p.Token, p.URL), 4096)
 	if err != nil {
 		return "", err
