@@ -364,7 +364,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 		starting()
 		starting = func() {}
 	}
-	c, err := p.start(ctx, proj, starting)
+	c, created, err := p.start(ctx, proj, starting)
 	if err != nil {
 		return providers.Target{}, err
 	}
@@ -390,7 +390,8 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	}
 	// 6. The turn's checkpoint, when the caller asked for one: after the
 	// container is ready, before the CLI starts; a failure is reported,
-	// never fatal.
+	// never fatal. None when this preparation created the container
+	// (issue 28): there is nothing in it to restore to.
 	// 5b. The project's repository (issue 26): cloned when /workspace has
 	// none (an event either way), the turn's tree recorded. The token
 	// secret goes to git only, never into the run's environment.
@@ -409,7 +410,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 		}
 		cwd = dir
 	}
-	p.checkpoints.Take(ctx, cur)
+	p.checkpoints.Take(ctx, cur, created)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets, Cwd: cwd,
 		SharedCredentials: cur.Credentials != api.CredentialsProject}, nil
 }
@@ -502,24 +503,26 @@ func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov
 // when missing, started when not running, and the stored status is set to
 // running. It returns the container's identity.
 func (p *Preparer) Start(ctx context.Context, proj api.Project) (Container, error) {
-	return p.start(ctx, proj, func() {})
+	c, _, err := p.start(ctx, proj, func() {})
+	return c, err
 }
 
-func (p *Preparer) start(ctx context.Context, proj api.Project, starting func()) (Container, error) {
+// start is Start; created reports that this call created the container.
+func (p *Preparer) start(ctx context.Context, proj api.Project, starting func()) (c Container, created bool, err error) {
 	if proj.Container == "" {
-		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
+		return Container{}, false, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
 	if proj.ID == "" {
-		return Container{}, fmt.Errorf("project %q: %w", proj.Name, ErrNoProjectID)
+		return Container{}, false, fmt.Errorf("project %q: %w", proj.Name, ErrNoProjectID)
 	}
-	inst, changed, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting))
+	inst, changed, created, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting))
 	if err != nil {
-		return Container{}, err
+		return Container{}, false, err
 	}
 	if proj.Status != StatusRunning || changed || placement.MemberName(inst.Location) != proj.Location {
 		p.setStatusAt(proj.Name, StatusRunning, inst.Location)
 	}
-	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, nil
+	return Container{Name: inst.Name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, created, nil
 }
 
 // Stop stops a project's container (clean shutdown, then force) and
@@ -614,19 +617,20 @@ func (p *Preparer) setStatusAt(project, status, location string) {
 }
 
 // ensureRunning returns the running instance, creating and starting it as
-// needed. Calls for one container are serialized: a second caller finds
-// the container the first one made running.
-func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (*lxdexec.Instance, bool, error) {
+// needed (changed: started, created: made by this call). Calls for one
+// container are serialized: a second caller finds the container the
+// first one made running.
+func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (inst *lxdexec.Instance, changed, created bool, err error) {
 	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	defer unlock()
-	inst, _, err := p.lxd.Instance(ctx, proj.Container)
+	inst, _, err = p.lxd.Instance(ctx, proj.Container)
 	if errors.Is(err, lxdexec.ErrNotFound) {
 		// Not a missing container while LXD moves it between members.
 		if moved, moving, merr := placement.AwaitMove(ctx, p.lxd, proj, MarkerKey, p.log, classify); merr != nil {
-			return nil, false, merr
+			return nil, false, false, merr
 		} else if moving {
 			inst, err = moved, nil
 		}
@@ -635,23 +639,24 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	case errors.Is(err, lxdexec.ErrNotFound):
 		starting()
 		if err := p.create(ctx, proj); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
+		created = true
 		inst, _, err = p.lxd.Instance(ctx, proj.Container)
 		if err != nil {
-			return nil, false, fmt.Errorf("read container %q after create: %w", proj.Container, classify(err))
+			return nil, false, false, fmt.Errorf("read container %q after create: %w", proj.Container, classify(err))
 		}
 	case err != nil:
-		return nil, false, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+		return nil, false, false, fmt.Errorf("read container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
 	legacy, err := owns(inst, proj)
 	if err != nil {
 		// Never adopted, never destroyed: the operator decides.
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if legacy {
 		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{MarkerKey: proj.ID}}, ""); err != nil {
-			return nil, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
+			return nil, false, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
 		}
 		p.log.Info("container from before project ids marked with its project's id", "project", proj.Name, "container", proj.Container, "id", proj.ID)
 	}
@@ -659,7 +664,7 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
 	}
 	if inst.Status == "Running" {
-		return inst, false, nil
+		return inst, false, created, nil
 	}
 	starting()
 	action := "start"
@@ -667,13 +672,13 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 		action = "unfreeze"
 	}
 	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: action, Timeout: int(time.Minute / time.Second)}); err != nil && !p.isState(ctx, proj.Container, "Running") {
-		return nil, false, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
+		return nil, false, false, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
 	inst, _, err = p.lxd.Instance(ctx, proj.Container)
 	if err != nil {
-		return nil, false, fmt.Errorf("read container %q after start: %w", proj.Container, classify(err))
+		return nil, false, false, fmt.Errorf("read container %q after start: %w", proj.Container, classify(err))
 	}
-	return inst, true, nil
+	return inst, true, created, nil
 }
 
 // create makes the container from the image and starts it; a container

@@ -83,8 +83,68 @@ func (e *projectEnv) checkpointList(t *testing.T, project string) []api.Checkpoi
 	return list
 }
 
-// TestCheckpointsPerTurn: every turn of a project chat is preceded by an
-// LXD snapshot, evented right after the user event and listed with its
+// startProject creates (when missing) and starts project's container
+// before any prompt, so the first turn's preparation finds it made.
+func (e *projectEnv) startProject(t testing.TB, project string) {
+	t.Helper()
+	if status, body := e.do("POST", "/v1/projects/"+project+"/start", "alice", nil); status != http.StatusOK {
+		t.Fatalf("start %s: %d %s", project, status, body)
+	}
+}
+
+// TestCheckpointSkippedOnFreshContainer (issue 28): the turn whose
+// preparation created the project's container takes no checkpoint (no
+// LXD snapshot, no checkpoint event: nothing to restore to), and a fork
+// with the container at that turn is 404 naming the missing checkpoint;
+// the next turn takes one. A container started before the first prompt
+// (POST …/start) gets the first turn's checkpoint as before.
+func TestCheckpointSkippedOnFreshContainer(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	snapshots := func(container string) []string {
+		t.Helper()
+		snaps, err := e.lxd.Snapshots(context.Background(), container)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range snaps {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfresh")})
+	t1 := e.prompt(t, chat.ID, "alice", "t1")
+	if hasType(t1, api.EventCheckpoint) || !hasType(t1, api.EventComplete) || !slices.Contains(subtypes(t1), "container_starting") {
+		t.Fatalf("first turn on a fresh container: events %v %v", types(t1), subtypes(t1))
+	}
+	if got := snapshots(proj.Container); len(got) != 0 {
+		t.Fatalf("snapshots after the turn that created the container: %v, want none", got)
+	}
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": t1[0].Seq, "withContainer": true})
+	want := "no checkpoint " + checkpoint.Name(chat.ID, t1[0].Seq) + ` before that turn in project "` + proj.Name + `"`
+	if status != http.StatusNotFound || !strings.HasPrefix(errorMessage(t, body), want) {
+		t.Fatalf("fork with container at the first turn: %d %s, want 404 %q", status, body, want)
+	}
+	t2 := e.prompt(t, chat.ID, "alice", "t2")
+	cp := checkpoint.Name(chat.ID, t2[0].Seq)
+	if !slices.ContainsFunc(t2, func(ev api.Event) bool { return ev.Type == api.EventCheckpoint && ev.Snapshot == cp }) {
+		t.Fatalf("second turn: no checkpoint event %s: %v", cp, types(t2))
+	}
+	if got := snapshots(proj.Container); len(got) != 1 || got[0] != cp {
+		t.Fatalf("snapshots after the second turn: %v, want [%s]", got, cp)
+	}
+
+	started, chat2 := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckstarted")})
+	e.startProject(t, started.Name)
+	s1 := e.prompt(t, chat2.ID, "alice", "t1")
+	cp = checkpoint.Name(chat2.ID, s1[0].Seq)
+	if got := snapshots(started.Container); !hasType(s1, api.EventCheckpoint) || len(got) != 1 || got[0] != cp {
+		t.Fatalf("first turn on a container started before it: events %v, snapshots %v, want [%s]", types(s1), got, cp)
+	}
+}
+
+// TestCheckpointsPerTurn: every turn of a project chat whose container
+// was made before it is preceded by an LXD snapshot, evented right after the user event and listed with its
 // chat and seq; retention keeps the newest checkpoint_keep. On each
 // storage path (dir, btrfs).
 func TestCheckpointsPerTurn(t *testing.T) { forEachPool(t, testCheckpointsPerTurn) }
@@ -92,6 +152,7 @@ func TestCheckpointsPerTurn(t *testing.T) { forEachPool(t, testCheckpointsPerTur
 func testCheckpointsPerTurn(t *testing.T, pool testkit.Pool) {
 	e := newProjectEnv(t, projectEnvOpts{checkpointKeep: 2, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckpt"), Pool: pool.Name})
+	e.startProject(t, proj.Name)
 	var userSeqs []int64
 	for _, turn := range []string{"t1", "t2", "t3"} {
 		evs := e.prompt(t, chat.ID, "alice", turn)
@@ -181,6 +242,7 @@ func TestFaultCheckpointFails(t *testing.T) {
 		providers: []func(providers.AdapterConfig) providers.Provider{fileAgent},
 	})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckfail")})
+	e.startProject(t, proj.Name)
 	evs := e.prompt(t, chat.ID, "alice", "t1")
 	var failed *api.Event
 	for i := range evs {
@@ -272,6 +334,7 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 	}
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{slow}})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckbusy")})
+	e.startProject(t, proj.Name)
 	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "t1"})
 	if status != http.StatusAccepted {
 		t.Fatalf("prompt: %d %s", status, body)
@@ -386,6 +449,7 @@ func TestCheckpointExpiry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newProjectEnv(t, projectEnvOpts{checkpointExpiry: tc.expiry, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
 			proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckexp")})
+			e.startProject(t, proj.Name)
 			if evs := e.prompt(t, chat.ID, "alice", "t1"); !hasType(evs, api.EventCheckpoint) {
 				t.Fatalf("no checkpoint: %v", types(evs))
 			}

@@ -64,7 +64,7 @@ func proxyProfile(t *testing.T, port int) string {
 	return name
 }
 
-func (e *projectEnv) prompt(t *testing.T, chatID, user, text string) []api.Event {
+func (e *projectEnv) prompt(t testing.TB, chatID, user, text string) []api.Event {
 	t.Helper()
 	before := len(e.events(chatID))
 	status, body := e.do("POST", "/v1/chats/"+chatID+"/prompt", user, api.PromptRequest{Text: text})

@@ -47,6 +47,7 @@ func TestCheckpointRetentionOffTurnPath(t *testing.T) {
 		providers:      []func(providers.AdapterConfig) providers.Provider{fileAgent},
 	})
 	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckret")})
+	e.startProject(t, proj.Name)
 	var seqs []int64
 	for _, turn := range []string{"t1", "t2"} {
 		before := len(e.events(chat.ID))

@@ -40,16 +40,6 @@ func TestPromptWithHistoryExactlyAtBound(t *testing.T) {
 	}
 }
 
-// TestFormatBytesUnitEdges: exactly 1 MiB is "1 MiB", not "1024 KiB"; the
-// largest unit is PiB (1 EiB is "1024 PiB").
-func TestFormatBytesUnitEdges(t *testing.T) {
-	for n, want := range map[int64]string{1 << 20: "1 MiB", 1 << 40: "1 TiB", 1 << 50: "1 PiB", 1 << 60: "1024 PiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestRootsThroughSymlink: a root configured through a symlink admits the
 // directories under its target; the refusal names "the host user" when no
 // user is named.

@@ -9,6 +9,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/runhub"
+	"remote/daemon/storageguard"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 )
@@ -63,9 +64,9 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
 	if n, limit := promptBytes(in), s.queue.Prompt; limit > 0 && n > limit {
-		return "", "", errdefs.InvalidArgument("text: a queued prompt of %d bytes is over [daemon] max_queued_prompt_bytes (%s)", n, formatBytes(limit))
+		return "", "", errdefs.InvalidArgument("text: a queued prompt of %d bytes is over [daemon] max_queued_prompt_bytes (%s)", n, storageguard.FormatBytes(limit))
 	}
-	if err := s.guard.space(chat.Owner); err != nil {
+	if err := s.guard.Space(chat.Owner); err != nil {
 		return "", "", err
 	}
 	now := time.Now().UTC()
@@ -77,9 +78,9 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 		case use.Prompts >= MaxQueued:
 			return errdefs.Conflict("chat %s already has %d queued prompts (the most allowed)", chatID, MaxQueued)
 		case b.Chat > 0 && use.Bytes+size > b.Chat:
-			return errdefs.Conflict("chat %s queues %s; this prompt would pass [daemon] max_chat_queued_bytes (%s)", chatID, formatBytes(use.Bytes), formatBytes(b.Chat))
+			return errdefs.Conflict("chat %s queues %s; this prompt would pass [daemon] max_chat_queued_bytes (%s)", chatID, storageguard.FormatBytes(use.Bytes), storageguard.FormatBytes(b.Chat))
 		case b.User > 0 && use.OwnerBytes+size > b.User:
-			return errdefs.Conflict("your chats queue %s; this prompt would pass [daemon] max_user_queued_bytes (%s)", formatBytes(use.OwnerBytes), formatBytes(b.User))
+			return errdefs.Conflict("your chats queue %s; this prompt would pass [daemon] max_user_queued_bytes (%s)", storageguard.FormatBytes(use.OwnerBytes), storageguard.FormatBytes(b.User))
 		}
 		return nil
 	})

@@ -19,6 +19,7 @@ import (
 	"remote/daemon/metrics"
 	"remote/daemon/prompt/projection"
 	"remote/daemon/runhub"
+	"remote/daemon/storageguard"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/providers"
@@ -32,12 +33,21 @@ var (
 
 // Terminal messages the daemon itself persists.
 const (
-	msgInterruptedByRestart  = "the run was interrupted by a daemon restart"
 	msgInterruptedByShutdown = "the run was interrupted because the daemon shut down"
 	// statusInterrupted is the status of the complete event that ends a
 	// cancelled run.
 	statusInterrupted = "interrupted"
 )
+
+// runStopped is the cause a run's context is cancelled with when the
+// daemon itself stops it: an append failed (storage), or the run or its
+// chat outgrew its byte bound.
+type runStopped struct {
+	msg     string // the terminal error event's message
+	storage bool   // the run's events could not be stored
+}
+
+func (e *runStopped) Error() string { return e.msg }
 
 // ProjectChats lets chats be bound to projects. The projects work supplies
 // it; without it a chat naming a project is refused with bad_request.
@@ -80,7 +90,7 @@ type ServiceOptions struct {
 	// Queue bounds what prompts queued while a run is active may store.
 	Queue QueueBounds
 	// StorageCheckEvery is how often free space is checked and unrecorded
-	// run ends are retried; 0 = DefaultStorageCheckEvery.
+	// run ends are retried; 0 = storageguard.DefaultCheckEvery.
 	StorageCheckEvery time.Duration
 	// Projects admits project chats' runs; nil: project chats do not run.
 	Projects ProjectChats
@@ -99,7 +109,7 @@ type Service struct {
 	skillsDir       string
 	roots           atomic.Pointer[Roots]
 	idleTimeout     atomic.Int64 // time.Duration
-	guard           *storageGuard
+	guard           *storageguard.Guard
 	queue           QueueBounds
 	projects        ProjectChats // nil: project chats do not run
 
@@ -123,7 +133,9 @@ func NewService(o ServiceOptions) *Service {
 		transcriptBytes: o.TranscriptBytes, skillsDir: o.SkillsDir, projects: o.Projects, queue: o.Queue}
 	s.roots.Store(&o.Roots)
 	s.SetIdleTimeout(o.IdleTimeout)
-	s.guard = newStorageGuard(o, o.Hub, o.Logger.Named("storage"))
+	s.guard = storageguard.New(storageguard.Options{Store: o.Store, Hub: o.Hub, Logger: o.Logger.Named("storage"),
+		Metrics: o.Metrics, Dir: o.StateDir, MinFree: o.MinFree, MaxRun: o.MaxRunBytes, MaxChat: o.MaxChatBytes,
+		Every: o.StorageCheckEvery})
 	return s
 }
 
@@ -202,7 +214,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 	if err != nil {
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
-	if err := s.guard.beforeRun(chat); err != nil {
+	if err := s.guard.BeforeRun(chat); err != nil {
 		return "", err
 	}
 	p, err := s.reg.Get(chat.Provider)
@@ -267,7 +279,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 			return run.ID, nil
 		}
 		if cerr := s.clearRunning(chatID); cerr != nil {
-			s.guard.clearRunning(chatID, cerr)
+			s.guard.ClearRunning(chatID, cerr)
 		}
 	}
 	s.hub.FinishRun(run)
@@ -316,7 +328,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopping.Store(true) // no wg.Add after this: enter checks it under mu
 	s.mu.Unlock()
-	s.guard.close()
+	s.guard.Close()
 	if n := s.detachShimmed(); n > 0 {
 		s.log.Info("runs left running under their shims for the next daemon", "runs", n)
 	}
@@ -352,7 +364,7 @@ func (s *Service) RecoverInterrupted() error {
 		if rec, ok, err := s.store.Run(c.ID); err == nil && ok && s.reattach(c, rec) {
 			continue
 		}
-		s.guard.recoverChat(c)
+		s.guard.RecoverChat(c)
 	}
 	return s.StartQueued()
 }
@@ -360,7 +372,7 @@ func (s *Service) RecoverInterrupted() error {
 // Unrepaired returns the chats whose last run's end (restart recovery, or
 // a run stopped by a full disk) is not stored yet; it is retried every
 // storage check and before the chat's next prompt.
-func (s *Service) Unrepaired() []string { return s.guard.unrepaired() }
+func (s *Service) Unrepaired() []string { return s.guard.Unrepaired() }
 
 func (s *Service) clearRunning(chatID string) error {
 	_, err := s.store.UpdateChat(chatID, func(c *api.Chat) error {
@@ -389,7 +401,7 @@ type emitter struct {
 	// stop ends the run (its context's cancel). When an append fails,
 	// broken is set (by the failing append's callback, before any later
 	// commit of this run asks) and nothing more of the run is stored; the
-	// run ends with a storage error (storageGuard.endRun).
+	// run ends with a storage error (storageguard.Guard.EndRun).
 	stop     context.CancelCauseFunc
 	broken   atomic.Bool
 	failMu   sync.Mutex
@@ -518,7 +530,7 @@ func (e *emitter) storeLocked(ev api.Event, mark *store.RunMark) {
 			e.failMu.Lock()
 			e.failErr = err
 			e.failMu.Unlock()
-			e.stop(&runStopped{msg: storageFailedMessage(err), storage: true})
+			e.stop(&runStopped{msg: storageguard.FailedMessage(err), storage: true})
 		}
 		e.pending.Done()
 	})
@@ -607,7 +619,7 @@ func (s *Service) run(ctx context.Context, t *turn) {
 	idle := time.Duration(s.idleTimeout.Load())
 	watch := newRunWatch(idle, run.Cancel)
 	em := &emitter{s: s, chatID: chat.ID, provider: p.ID(), chat: chat, runID: run.ID, watch: watch, stop: run.Cancel}
-	em.limit, em.limitMsg = s.guard.budget(chat.ID)
+	em.limit, em.limitMsg = s.guard.Budget(chat.ID)
 	t.log, t.em = log, em
 	started := time.Now()
 	defer func() {
@@ -621,13 +633,13 @@ func (s *Service) run(ctx context.Context, t *turn) {
 		if ferr := em.failure(); ferr != nil {
 			s.metrics.RunFailed()
 			log.Error("run stopped: its events could not be stored", "error", ferr)
-			s.guard.endRun(chat.ID, storageFailedMessage(ferr))
+			s.guard.EndRun(chat.ID, storageguard.FailedMessage(ferr))
 		} else if err := s.endRunning(chat.ID, terminal); err != nil {
 			log.Error("store the end of the run", "error", err)
 			if terminal != nil && terminal.Type == api.EventError {
-				s.guard.endRun(chat.ID, terminal.Message)
+				s.guard.EndRun(chat.ID, terminal.Message)
 			} else {
-				s.guard.clearRunning(chat.ID, err)
+				s.guard.ClearRunning(chat.ID, err)
 			}
 		}
 		s.mu.Lock()

@@ -195,14 +195,6 @@ func TestRunWatch(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1 KiB", 64 << 10: "64 KiB", 1536 << 10: "1.5 MiB", 256 << 20: "256 MiB", 1 << 30: "1 GiB", 5 << 40: "5 TiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestProjectChatSkillPaths (S7): in a project chat the `instructions`
 // strategy points at the skill inside the container, where provisioning
 // publishes it, never at the host's skills_dir.

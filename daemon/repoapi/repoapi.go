@@ -185,13 +185,11 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var base, head string
-	if turn == 0 {
-		if base, err = gitrepo.Base(r.Context(), rt.o.Exec, t.contain); err != nil {
+	var base, head string // "": the clone's base, the working tree now
+	if turn != 0 {
+		if base, head, err = turnTrees(t.srv.Store(), t.chat.ID, turn); err != nil {
 			return err
 		}
-	} else if base, head, err = turnTrees(t.srv.Store(), t.chat.ID, turn); err != nil {
-		return err
 	}
 	// Without turn: the chat's working tree (its worktree, else
 	// /workspace) against the clone's base.

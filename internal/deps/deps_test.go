@@ -84,6 +84,8 @@ var rules = []rule{
 		Why: "the repository routes reach chats through the daemon's server and git through gitrepo; never the project routes, a provider adapter or config (issue 26)"},
 	{From: "remote/daemon/prompt/projection", Never: []string{"remote/daemon", "remote/provisioning", "remote/lxdexec", "remote/config", "remote/web", "remote/client", "remote/providers/runner"},
 		Why: "projection is pure: a provider event in, a chat event out; api and providers only (issue 24's split)"},
+	{From: "remote/daemon/storageguard", Never: []string{"remote/daemon/prompt", "remote/daemon/projectapi", "remote/daemon/repoapi", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/config", "remote/web", "remote/client"},
+		Why: "the storage guard bounds what the store holds for the prompt service, which imports it: api, the store, the run hub, metrics and errdefs; never the prompt service, the routes, provisioning, a provider or config"},
 	{From: "remote/daemon/fork", Never: []string{"remote/daemon/prompt", "remote/daemon/projectapi", "remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/lxdexec", "remote/config", "remote/web", "remote/client"},
 		Why: "fork at a turn works on the store's chats and a ContainerForker; package daemon imports it, never the reverse (issue 24's split)"},
 	{From: "remote/daemon/store/keyfile", Never: []string{"remote/api", "remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/config", "remote/web", "remote/client"}, ThirdParty: []string{},

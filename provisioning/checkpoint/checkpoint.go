@@ -158,17 +158,27 @@ func (p *pins) has(key string) bool {
 }
 
 // Take takes the turn's snapshot when ctx asks for one and the
-// project's checkpoints are on, then prunes old ones.
-func (p *Manager) Take(ctx context.Context, proj api.Project) {
+// project's checkpoints are on, then prunes old ones. On a fresh
+// container (created by this turn's preparation) it takes none and Done
+// is not called: there is nothing to restore to, and a turn prepared
+// again (Once) takes none either.
+func (p *Manager) Take(ctx context.Context, proj api.Project, fresh bool) {
 	t, ok := turnFrom(ctx)
 	if !ok || proj.Checkpoints == CheckpointsOff {
 		return
 	}
+	take := func() {
+		if fresh {
+			p.Log.Debug("no checkpoint: the turn's preparation created the container", "project", proj.Name, "snapshot", Name(t.Chat, t.Seq))
+			return
+		}
+		p.takeCheckpoint(ctx, proj, t)
+	}
 	if t.Once != nil {
-		t.Once.Do(func() { p.takeCheckpoint(ctx, proj, t) })
+		t.Once.Do(take)
 		return
 	}
-	p.takeCheckpoint(ctx, proj, t)
+	take()
 }
 
 func (p *Manager) takeCheckpoint(ctx context.Context, proj api.Project, t Turn) {

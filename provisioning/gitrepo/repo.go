@@ -175,17 +175,25 @@ func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.Pr
 	return api.SubtypeRepoCloned, map[string]string{"url": repo.URL, "ref": repo.Ref, "sha": out}
 }
 
-// writeTreeScript writes the working tree of /workspace as a git tree
-// through a temporary copy of the index: the user's index and files are
-// untouched; ignored files are left out, as git add leaves them.
-const writeTreeScript = `set -e
-cd "$REMOTE_GIT_DIR" 2>/dev/null || exit 3
-idx=$(mktemp /tmp/remote-index.XXXXXX)
+// treeSteps write the working tree of the current directory (/workspace
+// or a chat's worktree) as a git tree and print its id, through the
+// daemon's own index (remote-tree-index in that working tree's git dir,
+// seeded from the user's index the first time): the user's index and
+// files are untouched; ignored files are left out, as git add leaves
+// them. Each run works on a copy (cp -p keeps the index's time, so git
+// still re-reads the racily clean entries) and moves it back whole, so
+// the next run finds the stat data fresh and concurrent runs never share
+// a file.
+const treeSteps = `keep=$(git rev-parse --git-path remote-tree-index)
+idx=$(mktemp "$keep.XXXXXX")
 trap 'rm -f "$idx"' EXIT
-cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+cp -p "$keep" "$idx" 2>/dev/null || cp -p "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
 GIT_INDEX_FILE="$idx" git add -A
 GIT_INDEX_FILE="$idx" git write-tree
+mv -f "$idx" "$keep"
 `
+
+const writeTreeScript = "set -e\ncd \"$REMOTE_GIT_DIR\" 2>/dev/null || exit 3\n" + treeSteps
 
 // WriteTree records the working tree at dir (/workspace or a chat's
 // worktree) in container as a git tree and returns its id; an error when
@@ -207,47 +215,62 @@ func WriteTree(ctx context.Context, x Execer, container, dir string) (string, er
 	return tree, nil
 }
 
-// Base returns the commit the clone checked out (BaseRef); a failed
-// precondition when /workspace has none (no repository was cloned).
-func Base(ctx context.Context, x Execer, container string) (string, error) {
-	res, err := run(ctx, x, container, []string{"git", "-C", Workspace, "rev-parse", "--verify", "-q", BaseRef + "^{commit}"}, gitEnv("", ""), 4096)
-	if err != nil {
-		return "", err
-	}
-	sha := strings.TrimSpace(string(res.out))
-	if res.code != 0 || !shaRE.MatchString(sha) {
-		return "", errdefs.FailedPrecondition("/workspace holds no repository cloned by the daemon")
-	}
-	return sha, nil
-}
+// diffArgs are git diff's options in Diff: no renames, no external diff
+// or textconv drivers the repository may configure, no color.
+var diffArgs = []string{"diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
 
-// Diff is what changed from base to head (commits or trees); head ""
-// is the working tree at dir now. The patch is cut after maxPatch bytes.
-// Renames show as a deletion and an addition.
+// filesScript prints "<base> <head>\n" and the raw and numstat records of
+// the diff between them: base "" is BaseRef (exit 3 when there is none),
+// head "" the working tree at $REMOTE_GIT_DIR now (treeSteps; exit 5 when
+// that directory does not exist). One exec, where a base, a tree and the
+// file list would each take one.
+var filesScript = `set -e
+cd /workspace 2>/dev/null || exit 3
+base=$REMOTE_DIFF_BASE head=$REMOTE_DIFF_HEAD
+if [ -z "$base" ]; then base=$(git rev-parse --verify -q "` + BaseRef + `^{commit}") || exit 3; fi
+if [ -z "$head" ]; then
+	cd "$REMOTE_GIT_DIR" 2>/dev/null || exit 5
+	head=$(` + treeSteps + `)
+	cd /workspace
+fi
+printf '%s %s\n' "$base" "$head"
+git ` + strings.Join(diffArgs, " ") + ` --raw --numstat -z "$base" "$head"
+`
+
+// Diff is what changed from base to head (commits or trees): base "" is
+// the commit the clone checked out (BaseRef; a failed precondition when
+// /workspace has none), head "" the working tree at dir (/workspace or a
+// chat's worktree) now. The patch is cut after maxPatch bytes. Renames
+// show as a deletion and an addition.
 func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxPatch int) (api.Diff, error) {
-	if head == "" {
-		t, err := WriteTree(ctx, x, container, dir)
-		if err != nil {
-			return api.Diff{}, err
-		}
-		head = t
-	}
-	if !shaRE.MatchString(base) || !shaRE.MatchString(head) {
+	if base != "" && !shaRE.MatchString(base) || head != "" && !shaRE.MatchString(head) {
 		return api.Diff{}, fmt.Errorf("diff %q..%q: not object ids", base, head)
 	}
-	diff := []string{"git", "-C", Workspace, "diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
-	res, err := run(ctx, x, container, append(diff, "--raw", "--numstat", "-z", base, head), gitEnv("", ""), 64<<20)
+	env := gitEnv("", "")
+	env["REMOTE_DIFF_BASE"], env["REMOTE_DIFF_HEAD"], env["REMOTE_GIT_DIR"] = base, head, dir
+	res, err := run(ctx, x, container, []string{"sh", "-c", filesScript}, env, 64<<20)
 	if err != nil {
 		return api.Diff{}, err
+	}
+	switch res.code {
+	case 3:
+		return api.Diff{}, errdefs.FailedPrecondition("/workspace holds no repository cloned by the daemon")
+	case 5:
+		return api.Diff{}, errdefs.FailedPrecondition("%s does not exist yet: a chat's worktree is made at its first turn", dir)
 	}
 	if res.code != 0 || res.truncated {
 		return api.Diff{}, fmt.Errorf("git diff exited %d: %s", res.code, sanitize(res.stderr, ""))
 	}
-	files, err := ParseDiff(res.out)
+	ids, raw, _ := strings.Cut(string(res.out), "\n")
+	base, head, _ = strings.Cut(ids, " ")
+	if !shaRE.MatchString(base) || !shaRE.MatchString(head) {
+		return api.Diff{}, fmt.Errorf("diff: git printed %q, not two object ids", ids)
+	}
+	files, err := ParseDiff([]byte(raw))
 	if err != nil {
 		return api.Diff{}, err
 	}
-	res, err = run(ctx, x, container, append(diff, base, head), gitEnv("", ""), maxPatch)
+	res, err = run(ctx, x, container, append(append([]string{"git", "-C", Workspace}, diffArgs...), base, head), gitEnv("", ""), maxPatch)
 	if err != nil {
 		return api.Diff{}, err
 	}

@@ -1,4 +1,15 @@
-package prompt
+// Package storageguard keeps the daemon's store honest when space runs
+// out: it checks the state directory's free space before each run and on
+// a timer ([daemon] min_free, with fair shares near the bound), bounds
+// what one run and one chat may store (max_run_bytes, max_chat_bytes) and
+// records the ends of runs that could not be written when they happened,
+// retrying until they are stored (remoted_chats_unrepaired).
+//
+// The prompt service calls it; it must never import the prompt service,
+// net/http or the HTTP layer (package daemon), the project routes,
+// provisioning, a provider or config. It builds on api, the store, the
+// run hub, metrics and errdefs.
+package storageguard
 
 import (
 	"encoding/json"
@@ -17,24 +28,17 @@ import (
 	"remote/internal/errdefs"
 )
 
-// DefaultStorageCheckEvery is how often the free space of the state
-// directory is checked (and unrecorded run ends are retried) when
-// ServiceOptions.StorageCheckEvery is 0.
-const DefaultStorageCheckEvery = 30 * time.Second
+// DefaultCheckEvery is how often the free space of the state directory is
+// checked (and unrecorded run ends are retried) when Options.Every is 0.
+const DefaultCheckEvery = 30 * time.Second
 
-// runStopped is the cause a run's context is cancelled with when the
-// daemon itself stops it: an append failed (storage), or the run or its
-// chat outgrew its byte bound.
-type runStopped struct {
-	msg     string // the terminal error event's message
-	storage bool   // the run's events could not be stored
-}
+// MsgInterruptedByRestart is the terminal error of a run a daemon restart
+// interrupted.
+const MsgInterruptedByRestart = "the run was interrupted by a daemon restart"
 
-func (e *runStopped) Error() string { return e.msg }
-
-// storageFailedMessage is the terminal error of a run whose events could
-// not be stored.
-func storageFailedMessage(err error) string {
+// FailedMessage is the terminal error of a run whose events could not be
+// stored.
+func FailedMessage(err error) string {
 	if errors.Is(err, store.ErrNoSpace) {
 		return "storage full: the run was stopped because its events could not be saved (no space left in the daemon's state directory); free space, then prompt again"
 	}
@@ -51,11 +55,43 @@ type repair struct {
 
 var errNothingToRepair = errors.New("chat is not marked running")
 
-// storageGuard is the prompt service's part that keeps the store honest
-// when space runs out: it checks free space before each run and every
-// interval, bounds what runs and chats store, and records run ends that
-// could not be written when they happened, as soon as they can be.
-type storageGuard struct {
+// Store is what the guard needs of the daemon's store; *store.Store
+// implements it.
+type Store interface {
+	// UpdateChatAndAppend changes the chat and appends the events fn
+	// returns in one transaction.
+	UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error)
+	// EventBytes is the stored size of a chat's events.
+	EventBytes(chatID string) (int64, error)
+	// StoredBytes is what each owner's chats hold (fair shares).
+	StoredBytes() (map[string]int64, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Options configures a Guard.
+type Options struct {
+	Store   Store
+	Hub     *runhub.Hub
+	Logger  hclog.Logger
+	Metrics *metrics.Metrics
+	// Dir is the state directory; "" turns the free-space check off.
+	Dir string
+	// MinFree is [daemon] min_free; 0 turns the check off.
+	MinFree int64
+	// MaxRun and MaxChat are [daemon] max_run_bytes and max_chat_bytes;
+	// 0 = unbounded.
+	MaxRun, MaxChat int64
+	// Every is how often free space is checked and unrecorded run ends
+	// are retried; 0 = DefaultCheckEvery.
+	Every time.Duration
+}
+
+// Guard keeps the store honest when space runs out: it checks free space
+// before each run and every interval, bounds what runs and chats store,
+// and records run ends that could not be written when they happened, as
+// soon as they can be.
+type Guard struct {
 	store   Store
 	hub     *runhub.Hub
 	log     hclog.Logger
@@ -76,24 +112,29 @@ type storageGuard struct {
 	stopOnce sync.Once
 }
 
-func newStorageGuard(o ServiceOptions, hub *runhub.Hub, log hclog.Logger) *storageGuard {
-	g := &storageGuard{store: o.Store, hub: hub, log: log, metrics: o.Metrics, dir: o.StateDir,
-		minFree: o.MinFree, maxRun: o.MaxRunBytes, maxChat: o.MaxChatBytes, every: o.StorageCheckEvery,
+// New returns a guard whose periodic check runs until Close.
+func New(o Options) *Guard {
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	g := &Guard{store: o.Store, hub: o.Hub, log: log, metrics: o.Metrics, dir: o.Dir,
+		minFree: o.MinFree, maxRun: o.MaxRun, maxChat: o.MaxChat, every: o.Every,
 		repairs: map[string]repair{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if g.every <= 0 {
-		g.every = DefaultStorageCheckEvery
+		g.every = DefaultCheckEvery
 	}
 	go g.watch()
 	return g
 }
 
-// close stops the periodic check.
-func (g *storageGuard) close() {
+// Close stops the periodic check.
+func (g *Guard) Close() {
 	g.stopOnce.Do(func() { close(g.stop) })
 	<-g.done
 }
 
-func (g *storageGuard) watch() {
+func (g *Guard) watch() {
 	defer close(g.done)
 	t := time.NewTicker(g.every)
 	defer t.Stop()
@@ -109,7 +150,7 @@ func (g *storageGuard) watch() {
 
 // check is the periodic check: free space (logged when it crosses
 // min_free, exported as a metric) and the unrecorded run ends.
-func (g *storageGuard) check() {
+func (g *Guard) check() {
 	if g.dir != "" {
 		free, err := freeBytes(g.dir)
 		if err != nil {
@@ -124,9 +165,9 @@ func (g *storageGuard) check() {
 			switch {
 			case low && !was:
 				g.log.Error("state directory short of space: prompts are refused (507 storage_full) until space is freed",
-					"dir", g.dir, "free", formatBytes(free), "min_free", formatBytes(g.minFree))
+					"dir", g.dir, "free", FormatBytes(free), "min_free", FormatBytes(g.minFree))
 			case !low && was:
-				g.log.Info("state directory has space again: prompts are accepted", "dir", g.dir, "free", formatBytes(free))
+				g.log.Info("state directory has space again: prompts are accepted", "dir", g.dir, "free", FormatBytes(free))
 			}
 		}
 	}
@@ -144,16 +185,16 @@ func freeBytes(dir string) (int64, error) {
 }
 
 // storageFull is the 507 answered while free space is below min_free.
-func (g *storageGuard) storageFull(free int64) error {
+func (g *Guard) storageFull(free int64) error {
 	return errdefs.ResourceExhausted(
 		"storage full: %s free in the daemon's state directory, below [daemon] min_free (%s); free space, then prompt again",
-		formatBytes(free), formatBytes(g.minFree))
+		FormatBytes(free), FormatBytes(g.minFree))
 }
 
-// beforeRun is checked before a run of chat starts: the chat's last run
+// BeforeRun is checked before a run of chat starts: the chat's last run
 // end is recorded, space admits its owner, and the chat is under
 // max_chat_bytes.
-func (g *storageGuard) beforeRun(chat api.Chat) error {
+func (g *Guard) BeforeRun(chat api.Chat) error {
 	chatID := chat.ID
 	g.mu.Lock()
 	r, pending := g.repairs[chatID]
@@ -164,7 +205,7 @@ func (g *storageGuard) beforeRun(chat api.Chat) error {
 				free, _ := freeBytes(g.dir)
 				// Not wrapping err: the answer is this text, not the store's.
 				return errdefs.ResourceExhausted(
-					"storage full: the end of this chat's last run could not be saved yet (%s free in the daemon's state directory); free space, then prompt again", formatBytes(free))
+					"storage full: the end of this chat's last run could not be saved yet (%s free in the daemon's state directory); free space, then prompt again", FormatBytes(free))
 			}
 			// Exhausted for now but may clear by itself: 503 storage_full.
 			return errdefs.Wrap(errdefs.ErrUnavailable, errdefs.ResourceExhausted(
@@ -173,7 +214,7 @@ func (g *storageGuard) beforeRun(chat api.Chat) error {
 		g.forgetLocked(chatID)
 	}
 	g.mu.Unlock()
-	if err := g.space(chat.Owner); err != nil {
+	if err := g.Space(chat.Owner); err != nil {
 		return err
 	}
 	if g.maxChat > 0 {
@@ -183,19 +224,19 @@ func (g *storageGuard) beforeRun(chat api.Chat) error {
 		}
 		if n >= g.maxChat-chatSlack(g.maxChat) {
 			return errdefs.Conflict(
-				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, formatBytes(n), formatBytes(g.maxChat))
+				"chat %s holds %s of events, at its limit [daemon] max_chat_bytes (%s): start a new chat", chatID, FormatBytes(n), FormatBytes(g.maxChat))
 		}
 	}
 	return nil
 }
 
-// space admits a prompt of owner's by the free space of the state
+// Space admits a prompt of owner's by the free space of the state
 // directory: below min_free nobody's; below twice min_free (the fair
 // zone) not of an owner whose chats hold more than an equal share of what
 // the store holds (its bytes over the number of owners with chats). So
 // the user who fills the disk is refused first, and the others keep
 // min_free to work with.
-func (g *storageGuard) space(owner string) error {
+func (g *Guard) Space(owner string) error {
 	if g.dir == "" || g.minFree <= 0 {
 		return nil
 	}
@@ -221,7 +262,7 @@ func (g *storageGuard) space(owner string) error {
 	if share := total / int64(max(len(use), 1)); use[owner] > share {
 		return errdefs.ResourceExhausted(
 			"storage nearly full: %s free in the daemon's state directory, below twice [daemon] min_free (%s), and your chats hold %s, more than an equal share (%s) of what the daemon stores for %d users; delete chats you no longer need, then prompt again",
-			formatBytes(free), formatBytes(g.minFree), formatBytes(use[owner]), formatBytes(share), len(use))
+			FormatBytes(free), FormatBytes(g.minFree), FormatBytes(use[owner]), FormatBytes(share), len(use))
 	}
 	return nil
 }
@@ -231,27 +272,27 @@ func (g *storageGuard) space(owner string) error {
 // could store only a few more bytes would be stopped at once.
 func chatSlack(maxChat int64) int64 { return min(maxChat/16, 1<<20) }
 
-// budget returns how many event bytes a run of chatID may store from now
+// Budget returns how many event bytes a run of chatID may store from now
 // (0 = unbounded) and the message its run ends with when it needs more.
-func (g *storageGuard) budget(chatID string) (int64, string) {
-	limit, msg := g.maxRun, fmt.Sprintf("run output exceeds max_run_bytes (%s)", formatBytes(g.maxRun))
+func (g *Guard) Budget(chatID string) (int64, string) {
+	limit, msg := g.maxRun, fmt.Sprintf("run output exceeds max_run_bytes (%s)", FormatBytes(g.maxRun))
 	if g.maxChat > 0 {
 		n, err := g.store.EventBytes(chatID)
 		if err != nil {
 			g.log.Warn("size of chat", "chat", chatID, "error", err)
 		}
 		if left := max(g.maxChat-n, 1); limit == 0 || left < limit {
-			limit, msg = left, fmt.Sprintf("chat exceeds max_chat_bytes (%s): start a new chat", formatBytes(g.maxChat))
+			limit, msg = left, fmt.Sprintf("chat exceeds max_chat_bytes (%s): start a new chat", FormatBytes(g.maxChat))
 		}
 	}
 	return limit, msg
 }
 
-// endRun records the end of a run whose events could not all be stored:
+// EndRun records the end of a run whose events could not all be stored:
 // the terminal error and the cleared running mark, in one transaction.
 // When that cannot be written either, connected clients get the error
 // live (without a seq) and it is retried until it is stored.
-func (g *storageGuard) endRun(chatID, msg string) {
+func (g *Guard) EndRun(chatID, msg string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := repair{msg: msg}
@@ -264,8 +305,8 @@ func (g *storageGuard) endRun(chatID, msg string) {
 	g.rememberLocked(chatID, r)
 }
 
-// clearRunning clears the chat's running mark, or retries it later.
-func (g *storageGuard) clearRunning(chatID string, cause error) {
+// ClearRunning clears the chat's running mark, or retries it later.
+func (g *Guard) ClearRunning(chatID string, cause error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.applyLocked(chatID, repair{}); err != nil {
@@ -274,17 +315,17 @@ func (g *storageGuard) clearRunning(chatID string, cause error) {
 	}
 }
 
-// recoverChat records a run interrupted by a restart: exactly one
+// RecoverChat records a run interrupted by a restart: exactly one
 // system/daemon_restarted and error, with the running mark cleared, in one
 // transaction. A chat that cannot be repaired now is logged, counted in
 // remoted_chats_unrepaired and retried; start-up goes on.
-func (g *storageGuard) recoverChat(c api.Chat) {
+func (g *Guard) RecoverChat(c api.Chat) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, pending := g.repairs[c.ID]; pending {
 		return
 	}
-	r := repair{msg: msgInterruptedByRestart, restarted: true, provider: c.Provider}
+	r := repair{msg: MsgInterruptedByRestart, restarted: true, provider: c.Provider}
 	if err := g.applyLocked(c.ID, r); err != nil {
 		g.log.Error("could not record a run interrupted by the restart; serving anyway and retrying", "chat", c.ID, "provider", c.Provider, "error", err)
 		g.rememberLocked(c.ID, r)
@@ -294,7 +335,7 @@ func (g *storageGuard) recoverChat(c api.Chat) {
 }
 
 // retryAll tries every unrecorded run end once.
-func (g *storageGuard) retryAll() {
+func (g *Guard) retryAll() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, r := range g.repairs {
@@ -307,8 +348,8 @@ func (g *storageGuard) retryAll() {
 	}
 }
 
-// unrepaired returns the ids of chats whose run end is not recorded yet.
-func (g *storageGuard) unrepaired() []string {
+// Unrepaired returns the ids of chats whose run end is not recorded yet.
+func (g *Guard) Unrepaired() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]string, 0, len(g.repairs))
@@ -318,12 +359,12 @@ func (g *storageGuard) unrepaired() []string {
 	return out
 }
 
-func (g *storageGuard) rememberLocked(chatID string, r repair) {
+func (g *Guard) rememberLocked(chatID string, r repair) {
 	g.repairs[chatID] = r
 	g.metrics.SetUnrepaired(len(g.repairs))
 }
 
-func (g *storageGuard) forgetLocked(chatID string) {
+func (g *Guard) forgetLocked(chatID string) {
 	delete(g.repairs, chatID)
 	g.metrics.SetUnrepaired(len(g.repairs))
 }
@@ -332,7 +373,7 @@ func (g *storageGuard) forgetLocked(chatID string) {
 // marked running (so a retry after a success writes nothing), and
 // broadcasts what it stored. A chat that is gone or no longer running
 // needs nothing.
-func (g *storageGuard) applyLocked(chatID string, r repair) error {
+func (g *Guard) applyLocked(chatID string, r repair) error {
 	_, evs, err := g.store.UpdateChatAndAppend(chatID, func(c *api.Chat) ([]api.Event, error) {
 		if !c.Running {
 			return nil, errNothingToRepair
@@ -371,9 +412,9 @@ func (g *storageGuard) applyLocked(chatID string, r repair) error {
 	return nil
 }
 
-// formatBytes writes n in the largest binary unit below it, e.g. "64 MiB",
+// FormatBytes writes n in the largest binary unit below it, e.g. "64 MiB",
 // "1.5 GiB", "512 B".
-func formatBytes(n int64) string {
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
