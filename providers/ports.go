@@ -120,4 +120,8 @@ type AdapterConfig struct {
 	// like a cancelled one; the turn still ends normally. Zero means the
 	// runner's default ([agent] exit_grace).
 	ExitGrace time.Duration
+	// ReadyTTL is how old the host CLI's ready answer may get before it
+	// is checked again in the background (probe.Probe.TTL); zero means
+	// probe.DefaultReadyTTL (30 s).
+	ReadyTTL time.Duration
 }

@@ -22,6 +22,7 @@ import (
 	"remote/daemon/webhook"
 	"remote/internal/version"
 	"remote/providers"
+	"remote/providers/probe"
 	"remote/providers/runner"
 	"remote/systemd"
 )
@@ -205,7 +206,21 @@ func (d *remoted) wireProviders() error {
 	}
 	d.reg = prompt.NewRegistry()
 	d.reg.Configure(adapters(), providerSettings(d.cfg), d.ports)
+	d.warmProviders()
 	return nil
+}
+
+// warmProviders runs the providers' readiness checks and capabilities in
+// the background, so no prompt waits for a CLI's probe: after start-up
+// and after each reload (which builds the adapters again).
+func (d *remoted) warmProviders() {
+	var ps []providers.Provider
+	for _, e := range d.reg.List() {
+		if e.Provider != nil {
+			ps = append(ps, e.Provider)
+		}
+	}
+	d.goJoined(func(ctx context.Context) { probe.Warm(ctx, ps) })
 }
 
 // newServer builds the API server and repairs chats a crash left running.
@@ -338,6 +353,7 @@ func (d *remoted) reload() {
 	d.log.SetLevel(hclog.LevelFromString(cfg.Daemon.LogLevel))
 	d.ports.ExitGrace = cfg.Agent.ExitGrace.Duration
 	d.reg.Configure(adapters(), providerSettings(cfg), d.ports)
+	d.warmProviders()
 	d.srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
 	d.srv.SetAccess(access(cfg))
 	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {

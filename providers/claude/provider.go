@@ -42,6 +42,7 @@ func New(cfg providers.AdapterConfig) *Provider {
 		ParseVersion: ParseVersion,
 		Auth:         authStatus,
 		Install:      "install Claude Code (npm install -g @anthropic-ai/claude-code@" + providers.TestedClaudeVersion + ") or set [providers.claude] binary",
+		TTL:          cfg.ReadyTTL,
 	}
 	return p
 }

@@ -99,7 +99,8 @@ type Provider struct {
 	models     []string
 	defModel   string
 	efforts    []string
-	modelsNext time.Time // when to ask model/list again
+	modelsNext time.Time     // when to ask model/list again
+	modelsDone chan struct{} // the model/list under way ends; nil when none
 }
 
 var (
@@ -133,6 +134,7 @@ func NewWithOptions(cfg providers.AdapterConfig, opts Options) *Provider {
 		ParseVersion: ParseVersion,
 		Auth:         p.loginStatus,
 		Install:      "install Codex (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.codex] binary",
+		TTL:          cfg.ReadyTTL,
 	}
 	if cfg.Host == nil {
 		p.probe.Launcher = &runner.HostLauncher{}
@@ -146,8 +148,9 @@ func (p *Provider) ID() providers.ProviderID { return providers.Codex }
 // Capabilities declares resume, native fork, plan mode, `$skill` mentions,
 // credential sync and approvals (RunPreferences.ApprovalPolicy).
 // Models, the default model and efforts are the CLI's own (model/list over
-// the app-server, run as the host user), cached for ModelsTTL; when that
-// fails, the fallback Models and Efforts, tried again a minute later.
+// the app-server, run as the host user), cached for ModelsTTL and then
+// refreshed in the background; when that fails, the fallback Models and
+// Efforts, tried again a minute later.
 func (p *Provider) Capabilities(ctx context.Context, _ providers.CapabilityRequest) (providers.Capabilities, error) {
 	models, def, efforts := p.catalog(ctx)
 	return providers.Capabilities{
@@ -157,32 +160,56 @@ func (p *Provider) Capabilities(ctx context.Context, _ providers.CapabilityReque
 	}, nil
 }
 
-// catalog returns the cached model/list, refreshing it when due.
+// catalog returns the cached model/list (the fallback before the first
+// answer). Once due it is asked again in the background, one at a time:
+// only the very first call waits for the CLI (the daemon makes it at
+// start-up), so a prompt never waits for an app-server's start.
 func (p *Provider) catalog(ctx context.Context) (models []string, def string, efforts []string) {
 	p.modelsMu.Lock()
-	defer p.modelsMu.Unlock()
-	if time.Now().After(p.modelsNext) {
-		ids, d, effs, err := p.listModels(ctx)
-		switch {
-		case err == nil && len(ids) > 0:
-			p.models, p.defModel, p.efforts = ids, d, effs
-			ttl := p.opts.ModelsTTL
-			if ttl <= 0 {
-				ttl = DefaultModelsTTL
-			}
-			p.modelsNext = time.Now().Add(ttl)
-		default:
-			if err == nil {
-				err = errors.New("model/list returned no models")
-			}
-			p.log.Debug("codex model/list failed; declaring the fallback catalog", "error", err)
-			p.modelsNext = time.Now().Add(modelsRetry)
+	first := p.modelsNext.IsZero() && p.modelsDone == nil
+	if p.modelsDone == nil && time.Now().After(p.modelsNext) {
+		p.modelsDone = make(chan struct{})
+		go p.refreshModels(context.WithoutCancel(ctx), p.modelsDone)
+	}
+	done := p.modelsDone
+	p.modelsMu.Unlock()
+	if first {
+		select {
+		case <-done:
+		case <-ctx.Done():
 		}
 	}
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
 	if len(p.models) == 0 {
 		return slices.Clone(Models), "", slices.Clone(Efforts)
 	}
 	return slices.Clone(p.models), p.defModel, slices.Clone(p.efforts)
+}
+
+// refreshModels asks the CLI's model/list and keeps the answer, then
+// closes done.
+func (p *Provider) refreshModels(ctx context.Context, done chan struct{}) {
+	ids, d, effs, err := p.listModels(ctx)
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
+	switch {
+	case err == nil && len(ids) > 0:
+		p.models, p.defModel, p.efforts = ids, d, effs
+		ttl := p.opts.ModelsTTL
+		if ttl <= 0 {
+			ttl = DefaultModelsTTL
+		}
+		p.modelsNext = time.Now().Add(ttl)
+	default:
+		if err == nil {
+			err = errors.New("model/list returned no models")
+		}
+		p.log.Debug("codex model/list failed; declaring the fallback catalog", "error", err)
+		p.modelsNext = time.Now().Add(modelsRetry)
+	}
+	p.modelsDone = nil
+	close(done)
 }
 
 func (p *Provider) listModels(ctx context.Context) ([]string, string, []string, error) {

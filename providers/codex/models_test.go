@@ -15,7 +15,8 @@ import (
 // (run over the app-server as the host user), not a hard-coded list: the
 // pinned Codex 0.169 lists gpt-6.1-sol as its default, efforts up to
 // "ultra", and no "minimal" (which no model offers). The answer is cached
-// for ModelsTTL; a refresh after it asks the CLI again.
+// for ModelsTTL; after it the cached answer is served while the CLI is
+// asked again in the background.
 func TestModelsFromCLI(t *testing.T) {
 	e := newEnv(t)
 	e.p.opts.ModelsTTL = 200 * time.Millisecond
@@ -38,9 +39,23 @@ func TestModelsFromCLI(t *testing.T) {
 		t.Errorf("a second call within the TTL asked the CLI again")
 	}
 	time.Sleep(250 * time.Millisecond)
-	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || !e.p.modelsNext.After(first) {
-		t.Errorf("a call after the TTL did not refresh")
+	// After the TTL the cached list is served while model/list runs again
+	// in the background.
+	caps2, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{})
+	if err != nil || !slices.Equal(caps2.Models, caps.Models) {
+		t.Errorf("a call after the TTL answered %v, %v; want the cached %v", caps2.Models, err, caps.Models)
 	}
+	e.p.modelsMu.Lock()
+	done := e.p.modelsDone
+	e.p.modelsMu.Unlock()
+	if done == nil {
+		t.Fatal("a call after the TTL started no refresh")
+	}
+	<-done
+	if e.p.modelsMu.Lock(); !e.p.modelsNext.After(first) {
+		t.Errorf("the refresh after the TTL kept the old deadline")
+	}
+	e.p.modelsMu.Unlock()
 }
 
 // Without a runnable CLI the fallback catalog is declared.

@@ -128,6 +128,7 @@ func New(cfg providers.AdapterConfig, opts Options) *Provider {
 			return probe.AuthStatus{LoggedIn: true, Auth: providers.AuthAPIKey}
 		},
 		Install: "install Codex, MiniMax's harness (npm install -g @openai/codex@" + providers.TestedCodexVersion + ") or set [providers.minimax] binary",
+		TTL:     cfg.ReadyTTL,
 	}
 	if cfg.Host == nil {
 		p.probe.Launcher = &runner.HostLauncher{}

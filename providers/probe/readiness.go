@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +17,9 @@ import (
 
 // Readiness probe defaults.
 const (
-	// DefaultReadyTTL is how long a "ready" answer is reused; a "not
-	// ready" answer is always checked again.
+	// DefaultReadyTTL is how old a "ready" answer may get before a check
+	// runs again in the background (the answer is still served meanwhile);
+	// a "not ready" answer is always checked again.
 	DefaultReadyTTL = 30 * time.Second
 	// DefaultProbeTimeout bounds each command a probe runs.
 	DefaultProbeTimeout = 10 * time.Second
@@ -48,9 +50,15 @@ type AuthStatus struct {
 
 // Probe reports a host CLI's readiness (providers.Readiness): the binary
 // resolved on the run's PATH, its `--version` (cached per binary file),
-// whether that is the tested version, and its login through Auth. A ready
-// answer is reused for TTL; anything else is checked again on every call,
-// so a fix (install, login) shows at once.
+// whether that is the tested version, and its login through Auth.
+//
+// Checks run one at a time, each in a goroutine of its own that outlives
+// the caller that started it. A ready answer is served at once, however
+// old: once older than TTL it starts one check in the background (stale
+// while revalidate), so a prompt never waits for the CLI of a provider
+// known ready. Without a ready answer (none yet, or not ready) a caller
+// waits for a check that began after it asked, so a fix (install, login)
+// shows at once.
 type Probe struct {
 	Launcher providers.Launcher
 	Binary   string
@@ -68,33 +76,117 @@ type Probe struct {
 	TTL     time.Duration // DefaultReadyTTL when zero
 	Timeout time.Duration // DefaultProbeTimeout when zero
 
-	mu         sync.Mutex
-	cached     providers.Readiness
+	mu      sync.Mutex
+	cached  providers.Readiness
+	gen     uint64  // bumped by Invalidate: a check begun before is not kept
+	started uint64  // checks begun
+	flight  *flight // the latest check begun, until it ends
+	waiting int     // callers waiting for a check (tests watch it)
+
+	checkMu    sync.Mutex // one check at a time; guards the version cache
 	versionKey string
 	version    string
 	versionErr string
 }
 
-// Readiness returns the probe's answer, cached while ready.
-func (p *Probe) Readiness(ctx context.Context) providers.Readiness {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ttl := p.TTL
-	if ttl <= 0 {
-		ttl = DefaultReadyTTL
-	}
-	if p.cached.Ready && time.Since(p.cached.CheckedAt) < ttl {
-		return p.cached
-	}
-	p.cached = p.check(ctx)
-	return p.cached
+// flight is one check: r is set before done closes.
+type flight struct {
+	id, gen uint64
+	done    chan struct{}
+	r       providers.Readiness
 }
 
-// Invalidate drops the cached answer (after a login or logout).
+// Readiness returns the probe's answer: the last ready one at once
+// (refreshed in the background once older than TTL), else the answer of a
+// check begun after this call. When ctx ends first it returns a not-ready
+// answer saying so; the check goes on and its answer is kept.
+func (p *Probe) Readiness(ctx context.Context) providers.Readiness {
+	p.mu.Lock()
+	asked := p.started
+	p.mu.Unlock()
+	for {
+		p.mu.Lock()
+		if c := p.cached; c.Ready {
+			if time.Since(c.CheckedAt) >= p.ttl() {
+				p.startLocked()
+			}
+			p.mu.Unlock()
+			return c
+		}
+		f := p.startLocked()
+		p.waiting++
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+			p.wait(-1)
+		case <-ctx.Done():
+			p.wait(-1)
+			return providers.Readiness{Binary: p.Binary, TestedVersion: p.Tested, Auth: providers.AuthUnknown, CheckedAt: time.Now(),
+				Action: fmt.Sprintf("the readiness check of %q did not finish: %v", p.Binary, ctx.Err())}
+		}
+		if f.r.Ready || f.id > asked {
+			return f.r
+		}
+		// Not ready, from a check begun before this call (perhaps before
+		// a fix): ask again.
+	}
+}
+
+// Refresh starts a check in the background unless one is under way, and
+// returns at once.
+func (p *Probe) Refresh() {
+	p.mu.Lock()
+	p.startLocked()
+	p.mu.Unlock()
+}
+
+// Invalidate drops the cached answer (after a login or logout) and starts
+// a check in the background; a check already under way is not kept.
 func (p *Probe) Invalidate() {
 	p.mu.Lock()
 	p.cached = providers.Readiness{}
+	p.gen++
+	p.startLocked()
 	p.mu.Unlock()
+}
+
+func (p *Probe) wait(n int) {
+	p.mu.Lock()
+	p.waiting += n
+	p.mu.Unlock()
+}
+
+func (p *Probe) ttl() time.Duration {
+	if p.TTL > 0 {
+		return p.TTL
+	}
+	return DefaultReadyTTL
+}
+
+// startLocked returns the check under way, or begins one (single flight).
+func (p *Probe) startLocked() *flight {
+	if f := p.flight; f != nil && f.gen == p.gen {
+		return f
+	}
+	p.started++
+	f := &flight{id: p.started, gen: p.gen, done: make(chan struct{})}
+	p.flight = f
+	go func() {
+		p.checkMu.Lock()
+		r := p.check(context.Background())
+		p.checkMu.Unlock()
+		p.mu.Lock()
+		f.r = r
+		if f.gen == p.gen {
+			p.cached = r
+		}
+		if p.flight == f {
+			p.flight = nil
+		}
+		p.mu.Unlock()
+		close(f.done)
+	}()
+	return f
 }
 
 func (p *Probe) env() []string {
@@ -126,8 +218,8 @@ func (p *Probe) check(ctx context.Context) providers.Readiness {
 		p.versionKey, p.version, p.versionErr = key, "", ""
 		if err != nil {
 			p.versionErr = fmt.Sprintf("%s --version failed as the host user: %v %s", path, err, firstLine(stderr))
-			if ctx.Err() != nil {
-				p.versionKey = "" // not the binary's fault: try again next time
+			if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+				p.versionKey = "" // perhaps not the binary's fault: try again next time
 			}
 		} else if p.ParseVersion != nil {
 			p.version = p.ParseVersion(out)
@@ -210,4 +302,21 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return runner.TruncateOutput(s, 200)
+}
+
+// Warm asks every provider for its readiness (those that report one) and
+// its capabilities (Codex's model list), all at once, so the first prompt
+// finds both answered; it returns when they are, or when ctx ends (the
+// checks go on). The daemon runs it at start-up and after a reload.
+func Warm(ctx context.Context, ps []providers.Provider) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			if rc, ok := p.(providers.ReadinessChecker); ok {
+				rc.Readiness(ctx)
+			}
+			_, _ = p.Capabilities(ctx, providers.CapabilityRequest{})
+		})
+	}
+	wg.Wait()
 }
