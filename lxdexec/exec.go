@@ -125,9 +125,14 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 	if req.Width > 0 && req.Height > 0 {
 		body.Width, body.Height = req.Width, req.Height
 	}
+	// Refused while a snapshot freezes the instance: retried up to 1 min.
+	frozenUntil, pause := time.Now().Add(time.Minute), 50*time.Millisecond
 	for attempt := 1; ; attempt++ {
 		e, retry, err := c.execOnce(ctx, instance, req, body)
-		if err == nil || !retry || attempt == execAttempts {
+		if err != nil && strings.Contains(err.Error(), "Instance is frozen") && time.Now().Before(frozenUntil) && ctx.Err() == nil {
+			time.Sleep(pause) // at most 1 s
+			attempt, pause = attempt-1, min(2*pause, time.Second)
+		} else if err == nil || !retry || attempt == execAttempts {
 			return e, err
 		}
 	}

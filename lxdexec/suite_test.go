@@ -61,6 +61,7 @@ func runSuite(t *testing.T, c *lxdexec.Client) {
 			{"exec-cancel", testExecCancel},
 			{"exec-cancel-kill", testExecCancelKill},
 			{"exec-pty-resize", testExecPTY},
+			{"exec-while-frozen", testExecWhileFrozen},
 			{"files", testFiles},
 			{"mkdir-concurrent", testMkdirConcurrent},
 			{"proxy-device", testProxyDevice},
@@ -716,5 +717,27 @@ func TestFaultOperationForgottenLXD(t *testing.T) {
 	}
 	if forgotten < 5 {
 		t.Fatalf("LXD forgot %d operations before their wait, want at least 5", forgotten)
+	}
+}
+
+// testExecWhileFrozen: LXD refuses an exec while the instance is frozen
+// (as during a snapshot: two chats of one project, one taking its turn's
+// checkpoint); Exec waits for the thaw instead of failing the turn.
+func testExecWhileFrozen(t *testing.T, c *lxdexec.Client, name string) {
+	ctx := testCtx(t)
+	if err := c.SetState(ctx, name, lxdexec.StateRequest{Action: "freeze", Timeout: 30}); err != nil {
+		t.Fatalf("freeze: %v", err)
+	}
+	thawed := make(chan error, 1)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		thawed <- c.SetState(ctx, name, lxdexec.StateRequest{Action: "unfreeze", Timeout: 30})
+	}()
+	out, _, code, err := run(t, ctx, c, name, lxdexec.ExecRequest{Command: []string{"echo", "ran-after-thaw"}}, "")
+	if uerr := <-thawed; uerr != nil {
+		t.Fatalf("unfreeze: %v", uerr)
+	}
+	if err != nil || code != 0 || out != "ran-after-thaw\n" {
+		t.Fatalf("exec on a frozen instance: %q exit %d, %v; want it run once thawed", out, code, err)
 	}
 }
