@@ -433,13 +433,21 @@ func (rt *Routes) Checkout(chatID string) (gitrepo.Checkout, error) {
 
 func (rt *Routes) checkout(srv *daemon.Server, chat api.Chat) (gitrepo.Checkout, error) {
 	co := gitrepo.Checkout{Chat: chat.ID, Branch: chat.Branch, Worktree: chat.Worktree}
-	chats, err := srv.Store().Chats()
-	if err != nil {
-		return gitrepo.Checkout{}, fmt.Errorf("list chats: %w", err)
-	}
-	for _, c := range chats {
-		if c.ID != chat.ID && c.Project == chat.Project && c.ProjectID == chat.ProjectID && srv.Hub().Running(c.ID) {
+	// Only the chats with an active run can make it busy: load those, not
+	// every chat in the store (this runs at each project turn's start).
+	for id := range srv.Hub().Active() {
+		if id == chat.ID {
+			continue
+		}
+		c, err := srv.Store().Chat(id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return gitrepo.Checkout{}, fmt.Errorf("load chat %s: %w", id, err)
+		}
+		if c.Project == chat.Project && c.ProjectID == chat.ProjectID {
 			co.Busy = true
+			break
 		}
 	}
 	return co, nil
