@@ -117,7 +117,11 @@ type ProjectsProvisioning struct {
 	// container (LXD security.idmap.isolated) where LXD has one free,
 	// else the shared range with a warning; "isolated": its own or no
 	// container; "shared": LXD's default, one range for all.
-	Idmap          string   `toml:"idmap" doc:"uid ranges of new project containers: auto (own range where LXD has one, else shared with a warning), isolated, or shared"`
+	Idmap string `toml:"idmap" doc:"uid ranges of new project containers: auto (own range where LXD has one, else shared with a warning), isolated, or shared"`
+	// Warm is how many containers are kept created and started ahead of
+	// need (default image, pool and profiles), each claimed by one new
+	// project: its first prompt skips the container's create and start.
+	Warm           int      `toml:"warm" doc:"containers kept created and started ahead of need for new projects on the default image and pool (0 to 16; 0: none)"`
 	AllowedPools   []string `toml:"allowed_pools" doc:"storage pools a new project may name; empty: [projects] pool only"`
 	AllowedImages  []string `toml:"allowed_images" doc:"images a new project may name; empty: [lxd] image only"`
 	AllowedTargets []string `toml:"allowed_targets" doc:"cluster members a new project may name; empty: [lxd] target only"`
@@ -205,6 +209,9 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	}
 	if !slices.Contains([]string{"", "auto", "isolated", "shared"}, p.Idmap) {
 		ps.add(ErrInvalidValue, keyPath("projects", "idmap"), "%q: want auto, isolated or shared", p.Idmap)
+	}
+	if p.Warm < 0 || p.Warm > 16 {
+		ps.add(ErrInvalidValue, keyPath("projects", "warm"), "%d: want 0 (no warm containers) to 16", p.Warm)
 	}
 	for i, pool := range p.AllowedPools {
 		if !validPoolName(pool) {

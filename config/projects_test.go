@@ -57,6 +57,8 @@ processes = 500
 		{name: "bad pool", toml: "[projects]\npool = \"../x\"\n", wantErr: "[projects] pool"},
 		{name: "negative parallel", toml: "[projects]\nstart_parallel = -1\n", wantErr: "start_parallel"},
 		{name: "bad idmap", toml: "[projects]\nidmap = \"private\"\n", wantErr: `[projects] idmap: "private": want auto, isolated or shared`},
+		{name: "warm too big", toml: "[projects]\nwarm = 17\n", wantErr: `[projects] warm: 17: want 0 (no warm containers) to 16`},
+		{name: "negative warm", toml: "[projects]\nwarm = -1\n", wantErr: `[projects] warm: -1: want 0 (no warm containers) to 16`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

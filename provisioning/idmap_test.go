@@ -56,7 +56,7 @@ func TestIdmapModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = p.create(context.Background(), proj)
+			err = p.create(context.Background(), proj, map[string]string{MarkerKey: proj.ID})
 			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("create: %v, want error %q", err, tc.err)
 			}

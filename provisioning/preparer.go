@@ -22,6 +22,7 @@ import (
 	"remote/provisioning/lxdimage"
 	"remote/provisioning/placement"
 	"remote/provisioning/preview"
+	"remote/provisioning/warm"
 )
 
 // MarkerKey is the instance config key the daemon sets on containers it
@@ -638,7 +639,7 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	switch {
 	case errors.Is(err, lxdexec.ErrNotFound):
 		starting()
-		if err := p.create(ctx, proj); err != nil {
+		if err := p.create(ctx, proj, map[string]string{MarkerKey: proj.ID, NameKey: proj.Name}); err != nil {
 			return nil, false, false, err
 		}
 		created = true
@@ -659,6 +660,12 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 			return nil, false, false, fmt.Errorf("mark container %q: %w", proj.Container, classify(err))
 		}
 		p.log.Info("container from before project ids marked with its project's id", "project", proj.Name, "container", proj.Container, "id", proj.ID)
+	}
+	if inst.Config[warm.Key] == warm.Claimed { // a warm container's first preparation: as fresh as a new one
+		created = true
+		if err := p.lxd.UpdateInstance(ctx, proj.Container, lxdexec.InstancePatch{Config: map[string]string{warm.Key: warm.Used}}, ""); err != nil {
+			return nil, false, false, fmt.Errorf("mark warm container %q used: %w", proj.Container, classify(err))
+		}
 	}
 	if err := p.previews.Sync(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
 		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
@@ -681,13 +688,23 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	return inst, true, created, nil
 }
 
-// create makes the container from the image and starts it; a container
-// that cannot be started is deleted again (no half-created container).
-func (p *Preparer) create(ctx context.Context, proj api.Project) error {
+// CreateWarm is the warm pool's Create: a container of no project from the
+// default image, profiles and uid map, its root on pool.
+func (p *Preparer) CreateWarm(pool string) func(ctx context.Context, name string, config map[string]string) error {
+	return func(ctx context.Context, name string, config map[string]string) error {
+		return p.create(ctx, api.Project{Name: "(warm pool)", Container: name, Pool: pool}, config)
+	}
+}
+
+// create makes the container from the image, config added to its config,
+// and starts it; a container that cannot be started is deleted again (no
+// half-created container).
+func (p *Preparer) create(ctx context.Context, proj api.Project, config map[string]string) error {
 	image := proj.Image
 	if image == "" {
 		image = p.image
 	}
+	config["boot.autostart"] = "true"
 	p.log.Info("creating container", "project", proj.Name, "container", proj.Container, "image", image)
 	src, err := p.servers.Source(image)
 	if err != nil {
@@ -698,7 +715,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project) error {
 		Type:     "container",
 		Source:   src,
 		Profiles: p.profiles,
-		Config:   map[string]string{MarkerKey: proj.ID, NameKey: proj.Name, "boot.autostart": "true"},
+		Config:   config,
 		Devices:  placement.RootOnPool(proj.Pool),
 		Target:   proj.Target,
 	})

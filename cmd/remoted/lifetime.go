@@ -246,6 +246,7 @@ func (d *remoted) newServer() error {
 			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
 			CLIStore:       d.projects.CLIStore,
 			Images:         d.projects.Images,
+			Warm:           d.projects.Warm,
 		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
@@ -255,6 +256,12 @@ func (d *remoted) newServer() error {
 		return err
 	}
 	d.srv = srv
+	if w := d.projects.Warm; w != nil {
+		srv.Metrics().WarmPool(func() (int, int, uint64, uint64) {
+			st := w.Stats()
+			return st.Ready, st.Creating, st.Claims, st.Misses
+		})
+	}
 	d.projects.OnEvacuated(srv.Service().ContainerEvacuated)
 	for _, rp := range d.projects.Routes {
 		if pr, ok := rp.(*projectapi.Projects); ok {

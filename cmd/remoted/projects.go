@@ -26,6 +26,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/warm"
 )
 
 // projectWiring is what the projects feature adds to remoted.
@@ -38,6 +39,8 @@ type projectWiring struct {
 	CLIStore *clistore.Store
 	// Images checks the default image for the doctor.
 	Images doctor.ImageChecker
+	// Warm is the warm container pool (nil: [projects] warm = 0).
+	Warm *warm.Pool
 	// Run connects to LXD when it was unreachable at start-up, starts the
 	// autostart projects and keeps stored status true until ctx ends.
 	Run func(ctx context.Context)
@@ -102,6 +105,12 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	if err != nil {
 		return projectWiring{}, err
 	}
+	pool, err := warm.New(warm.Options{Size: cfg.Projects.Warm, Image: prep.DefaultImage(), Pool: cfg.Projects.Pool, Profiles: cfg.LXD.Profiles,
+		LXD: conn, Create: prep.CreateWarm(cfg.Projects.Pool), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
+		Logger: log.Named("warm")})
+	if err != nil {
+		return projectWiring{}, err
+	}
 	var onEvacuated atomic.Pointer[func(api.Project, string)]
 	rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{
 		Preparer: prep, Projects: st, Lister: conn, Events: conn,
@@ -118,7 +127,8 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 	pools, images, targets := cfg.ProjectAllowlists()
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
 		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
-		Files: conn, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID})
+		Files: conn, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
+		Warm: pool})
 	if err != nil {
 		return projectWiring{}, err
 	}
@@ -135,10 +145,12 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		Routes: []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")},
 			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}, repos},
 		Images:     prep,
+		Warm:       pool,
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},
 		Run: func(ctx context.Context) {
 			conn.Dial(ctx, opts, log.Named("lxd"))
+			go pool.Run(ctx)
 			_ = rec.Run(ctx)
 		},
 		OnEvacuated: func(fn func(api.Project, string)) { onEvacuated.Store(&fn) },

@@ -20,6 +20,7 @@ import (
 	"remote/providers"
 	"remote/providers/clistore"
 	"remote/providers/runner"
+	"remote/provisioning/warm"
 )
 
 // DefaultMinFreeBytes is the free space of the state directory below which
@@ -44,6 +45,8 @@ type Doctor struct {
 	CLIStore *clistore.Store
 	// Images looks the default image up in LXD (nil: not checked).
 	Images ImageChecker
+	// Warm is the warm container pool (nil: [projects] warm = 0).
+	Warm *warm.Pool
 }
 
 // ImageChecker looks images up in LXD; *provisioning.Preparer implements
@@ -178,6 +181,15 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 		}
 	}
 	checks = append(checks, cliStoreChecks(d.CLIStore)...)
+	// The warm container pool.
+	if st := d.Warm.Stats(); st.Size > 0 {
+		level, last := api.DoctorOK, ""
+		if st.LastError != "" {
+			level, last = api.DoctorWarn, "; the last create failed: "+st.LastError
+		}
+		add("warm", level, "%d of %d warm containers ready, %d being created; %d projects claimed one, %d found none ready%s",
+			st.Ready, st.Size, st.Creating, st.Claims, st.Misses, last)
+	}
 	// Secrets key.
 	if d.SecretsKeyPath != "" {
 		switch fi, err := os.Stat(d.SecretsKeyPath); {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/api"
 	"remote/daemon/doctor"
@@ -14,6 +16,7 @@ import (
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/warm"
 )
 
 func imageCheck(t *testing.T, prep *provisioning.Preparer) api.DoctorCheck {
@@ -71,4 +74,70 @@ func TestDoctorDefaultImage(t *testing.T) {
 	if c := imageCheck(t, prep("busybox", lxdconn.NewConn(nil))); c != (api.DoctorCheck{}) {
 		t.Errorf("unreachable: %+v", c)
 	}
+}
+
+// TestDoctorWarmPool: with [projects] warm = 1 the doctor's warm line
+// says how many containers are ready of how many; while creates fail
+// (here an image LXD does not have) it warns with the failure.
+func TestDoctorWarmPool(t *testing.T) {
+	cl := testkit.LXD(t)
+	st, err := store.Open(filepath.Join(t.TempDir(), "remoted.db"), store.Options{Key: bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	conn := lxdconn.NewConn(cl)
+	check := func(image string) api.DoctorCheck {
+		t.Helper()
+		prep, err := provisioning.New(provisioning.Options{LXD: conn, Projects: st, Image: image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := testkit.ContainerName("docwarm") + "-"
+		pool, err := warm.New(warm.Options{Size: 1, Prefix: prefix, Image: image, LXD: conn, Create: prep.CreateWarm(""),
+			MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); pool.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+			for _, in := range must(cl.Instances(context.Background())) {
+				if strings.HasPrefix(in.Name, prefix) {
+					_ = cl.ForceDeleteInstance(context.Background(), in.Name)
+				}
+			}
+		}()
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if st := pool.Stats(); st.Ready == 1 || st.LastError != "" {
+				break
+			}
+		}
+		for _, c := range (&doctor.Doctor{Warm: pool}).Check(context.Background()).Checks {
+			if c.Name == "warm" {
+				return c
+			}
+		}
+		return api.DoctorCheck{}
+	}
+	if c := check("busybox"); c.Level != api.DoctorOK || c.Detail != "1 of 1 warm containers ready, 0 being created; 0 projects claimed one, 0 found none ready" {
+		t.Errorf("ready: %+v", c)
+	}
+	if c := check("no-such-warm-image"); c.Level != api.DoctorWarn || !strings.Contains(c.Detail, "0 of 1 warm containers ready") ||
+		!strings.Contains(c.Detail, `the last create failed: create container "t-docwarm-`) {
+		t.Errorf("failing: %+v", c)
+	}
+	if c := (&doctor.Doctor{}).Check(context.Background()); slices.ContainsFunc(c.Checks, func(c api.DoctorCheck) bool { return c.Name == "warm" }) {
+		t.Errorf("no pool: a warm line: %+v", c.Checks)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -66,6 +66,26 @@ func (m *Metrics) Handler() http.Handler {
 // projects routes, lxdexec wiring) can register theirs beside them.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// WarmPool exports the warm container pool ([projects] warm) from stats:
+// remoted_warm_containers{state="ready"|"creating"} and
+// remoted_warm_claims_total{result="claimed"|"missed"} (a new project on
+// the default image and pool that found none ready).
+func (m *Metrics) WarmPool(stats func() (ready, creating int, claims, misses uint64)) {
+	if m == nil {
+		return
+	}
+	gauge := func(state string, pick func(r, c int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "remoted_warm_containers", Help: "Warm containers ready to be claimed, or being created.",
+			ConstLabels: prometheus.Labels{"state": state}}, func() float64 { r, c, _, _ := stats(); return float64(pick(r, c)) })
+	}
+	counter := func(result string, pick func(c, m uint64) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "remoted_warm_claims_total", Help: "New projects on the default image and pool, by whether a warm container was ready.",
+			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { _, _, c, mi := stats(); return float64(pick(c, mi)) })
+	}
+	m.reg.MustRegister(gauge("ready", func(r, _ int) int { return r }), gauge("creating", func(_, c int) int { return c }),
+		counter("claimed", func(c, _ uint64) uint64 { return c }), counter("missed", func(_, mi uint64) uint64 { return mi }))
+}
+
 // LXDError counts one failed LXD request.
 func (m *Metrics) LXDError() {
 	if m != nil {

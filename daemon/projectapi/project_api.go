@@ -22,6 +22,7 @@ import (
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/warm"
 )
 
 // ProjectStore is what the project routes need of the store; *store.Store
@@ -76,6 +77,9 @@ type ProjectsOptions struct {
 	// PullOpenTimeout bounds the wait for LXD to open a file to
 	// download (opening a FIFO blocks until a writer comes); 0: 30s.
 	PullOpenTimeout time.Duration
+	// Warm is the warm container pool a new project on the default
+	// image and pool claims from ([projects] warm; nil: none).
+	Warm *warm.Pool
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -255,12 +259,41 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
 		Target: req.Target, Repo: req.Repo,
 	}
+	claimed := p.claimWarm(r.Context(), &proj)
 	if err := p.o.Store.CreateProject(proj); err != nil {
+		if claimed {
+			p.o.Warm.Discard(proj.Container) // marked with an id no project has
+		}
 		return err // the store's errors already name the project
 	}
-	p.log.Info("project created", "project", proj.Name, "id", proj.ID, "owner", proj.Owner, "container", proj.Container)
+	p.log.Info("project created", "project", proj.Name, "id", proj.ID, "owner", proj.Owner, "container", proj.Container, "warm", claimed)
 	_ = daemon.WriteJSON(w, http.StatusCreated, proj)
 	return nil
+}
+
+// claimWarm gives a new project on the default image and pool a warm
+// container (issue 28): already running, marked with the project's id,
+// with the project's limits. false: none was ready; the project's own
+// container is created at its first start, as without a pool.
+func (p *Projects) claimWarm(ctx context.Context, proj *api.Project) bool {
+	if !p.o.Warm.Matches(proj.Image, proj.Pool, proj.Target) {
+		return false
+	}
+	c := p.o.Warm.Claim(ctx, proj.ID, proj.Name)
+	if c == "" {
+		return false
+	}
+	claimed := *proj
+	claimed.Container, claimed.Status = c, provisioning.StatusRunning
+	if claimed.Limits != nil && *claimed.Limits != (api.ProjectLimits{}) {
+		if err := p.o.Preparer.ApplyLimits(ctx, claimed); err != nil {
+			p.log.Warn("warm container left: the project's limits were refused", "container", c, "project", proj.Name, "error", err)
+			p.o.Warm.Discard(c)
+			return false
+		}
+	}
+	*proj = claimed
+	return true
 }
 
 func knownProvider(id string) bool {

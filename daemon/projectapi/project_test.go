@@ -31,6 +31,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/warm"
 )
 
 // projectEnv is a test server with the project routes over real LXD.
@@ -43,6 +44,7 @@ type projectEnv struct {
 	routes *Projects
 	repos  *repoapi.Routes
 	logs   *syncBuffer
+	warm   *warm.Pool
 }
 
 // syncBuffer is a goroutine-safe log sink, so tests can grep every line.
@@ -99,6 +101,10 @@ type projectEnvOpts struct {
 	imageServers map[string]lxdimage.Server
 	// forges is [forges] (nil: none configured).
 	forges map[string]config.Forge
+	// warm is [projects] warm; warmPrefix names the pool's containers
+	// ("": per test process, removed at the end).
+	warm       int
+	warmPrefix string
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -147,8 +153,9 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if pools == nil {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
+		e.warm = startWarm(t, e.conn, prep, o, log)
 		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images,
-			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID})
+			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
 		if err != nil {
 			t.Fatal(err)
 		}
