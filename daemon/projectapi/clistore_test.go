@@ -342,7 +342,10 @@ func proxyProfileTB(t testing.TB, port int) string {
 	}
 	run("profile", "create", name)
 	t.Cleanup(func() { _ = exec.Command("lxc", "profile", "delete", name).Run() })
-	run("profile", "device", "add", name, "model", "proxy",
+	// The device is named after its port: a container given two of these
+	// profiles (the model's and the git server's) keeps both devices,
+	// where one name would leave only the last profile's.
+	run("profile", "device", "add", name, fmt.Sprintf("port%d", port), "proxy",
 		fmt.Sprintf("listen=tcp:127.0.0.1:%d", port), fmt.Sprintf("connect=tcp:127.0.0.1:%d", port), "bind=instance")
 	return name
 }

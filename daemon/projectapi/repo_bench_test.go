@@ -171,8 +171,9 @@ func hasSubtype(evs []api.Event, subtype string) bool {
 // ("cloned") and to the CLI's first event ("first", the real Claude Code
 // CLI from the store against the fake model), on the development image,
 // against `lxc launch remote-dev` + `git clone` in it through `lxc exec`
-// ("lxc"); one iteration measures both in turn (issue 26). Metrics: the
-// three times in ms, cloned/lxc and first/lxc.
+// ("lxc"); one iteration measures both in turn (issue 26). Each run must
+// complete (the CLI reached the model). Metrics: the three times in ms,
+// cloned/lxc and first/lxc.
 func BenchmarkCloneToFirstEvent(b *testing.B) {
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(b, "lxc client for the side-by-side figure: %v", err)
@@ -224,8 +225,16 @@ func BenchmarkCloneToFirstEvent(b *testing.B) {
 		if cloned == 0 {
 			b.Fatalf("the CLI's first event came before repo_cloned: %s", dump(e.events(chat.ID)))
 		}
+		// The run must end well: a CLI that cannot reach the model also
+		// emits its first event, then retries for minutes and fails.
 		for e.srv.Hub().Running(chat.ID) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the run did not end: %s", dump(e.events(chat.ID)))
+			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		if evs := e.events(chat.ID); hasType(evs, api.EventError) || !hasType(evs, api.EventComplete) {
+			b.Fatalf("run did not complete: %s", dump(evs))
 		}
 		_ = e.lxd.ForceDeleteInstance(context.Background(), proj.Container)
 		return cloned, first
