@@ -175,7 +175,16 @@ func (c *Client) read(i int, p []byte) (int, error) {
 		}
 		c.reading = true
 		c.mu.Unlock()
-		f, err := ReadFrame(c.r)
+		// A frame of this stream that fits is read straight into p.
+		var f Frame
+		typ, n, err := readHeader(c.r)
+		if err == nil {
+			buf := p[:min(n, len(p))]
+			if typ != []byte{FrameStdout, FrameStderr}[i] || n > len(p) {
+				buf = make([]byte, n)
+			}
+			f, err = readPayload(c.r, typ, buf)
+		}
 		c.mu.Lock()
 		c.reading = false
 		c.cond.Broadcast()
@@ -190,9 +199,13 @@ func (c *Client) read(i int, p []byte) (int, error) {
 				j = 1
 			}
 			if j == i && len(c.bufs[i]) == 0 && len(f.Payload) <= len(p) {
-				return copy(p, f.Payload), nil
+				return len(f.Payload), nil // read into p
 			}
-			c.bufs[j] = append(c.bufs[j], f.Payload...)
+			if len(c.bufs[j]) == 0 {
+				c.bufs[j] = f.Payload
+			} else {
+				c.bufs[j] = append(c.bufs[j], f.Payload...)
+			}
 		case FrameExit:
 			st, _ := DecodeExit(f.Payload)
 			c.status = st
