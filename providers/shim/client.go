@@ -58,9 +58,10 @@ type Client struct {
 	// the next frame, and a frame of the other stream is buffered for it.
 	mu      sync.Mutex
 	cond    *sync.Cond
-	bufs    [2][]byte
-	reading bool // a reader is reading a frame from r
-	ended   bool // the exit frame arrived or the connection ended
+	bufs    [2][][]byte // frames' payloads not yet read, oldest first
+	held    [2]int      // bytes in bufs
+	reading bool        // a reader is reading a frame from r
+	ended   bool        // the exit frame arrived or the connection ended
 	status  ExitStatus
 	err     error // why the stream ended before the exit frame
 	dropped bool  // Close was called
@@ -154,12 +155,13 @@ func (c *Client) read(i int, p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if b := c.bufs[i]; len(b) > 0 {
-			n := copy(p, b)
-			c.bufs[i] = b[n:]
-			if len(c.bufs[i]) == 0 {
-				c.bufs[i] = nil
+		if q := c.bufs[i]; len(q) > 0 {
+			n := copy(p, q[0])
+			if q[0] = q[0][n:]; len(q[0]) == 0 {
+				q[0] = nil
+				c.bufs[i] = q[1:]
 			}
+			c.held[i] -= n
 			c.cond.Broadcast()
 			return n, nil
 		}
@@ -169,7 +171,7 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		if c.reading || len(c.bufs[1-i]) >= maxBuffered {
+		if c.reading || c.held[1-i] >= maxBuffered {
 			c.cond.Wait()
 			continue
 		}
@@ -201,10 +203,11 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			if j == i && len(c.bufs[i]) == 0 && len(f.Payload) <= len(p) {
 				return len(f.Payload), nil // read into p
 			}
-			if len(c.bufs[j]) == 0 {
-				c.bufs[j] = f.Payload
-			} else {
-				c.bufs[j] = append(c.bufs[j], f.Payload...)
+			// Queued, not appended: a lagging stream's buffer is not
+			// copied again with every frame.
+			if len(f.Payload) > 0 {
+				c.bufs[j] = append(c.bufs[j], f.Payload)
+				c.held[j] += len(f.Payload)
 			}
 		case FrameExit:
 			st, _ := DecodeExit(f.Payload)
@@ -227,7 +230,7 @@ func (c *Client) end(err error) {
 		} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 			err = fmt.Errorf("%w: %w", ErrLost, err)
 		}
-		c.bufs = [2][]byte{} // what arrived is not delivered after a loss
+		c.bufs, c.held = [2][][]byte{}, [2]int{} // what arrived is not delivered after a loss
 	}
 	c.ended, c.err = true, err
 	c.cond.Broadcast()
