@@ -232,6 +232,9 @@ func (c *Client) read(i int, p []byte) (int, error) {
 		c.reading = false
 		c.cond.Broadcast()
 		switch {
+		case c.ended:
+			// Closed meanwhile: what was read is not delivered after the
+			// output dropped from memory (end).
 		case err != nil:
 			if inFrame && errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
