@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,6 +96,7 @@ func serve(args []string, stderr io.Writer) int {
 		ready = os.NewFile(uintptr(*readyFD), "ready")
 	}
 	syscall.Umask(0o077)
+	runtime.GOMAXPROCS(1)
 	err := shim.Serve(shim.ServeOptions{
 		Dir: *dir, StartTimeout: *startTimeout, Linger: *linger, Subreaper: true,
 		Logf: logger.Printf,

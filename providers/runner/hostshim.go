@@ -1,10 +1,10 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,19 +132,57 @@ func (c *ShimConfig) startHostShim(ctx context.Context, runID, dir string) error
 	return err
 }
 
-// startDetached runs `remote-shim serve --dir D --detach`: the shim
-// double-forks into a session of its own and this returns once it listens.
+// startDetached starts `remote-shim serve --dir D --ready-fd 3` in a
+// session of its own and returns once it listens (it says so on fd 3).
+// It is started directly, not through `serve --detach`, which would start
+// the binary twice: the shim is the daemon's child until the daemon ends
+// (a goroutine reaps it), in its own session, so a signal to the daemon's
+// group or terminal does not reach it.
 func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, c.Binary, "serve", "--dir", dir, "--detach")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start remote-shim: %w", err)
+	}
+	defer pr.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		pw.Close()
+		return fmt.Errorf("start remote-shim: %w", err)
+	}
+	cmd := exec.Command(c.Binary, "serve", "--dir", dir, "--ready-fd", "3")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("start remote-shim (%s): %w: %s", c.Binary, err, strings.TrimSpace(out.String()))
+	err = cmd.Start()
+	pw.Close()
+	null.Close()
+	if err != nil {
+		return fmt.Errorf("start remote-shim (%s): %w", c.Binary, err)
 	}
-	return nil
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stopRead := context.AfterFunc(ctx, func() { _ = pr.SetReadDeadline(time.Now()) })
+	msg, readErr := io.ReadAll(io.LimitReader(pr, 4096))
+	stopRead()
+	if strings.TrimSpace(string(msg)) == "ok" {
+		return nil
+	}
+	if readErr != nil { // the context ended first
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("start remote-shim (%s): %w", c.Binary, context.Cause(ctx))
+	}
+	<-exited
+	detail := strings.TrimSpace(strings.TrimPrefix(string(msg), "error: "))
+	if detail == "" {
+		detail = fmt.Sprintf("it ended before it listened (%v)", cmd.ProcessState)
+	}
+	return fmt.Errorf("start remote-shim (%s): %s", c.Binary, detail)
 }
 
 var errNoSystemdBus = errors.New("no systemd D-Bus to start a transient unit")

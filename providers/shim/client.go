@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrLost means the connection to a shim ended before the CLI's exit
@@ -55,20 +56,35 @@ type Client struct {
 
 	// The output is demultiplexed in the readers' own Read calls (no
 	// goroutine in between): the reader that finds its buffer empty reads
-	// the next frame, and a frame of the other stream is buffered for it.
+	// the next frame header; a frame of its stream it reads straight into
+	// its caller's buffer, maybe over several calls. A frame of the other
+	// stream is left to that reader while it is in Read or came back
+	// within stealAfter, else read into memory for it.
 	mu      sync.Mutex
 	cond    *sync.Cond
-	bufs    [2][]byte
-	reading bool // a reader is reading a frame from r
-	ended   bool // the exit frame arrived or the connection ended
+	bufs    [2][][]byte  // frames' payloads read into memory, oldest first
+	off     [2]int       // bytes read of each stream's first payload
+	held    [2]int       // bytes in bufs not read yet
+	spare   [][]byte     // read payloads' memory, for the next frames
+	cur     int          // the stream of the frame being read
+	left    int          // its payload bytes not read from r yet
+	in      [2]bool      // each stream's reader is in Read
+	last    [2]time.Time // when it last returned
+	timer   *time.Timer  // wakes a reader waiting for the other one
+	reading bool         // a reader is reading from r
+	ended   bool         // the exit frame arrived or the connection ended
 	status  ExitStatus
 	err     error // why the stream ended before the exit frame
 	dropped bool  // Close was called
 }
 
-// maxBuffered bounds the output buffered for a stream whose reader lags;
-// the other stream's reader then waits for it.
+// maxBuffered bounds the output read into memory for a stream whose
+// reader lags; the other stream's reader then waits for it.
 const maxBuffered = 4 << 20
+
+// stealAfter is how long a reader leaves a frame of the other stream to
+// that stream's reader, counted from its last Read.
+const stealAfter = 5 * time.Millisecond
 
 // Start sends spec over conn, which then streams the new CLI's output. The
 // connection is closed when Start fails.
@@ -83,7 +99,7 @@ func Attach(ctx context.Context, conn io.ReadWriteCloser, stdoutOff, stderrOff i
 }
 
 func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, error) {
-	r := bufio.NewReaderSize(conn, 4*chunk)
+	r := bufio.NewReaderSize(conn, 4<<10)
 	type result struct {
 		info Info
 		err  error
@@ -145,21 +161,26 @@ type streamReader struct {
 
 func (s streamReader) Read(p []byte) (int, error) { return s.c.read(s.i, p) }
 
-// read returns buffered output of stream i, or reads frames until there
-// is some or the stream ended.
+// read returns output of stream i: what is in memory, else the payload
+// of the frame being read, else it reads frames until there is some or
+// the stream ended.
 func (c *Client) read(i int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.in[i] = true
+	defer func() { c.in[i], c.last[i] = false, time.Now() }()
 	for {
-		if b := c.bufs[i]; len(b) > 0 {
-			n := copy(p, b)
-			c.bufs[i] = b[n:]
-			if len(c.bufs[i]) == 0 {
-				c.bufs[i] = nil
+		if q := c.bufs[i]; len(q) > 0 {
+			n := copy(p, q[0][c.off[i]:])
+			if c.off[i] += n; c.off[i] == len(q[0]) {
+				c.recycle(q[0])
+				q[0] = nil
+				c.bufs[i], c.off[i] = q[1:], 0
 			}
+			c.held[i] -= n
 			c.cond.Broadcast()
 			return n, nil
 		}
@@ -169,37 +190,113 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		if c.reading || len(c.bufs[1-i]) >= maxBuffered {
+		if c.reading {
 			c.cond.Wait()
 			continue
 		}
+		j := c.cur
+		if c.left > 0 && j != i {
+			// The other stream's frame: its reader's, unless it lags.
+			wait := stealAfter - time.Since(c.last[j])
+			if c.in[j] || wait > 0 || c.held[j] >= maxBuffered {
+				if !c.in[j] && wait > 0 {
+					c.wakeIn(wait)
+				}
+				c.cond.Wait()
+				continue
+			}
+		}
 		c.reading = true
+		var buf []byte
+		if c.left > 0 && j != i {
+			if k := len(c.spare); k > 0 && cap(c.spare[k-1]) >= c.left {
+				buf, c.spare = c.spare[k-1][:c.left], c.spare[:k-1]
+			} else {
+				buf = make([]byte, c.left)
+			}
+		}
+		inFrame := c.left > 0
 		c.mu.Unlock()
-		f, err := ReadFrame(c.r)
+		var n int
+		var typ byte
+		var err error
+		switch {
+		case buf != nil: // the other stream's frame, into memory
+			n, err = io.ReadFull(c.r, buf)
+		case inFrame: // this stream's frame, into p
+			n, err = c.r.Read(p[:min(len(p), c.left)])
+		default:
+			typ, n, err = readHeader(c.r)
+		}
 		c.mu.Lock()
 		c.reading = false
 		c.cond.Broadcast()
+		switch {
+		case c.ended:
+			// Closed meanwhile: what was read is not delivered after the
+			// output dropped from memory (end).
+		case err != nil:
+			if inFrame && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			c.end(err)
+		case !inFrame:
+			c.header(typ, n)
+		case buf != nil:
+			c.left = 0
+			c.bufs[j] = append(c.bufs[j], buf)
+			c.held[j] += n
+		default:
+			c.left -= n
+			return n, nil
+		}
+	}
+}
+
+// header takes in a frame's header: an output frame becomes the frame
+// being read, an exit frame ends the stream; c.mu is held.
+func (c *Client) header(typ byte, n int) {
+	switch typ {
+	case FrameStdout:
+		c.cur, c.left = 0, n
+	case FrameStderr:
+		c.cur, c.left = 1, n
+	case FrameExit:
+		c.reading = true
+		c.mu.Unlock()
+		f, err := readPayload(c.r, typ, make([]byte, n))
+		c.mu.Lock()
+		c.reading = false
 		if err != nil {
 			c.end(err)
-			continue
+			return
 		}
-		switch f.Type {
-		case FrameStdout, FrameStderr:
-			j := 0
-			if f.Type == FrameStderr {
-				j = 1
-			}
-			if j == i && len(c.bufs[i]) == 0 && len(f.Payload) <= len(p) {
-				return copy(p, f.Payload), nil
-			}
-			c.bufs[j] = append(c.bufs[j], f.Payload...)
-		case FrameExit:
-			st, _ := DecodeExit(f.Payload)
-			c.status = st
-			c.end(nil)
-		default:
-			c.end(fmt.Errorf("%w: remote-shim sent a frame of type %q", ErrProtocol, f.Type))
-		}
+		c.status, _ = DecodeExit(f.Payload)
+		c.end(nil)
+	default:
+		c.end(fmt.Errorf("%w: remote-shim sent a frame of type %q", ErrProtocol, typ))
+	}
+}
+
+// wakeIn wakes the waiting readers after d; c.mu is held.
+func (c *Client) wakeIn(d time.Duration) {
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, func() {
+			c.mu.Lock()
+			c.timer = nil
+			c.cond.Broadcast()
+			c.mu.Unlock()
+		})
+	}
+}
+
+// maxSpare bounds the read payloads' memory a client keeps for reuse.
+const maxSpare = 4
+
+// recycle keeps b, a read payload, for a next frame; c.mu is held.
+func (c *Client) recycle(b []byte) {
+	if cap(b) > 0 && len(c.spare) < maxSpare {
+		c.spare = append(c.spare, b)
 	}
 }
 
@@ -214,7 +311,8 @@ func (c *Client) end(err error) {
 		} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 			err = fmt.Errorf("%w: %w", ErrLost, err)
 		}
-		c.bufs = [2][]byte{} // what arrived is not delivered after a loss
+		// What arrived is not delivered after a loss.
+		c.bufs, c.off, c.held = [2][][]byte{}, [2]int{}, [2]int{}
 	}
 	c.ended, c.err = true, err
 	c.cond.Broadcast()

@@ -11,6 +11,8 @@
 //
 //	shim.sock  the unix socket (0600) the daemon connects to
 //	stdout     the CLI's stdout, append-only: byte offsets are file offsets
+//	           (written in blocks: the newest bytes may be only in the
+//	           shim's memory until the pipe ends)
 //	stderr     the CLI's stderr, likewise
 //	exit       {"code":N}, written once the CLI exited and both pipes ended
 //	pid        the shim's pid

@@ -117,22 +117,36 @@ func WriteFrame(w io.Writer, f Frame) error {
 // cleanly between frames; a stream cut inside a frame is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader) (Frame, error) {
+	typ, n, err := readHeader(r)
+	if err != nil {
+		return Frame{}, err
+	}
+	return readPayload(r, typ, make([]byte, n))
+}
+
+// readHeader reads and checks a frame's header: its type and length.
+func readHeader(r io.Reader) (byte, int, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return Frame{}, err
+		return 0, 0, err
 	}
-	f := Frame{Type: hdr[0]}
 	n := binary.BigEndian.Uint32(hdr[1:])
-	if err := checkHeader(f.Type, n); err != nil {
-		return Frame{}, err
+	if err := checkHeader(hdr[0], n); err != nil {
+		return 0, 0, err
 	}
-	f.Payload = make([]byte, n)
-	if _, err := io.ReadFull(r, f.Payload); err != nil {
+	return hdr[0], int(n), nil
+}
+
+// readPayload reads the payload of a frame of type typ into p, which has
+// the length its header gave, and checks it.
+func readPayload(r io.Reader, typ byte, p []byte) (Frame, error) {
+	if _, err := io.ReadFull(r, p); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return Frame{}, err
 	}
+	f := Frame{Type: typ, Payload: p}
 	if err := checkPayload(f); err != nil {
 		return Frame{}, err
 	}

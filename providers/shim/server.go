@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of ServeOptions.
@@ -70,8 +72,9 @@ type server struct {
 	stdinQueued int
 	stdinBytes  int64
 	stdinClose  bool
-	sizes       [2]int64 // bytes spooled to stdout, stderr
-	final       bool     // the CLI exited and both spools are complete
+	sizes       [2]int64  // bytes spooled to stdout, stderr
+	live        [2]window // recent output (live.go)
+	final       bool      // the CLI exited and both spools are complete
 	status      ExitStatus
 	conn        net.Conn // the current client
 
@@ -203,7 +206,6 @@ func (s *server) release() { s.relOnce.Do(func() { close(s.released) }) }
 func (s *server) changed() {
 	close(s.gen)
 	s.gen = make(chan struct{})
-	s.cond.Broadcast()
 }
 
 func (s *server) accept() {
@@ -326,48 +328,78 @@ func (s *server) readFrames(r io.Reader) {
 	}
 }
 
-// stream sends the spools from the given offsets, follows them, and ends
-// with the exit frame.
+// maxBatch bounds the bytes of one stream a streamer sends from the live
+// window in one write, so that the other stream gets its turn.
+const maxBatch = 256 << 10
+
+// stream sends the output from the given offsets on, follows it, and ends
+// with the exit frame. What the live window holds is sent from memory,
+// older bytes from the spool files (live.go).
 func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
-	files := [2]*os.File{}
-	for i, name := range []string{StdoutName, StderrName} {
-		f, err := os.Open(filepath.Join(s.dir, name))
-		if err != nil {
-			s.opts.Logf("open spool: %v", err)
-			c.Close()
-			return
+	var files [2]*os.File
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
 		}
-		defer f.Close()
-		files[i] = f
-	}
+	}()
 	offs := [2]int64{off0, off1}
 	types := [2]byte{FrameStdout, FrameStderr}
-	buf := make([]byte, 5+chunk)
+	var hdrs []byte
+	var out net.Buffers
 	for {
+		hdrs, out = hdrs[:0], out[:0]
+		// Bytes older than the window are sent from the file, up to the
+		// window's start (written: live.go).
+		var behind [2]int64
 		s.mu.Lock()
 		sizes, final, status, gen := s.sizes, s.final, s.status, s.gen
+		for i := range offs {
+			for sent := 0; offs[i] < sizes[i] && sent < maxBatch; {
+				b := s.live[i].at(offs[i])
+				if b == nil {
+					behind[i] = s.live[i].base
+					break
+				}
+				hdrs = appendHeader(hdrs, types[i], len(b))
+				out = append(out, hdrs[len(hdrs)-5:], b)
+				offs[i] += int64(len(b))
+				sent += len(b)
+			}
+		}
 		s.mu.Unlock()
-		sent := false
-		for i := range files {
-			if offs[i] >= sizes[i] {
+		if len(out) > 0 {
+			// One writev; WriteTo consumes (and clears) its copy of out.
+			bufs := out
+			if _, err := bufs.WriteTo(c); err != nil {
+				return
+			}
+		}
+		for i := range offs {
+			if behind[i] == 0 {
 				continue
 			}
-			n := min(int64(chunk), sizes[i]-offs[i])
-			m, err := files[i].ReadAt(buf[5:5+n], offs[i])
-			if m == 0 && err != nil {
-				s.opts.Logf("read spool: %v", err)
+			if files[i] == nil {
+				f, err := os.Open(filepath.Join(s.dir, []string{StdoutName, StderrName}[i]))
+				if err != nil {
+					s.opts.Logf("open spool: %v", err)
+					c.Close()
+					return
+				}
+				files[i] = f
+			}
+			n := min(int64(chunk), behind[i]-offs[i])
+			if err := sendSpool(c, files[i], types[i], offs[i], n); err != nil {
+				if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+					s.opts.Logf("send spool: %v", err)
+				}
 				c.Close()
 				return
 			}
-			buf[0] = types[i]
-			buf[1], buf[2], buf[3], buf[4] = byte(m>>24), byte(m>>16), byte(m>>8), byte(m)
-			if _, err := c.Write(buf[:5+m]); err != nil {
-				return
-			}
-			offs[i] += int64(m)
-			sent = true
+			offs[i] += n
 		}
-		if sent {
+		if len(out) > 0 || behind[0] > 0 || behind[1] > 0 {
 			continue
 		}
 		if final {
@@ -381,6 +413,51 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// appendHeader appends a frame header for n payload bytes of type typ.
+func appendHeader(b []byte, typ byte, n int) []byte {
+	return append(b, typ, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// sendSpool sends the n spooled bytes of f at offset off as one frame,
+// the bytes with sendfile(2): they go from the page cache to the socket.
+func sendSpool(c net.Conn, f *os.File, typ byte, off, n int64) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("%T has no file descriptor", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(appendHeader(nil, typ, int(n))); err != nil {
+		return err
+	}
+	src := int(f.Fd())
+	var sendErr error
+	err = rc.Write(func(fd uintptr) bool {
+		for n > 0 {
+			m, err := unix.Sendfile(int(fd), src, &off, int(n))
+			n -= int64(max(m, 0))
+			switch {
+			case err == unix.EAGAIN:
+				return false // wait until the socket takes more
+			case err == unix.EINTR:
+			case err != nil:
+				sendErr = err
+				return true
+			case m == 0:
+				sendErr = fmt.Errorf("spool ends %d bytes short of its size", n)
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = sendErr
+	}
+	return err
 }
 
 // start starts the CLI of spec.
@@ -489,21 +566,48 @@ func (s *server) start(spec Spec) error {
 	return nil
 }
 
-// spool copies one pipe of the CLI to its spool file.
+// spool copies one pipe of the CLI to its spool file and publishes each
+// read in the live window (live.go). The file is written in pieces of at
+// least flushAt bytes, and whenever the pipe ends: the window holds what
+// is not written yet.
 func (s *server) spool(i int, r, f *os.File, drained chan struct{}) {
 	defer close(drained)
 	defer f.Close()
-	buf := make([]byte, chunk)
+	var block []byte
+	var flushed int   // bytes of block in the file
+	var written int64 // the file's size
+	flush := func() {
+		if flushed == len(block) {
+			return
+		}
+		if _, err := f.Write(block[flushed:]); err != nil {
+			s.opts.Logf("write spool: %v", err)
+		}
+		written += int64(len(block) - flushed)
+		flushed = len(block)
+		s.mu.Lock()
+		s.live[i].wrote(written)
+		s.mu.Unlock()
+	}
+	defer flush()
 	for {
-		n, err := r.Read(buf)
+		next := len(block) > 0
+		if cap(block)-len(block) < minRead {
+			flush()
+			block, flushed, next = make([]byte, 0, blockSize), 0, false
+		}
+		start := len(block)
+		n, err := r.Read(block[start:min(start+chunk, cap(block))])
 		if n > 0 {
-			if _, werr := f.Write(buf[:n]); werr != nil {
-				s.opts.Logf("write spool: %v", werr)
-			}
+			block = block[:start+n]
 			s.mu.Lock()
+			s.live[i].add(s.sizes[i], block[start:start+n:cap(block)], next)
 			s.sizes[i] += int64(n)
 			s.changed()
 			s.mu.Unlock()
+			if len(block)-flushed >= flushAt {
+				flush()
+			}
 		}
 		if err != nil {
 			return
@@ -581,6 +685,7 @@ func (s *server) supervise(waited <-chan ExitStatus, pipes [2]*os.File, drained 
 	s.mu.Lock()
 	s.final, s.status = true, st
 	s.changed()
+	s.cond.Broadcast() // the stdin queue's waiters too
 	s.mu.Unlock()
 	close(s.finalCh)
 }

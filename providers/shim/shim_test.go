@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -506,4 +507,55 @@ func TestFaultBothPipesHeldAfterExit(t *testing.T) {
 	if err != nil || st.Code != 3 {
 		t.Fatalf("status %+v, %v; want exit 3", st, err)
 	}
+}
+
+// TestDemuxReadersOrder reads interleaved stdout and stderr in the ways a
+// caller may: stderr first, then stdout (the stdout frames are read into
+// memory for it), and both at once with a stdout reader that pauses
+// longer than stealAfter between small reads.
+func TestDemuxReadersOrder(t *testing.T) {
+	const script = `i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
+	var wantOut, wantErr strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&wantOut, "out%d\n", i)
+		fmt.Fprintf(&wantErr, "err%d\n", i)
+	}
+	check := func(t *testing.T, out, errOut string, cl *Client) {
+		t.Helper()
+		if out != wantOut.String() || errOut != wantErr.String() {
+			t.Errorf("stdout %d bytes, stderr %d bytes; want %d and %d in order", len(out), len(errOut), wantOut.Len(), wantErr.Len())
+		}
+		if st, err := cl.Wait(); err != nil || st.Code != 0 {
+			t.Errorf("Wait = %+v, %v", st, err)
+		}
+	}
+	t.Run("stderr first", func(t *testing.T) {
+		dir, _ := serveDir(t, ServeOptions{})
+		cl := start(t, dir, script)
+		errOut, _ := io.ReadAll(cl.Stderr())
+		out, _ := io.ReadAll(cl.Stdout())
+		check(t, string(out), string(errOut), cl)
+		cl.Release()
+	})
+	t.Run("slow stdout", func(t *testing.T) {
+		dir, _ := serveDir(t, ServeOptions{})
+		cl := start(t, dir, script)
+		errc := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(cl.Stderr())
+			errc <- string(b)
+		}()
+		var out []byte
+		buf := make([]byte, 700)
+		for {
+			n, err := cl.Stdout().Read(buf)
+			out = append(out, buf[:n]...)
+			if err != nil {
+				break
+			}
+			time.Sleep(stealAfter + time.Millisecond)
+		}
+		check(t, string(out), <-errc, cl)
+		cl.Release()
+	})
 }
