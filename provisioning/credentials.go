@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"remote/internal/hostfs"
+	"remote/internal/revert"
 	"remote/lxdexec"
 	"remote/providers"
 )
@@ -30,8 +31,8 @@ func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.Pr
 	if err != nil {
 		return err
 	}
-	var rev reverter
-	defer rev.fail()
+	var rev revert.Reverter
+	defer rev.Fail()
 	var done []func()
 	for _, cred := range st.Credentials {
 		root, rel := s.hostFile(cred.Host)
@@ -55,7 +56,7 @@ func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.Pr
 			return fmt.Errorf("replace %s credentials %q in %q: %w", p, cred.Container, c.Name, classify(err))
 		}
 		target := cred.Container
-		rev.add(func() { _ = s.opts.LXD.DeleteFile(context.WithoutCancel(ctx), c.Name, target) })
+		rev.Add(func() { _ = s.opts.LXD.DeleteFile(context.WithoutCancel(ctx), c.Name, target) })
 		err = s.opts.LXD.PushFile(ctx, c.Name, cred.Container, strings.NewReader(string(b)),
 			lxdexec.FileOptions{Mode: 0o600, UID: s.opts.UID, GID: s.opts.GID, MkdirParents: true})
 		if err != nil {
@@ -63,7 +64,7 @@ func (s *Steps) PushCredentials(ctx context.Context, c Container, p providers.Pr
 		}
 		done = append(done, func() { s.remember(c, target, h) })
 	}
-	rev.success()
+	rev.Success()
 	for _, f := range done {
 		f()
 	}

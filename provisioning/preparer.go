@@ -13,6 +13,7 @@ import (
 	"remote/api"
 	"remote/internal/errdefs"
 	"remote/internal/keyed"
+	"remote/internal/revert"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
@@ -689,10 +690,24 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 }
 
 // CreateWarm is the warm pool's Create: a container of no project from the
-// default image, profiles and uid map, its root on pool.
-func (p *Preparer) CreateWarm(pool string) func(ctx context.Context, name string, config map[string]string) error {
+// default image, profiles and uid map, its root on pool, with the CLIs of
+// the providers clis names (nil: none) installed, best effort: a project's
+// first preparation installs what is missing.
+func (p *Preparer) CreateWarm(pool string, clis func() []providers.ProviderID) func(ctx context.Context, name string, config map[string]string) error {
 	return func(ctx context.Context, name string, config map[string]string) error {
-		return p.create(ctx, api.Project{Name: "(warm pool)", Container: name, Pool: pool}, config)
+		if err := p.create(ctx, api.Project{Name: "(warm pool)", Container: name, Pool: pool}, config); err != nil || !p.wired || clis == nil {
+			return err
+		}
+		inst, _, err := p.lxd.Instance(ctx, name)
+		if err != nil {
+			return fmt.Errorf("read warm container %q: %w", name, classify(err))
+		}
+		for _, id := range clis() {
+			if err := p.deps.CLI.EnsureCLI(ctx, Container{Name: name, UUID: inst.Config["volatile.uuid"], Config: inst.Config}, id); err != nil {
+				p.log.Warn("cli not installed in a warm container; a project's first preparation will", "container", name, "provider", id, "error", err)
+			}
+		}
+		return nil
 	}
 }
 
@@ -729,9 +744,9 @@ func (p *Preparer) create(ctx context.Context, proj api.Project, config map[stri
 	if err != nil {
 		return fmt.Errorf("create container %q from image %q: %w", proj.Container, image, placement.TargetError(classify(err), proj.Target))
 	}
-	var rev reverter
-	defer rev.fail()
-	rev.add(func() {
+	var rev revert.Reverter
+	defer rev.Fail()
+	rev.Add(func() {
 		// The caller's context may be the reason for the failure.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -748,7 +763,7 @@ func (p *Preparer) create(ctx context.Context, proj api.Project, config map[stri
 	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: "start", Timeout: 60}); err != nil {
 		return fmt.Errorf("start new container %q: %w", proj.Container, classify(err))
 	}
-	rev.success()
+	rev.Success()
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"remote/internal/errdefs"
 	"remote/internal/hostfs"
 	"remote/internal/keyed"
+	"remote/internal/revert"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/providers/clistore"
@@ -166,16 +167,16 @@ func (s *Steps) EnsureCLI(ctx context.Context, c Container, p providers.Provider
 
 func (s *Steps) installCLI(ctx context.Context, c Container, st ProviderSetup) error {
 	if len(st.InstallFiles) > 0 {
-		var rev reverter
-		defer rev.fail()
+		var rev revert.Reverter
+		defer rev.Fail()
 		for _, f := range st.InstallFiles {
 			if err := s.pushHostFile(ctx, c.Name, f, 0, 0); err != nil {
 				return err
 			}
 			target := f.Container
-			rev.add(func() { _ = s.opts.LXD.DeleteFile(context.WithoutCancel(ctx), c.Name, target) })
+			rev.Add(func() { _ = s.opts.LXD.DeleteFile(context.WithoutCancel(ctx), c.Name, target) })
 		}
-		rev.success()
+		rev.Success()
 		return nil
 	}
 	if len(st.InstallCommand) == 0 {

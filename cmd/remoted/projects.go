@@ -106,7 +106,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		return projectWiring{}, err
 	}
 	pool, err := warm.New(warm.Options{Size: cfg.Projects.Warm, Image: prep.DefaultImage(), Pool: cfg.Projects.Pool, Profiles: cfg.LXD.Profiles,
-		LXD: conn, Create: prep.CreateWarm(cfg.Projects.Pool), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
+		LXD: conn, Create: prep.CreateWarm(cfg.Projects.Pool, storeCLIs(cliStore)), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
 		Logger: log.Named("warm")})
 	if err != nil {
 		return projectWiring{}, err
@@ -155,6 +155,20 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		},
 		OnEvacuated: func(fn func(api.Project, string)) { onEvacuated.Store(&fn) },
 	}, nil
+}
+
+// storeCLIs lists the providers whose CLI the store has a version of:
+// what a warm container gets mounted ahead of need.
+func storeCLIs(st *clistore.Store) func() []providers.ProviderID {
+	return func() []providers.ProviderID {
+		var ids []providers.ProviderID
+		for _, id := range []providers.ProviderID{providers.Claude, providers.Codex} {
+			if _, ok := st.Selected(id); ok {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
 }
 
 // providerSetups overlays [providers.<id>] provisioning keys on the

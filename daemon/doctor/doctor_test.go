@@ -94,7 +94,7 @@ func TestDoctorWarmPool(t *testing.T) {
 			t.Fatal(err)
 		}
 		prefix := testkit.ContainerName("docwarm") + "-"
-		pool, err := warm.New(warm.Options{Size: 1, Prefix: prefix, Image: image, LXD: conn, Create: prep.CreateWarm(""),
+		pool, err := warm.New(warm.Options{Size: 1, Prefix: prefix, Image: image, LXD: conn, Create: prep.CreateWarm("", nil),
 			MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey})
 		if err != nil {
 			t.Fatal(err)

@@ -37,7 +37,7 @@ func startWarm(t testing.TB, conn *lxdconn.Conn, prep *provisioning.Preparer, o 
 func newWarm(t testing.TB, conn *lxdconn.Conn, prep *provisioning.Preparer, size int, prefix, storagePool string, profiles []string, log hclog.Logger) *warm.Pool {
 	t.Helper()
 	pool, err := warm.New(warm.Options{Size: size, Prefix: prefix, Image: prep.DefaultImage(), Pool: storagePool, Profiles: profiles,
-		LXD: conn, Create: prep.CreateWarm(storagePool), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey, Logger: log.Named("warm")})
+		LXD: conn, Create: prep.CreateWarm(storagePool, func() []providers.ProviderID { return []providers.ProviderID{providers.Claude} }), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey, Logger: log.Named("warm")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +195,33 @@ func TestAttackWarmContainerNeverReused(t *testing.T) {
 		if c == "" || c == a.Container || c == got[1].Container {
 			t.Fatalf("claim %d after restart: %q; the deleted project's container is %s", i, c, a.Container)
 		}
+	}
+}
+
+// TestWarmContainerHasStoreCLI: a warm container has the store's CLI
+// mounted before any project claims it, so a new project's first
+// preparation finds it there (issue 28: the mount was 170 ms of the
+// first prompt).
+func TestWarmContainerHasStoreCLI(t *testing.T) {
+	st := testStore(t, providers.Claude)
+	e, _, _ := claudeEnv(t, st, false, false, func(o *projectEnvOpts) { o.warm = 1 })
+	waitWarm(t, e.warm, 1)
+	all, err := e.lxd.Instances(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, in := range all {
+		if in.Config[warm.Key] != warm.Ready || !strings.HasPrefix(in.Name, "t-warm-") {
+			continue
+		}
+		for name, d := range in.Devices {
+			if strings.HasPrefix(name, "remote-cli-claude-") && d["readonly"] == "true" {
+				found = append(found, in.Name+":"+name)
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("warm containers with the store's claude device: %v, want one", found)
 	}
 }

@@ -96,6 +96,8 @@ var rules = []rule{
 		Why: "lxdimage is what the daemon knows of LXD's images: lxdexec, lxdconn and errdefs only"},
 	{From: "remote/internal/testkit/simplestreams", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/config", "remote/web", "remote/client", "remote/api"}, ThirdParty: []string{},
 		Why: "the test image server speaks simplestreams as LXD reads it, independent of the product code it tests: testkit and the standard library only"},
+	{From: "remote/internal/revert", Never: []string{module}, ThirdParty: []string{},
+		Why: "revert is LXD's undo-steps pattern: the standard library only"},
 	{From: "remote/internal/keyed", Never: []string{module}, ThirdParty: []string{},
 		Why: "keyed is two per-key concurrency tools: the standard library only"},
 	{From: "remote/daemon/socket", Never: []string{module}, ThirdParty: []string{},
