@@ -24,34 +24,40 @@ func firstEvent(b *testing.B, e *projectEnv, model *fakeanthropic.Server) time.D
 	name := uniqueProject("fe")
 	p := e.createProjectB(b, api.CreateProjectRequest{Name: name})
 	chat := e.newChat(b, "claude", name)
-	model.Push(fakeanthropic.Text("first"))
-	start := time.Now()
-	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); status != http.StatusAccepted {
-		b.Fatalf("prompt: %d %s", status, body)
-	}
-	var took time.Duration
-	deadline := start.Add(3 * time.Minute)
-	for took == 0 {
-		for _, ev := range e.events(chat.ID) {
-			if ev.Type == api.EventUser || ev.Type == api.EventCheckpoint || (ev.Type == api.EventSystem && (ev.Subtype == "container_starting" || ev.Subtype == "container_preparing")) {
-				continue
-			}
-			if ev.Type == api.EventError {
-				b.Fatalf("run failed: %s", dump(e.events(chat.ID)))
-			}
-			took = time.Since(start)
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("no event from the CLI: %s", dump(e.events(chat.ID)))
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	took := promptToFirstEvent(b, e.testServer, chat.ID, model)
 	for e.srv.Hub().Running(chat.ID) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = e.lxd.ForceDeleteInstance(context.Background(), p.Container)
 	return took
+}
+
+// promptToFirstEvent sends the chat's prompt and returns the time to the
+// first event the CLI produced (the user event, the checkpoint and the
+// container_* notices are the daemon's).
+func promptToFirstEvent(b *testing.B, ts *testServer, chatID string, model *fakeanthropic.Server) time.Duration {
+	b.Helper()
+	model.Push(fakeanthropic.Text("first"))
+	start := time.Now()
+	if status, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); status != http.StatusAccepted {
+		b.Fatalf("prompt: %d %s", status, body)
+	}
+	deadline := start.Add(3 * time.Minute)
+	for {
+		for _, ev := range ts.events(chatID) {
+			if ev.Type == api.EventUser || ev.Type == api.EventCheckpoint || (ev.Type == api.EventSystem && (ev.Subtype == "container_starting" || ev.Subtype == "container_preparing")) {
+				continue
+			}
+			if ev.Type == api.EventError {
+				b.Fatalf("run failed: %s", dump(ts.events(chatID)))
+			}
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no event from the CLI: %s", dump(ts.events(chatID)))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // lxcLaunchExec times `lxc launch` of the test image (with the same

@@ -1,11 +1,9 @@
 package projectapi
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
-	"remote/api"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/providers"
@@ -19,29 +17,7 @@ import (
 func looseFirstEvent(b *testing.B, ts *testServer, model *fakeanthropic.Server) time.Duration {
 	b.Helper()
 	chat := ts.createChat("alice", "claude")
-	model.Push(fakeanthropic.Text("first"))
-	start := time.Now()
-	if status, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); status != http.StatusAccepted {
-		b.Fatalf("prompt: %d %s", status, body)
-	}
-	var took time.Duration
-	deadline := start.Add(3 * time.Minute)
-	for took == 0 {
-		for _, ev := range ts.events(chat.ID) {
-			if ev.Type == api.EventUser {
-				continue
-			}
-			if ev.Type == api.EventError {
-				b.Fatalf("run failed: %s", dump(ts.events(chat.ID)))
-			}
-			took = time.Since(start)
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("no event from the CLI: %s", dump(ts.events(chat.ID)))
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	took := promptToFirstEvent(b, ts, chat.ID, model)
 	ts.waitIdle(chat.ID)
 	return took
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -205,15 +206,7 @@ func sameProfiles(a, b []string) bool {
 	if len(b) == 0 {
 		b = []string{"default"}
 	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(a, b)
 }
 
 // Claim gives the project (id, name) a warm container: it leaves the pool
