@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"os"
 	"os/user"
-	"regexp"
 	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"remote/api"
+	"remote/internal/lazyre"
 )
 
 // Peer is the kernel's account of who is on the other end of a connection
@@ -195,7 +195,7 @@ func (s *Server) gate(next http.Handler) http.Handler {
 }
 
 // userName is what X-Remote-User may hold.
-var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
+var userName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
 
 var errNoUser = &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: api.HeaderUser + " header is required"}
 

@@ -3,14 +3,14 @@ package daemon
 import (
 	"context"
 	"net/http"
-	"regexp"
 
 	"remote/api"
 	"remote/daemon/prompt"
+	"remote/internal/lazyre"
 )
 
 // queueIDPattern is what a queued prompt's id looks like (runhub.NewID(6)).
-var queueIDPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
+var queueIDPattern = lazyre.New(`^[0-9a-f]{12}$`)
 
 // queuePrompt answers POST /v1/chats/{id}/prompt with "queue": true: 202
 // with runId when it started at once, with queueId when it was queued.

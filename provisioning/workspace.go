@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"regexp"
 	"strings"
 
 	"remote/internal/hostfs"
+	"remote/internal/lazyre"
 	"remote/lxdexec"
 	"remote/providers"
 )
 
 // skillNameRE is a plain skill name: no path separators, no leading dot.
-var skillNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var skillNameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ValidSkillName reports whether name is a plain skill name.
 func ValidSkillName(name string) bool {

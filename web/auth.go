@@ -7,13 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"remote/api"
+	"remote/internal/lazyre"
 )
 
 // Errors of authentication. They are classes for callers to test with
@@ -53,7 +53,7 @@ func (e *LimitError) Is(target error) bool { return target == ErrUserLimit }
 
 // userName is what the daemon accepts in X-Remote-User (daemon/access.go);
 // a configured user outside it could log in but never use the API.
-var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
+var userName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$`)
 
 // maxPasswordBytes is bcrypt's input limit; longer passwords are refused
 // rather than silently truncated.

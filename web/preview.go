@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/internal/lazyre"
 )
 
 // PreviewCookie is a preview origin's cookie ("__Host-remote_preview"
@@ -165,9 +165,9 @@ func (g *grants) dropUser(user string) {
 }
 
 var (
-	previewPathRE  = regexp.MustCompile(`^/preview/([a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?)/([1-9][0-9]{0,4})/?$`)
-	previewLabelRE = regexp.MustCompile(`^([1-9][0-9]{0,4})-([0-9a-f]{16})$`)
-	daemonPortsRE  = regexp.MustCompile(`^/v1/projects/[^/]+/ports(/|$)`)
+	previewPathRE  = lazyre.New(`^/preview/([a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?)/([1-9][0-9]{0,4})/?$`)
+	previewLabelRE = lazyre.New(`^([1-9][0-9]{0,4})-([0-9a-f]{16})$`)
+	daemonPortsRE  = lazyre.New(`^/v1/projects/[^/]+/ports(/|$)`)
 	// previewCookies are Remote's cookie names: never sent to an app, nor
 	// set by one.
 	previewCookies = []string{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/lxdexec"
 	"remote/provisioning/lxdimage"
 )
@@ -56,7 +56,7 @@ var _ daemon.RouteProvider = (*ImageRoutes)(nil)
 
 // aliasRE is what an imported image's alias may be: no ':' or '/', which
 // name image servers in a project's image.
-var aliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var aliasRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (i *ImageRoutes) list(ctx context.Context, all bool) ([]api.Image, error) {
 	local, err := lxdimage.List(ctx, i.LXD)

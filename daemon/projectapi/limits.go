@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,12 +12,13 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 )
 
 var (
-	cpuLimitRE  = regexp.MustCompile(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`)
-	sizeLimitRE = regexp.MustCompile(`^([0-9]{1,12}(?:\.[0-9]{1,3})?)(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
-	percentRE   = regexp.MustCompile(`^([0-9]{1,3})%$`)
+	cpuLimitRE  = lazyre.New(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`)
+	sizeLimitRE = lazyre.New(`^([0-9]{1,12}(?:\.[0-9]{1,3})?)(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
+	percentRE   = lazyre.New(`^([0-9]{1,3})%$`)
 )
 
 // maxProcesses bounds limits.processes.

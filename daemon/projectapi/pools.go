@@ -3,15 +3,15 @@ package projectapi
 import (
 	"context"
 	"errors"
-	"regexp"
 
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/provisioning/placement"
 )
 
 // poolNameRE is what LXD accepts as a storage pool name (and what is safe
 // in its URL path).
-var poolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var poolNameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // newPool is a new project's storage pool: the request's, else the
 // daemon's default ([projects] pool), else "" (the profile's root disk). A

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/provisioning"
 )
 
@@ -34,7 +34,7 @@ func (p *Projects) previewRoutes(route func(method, pattern string, h daemon.Han
 	return out
 }
 
-var portRE = regexp.MustCompile(`^[1-9][0-9]{0,4}$`)
+var portRE = lazyre.New(`^[1-9][0-9]{0,4}$`)
 
 // previewRequestHeaders never reach a project's app: who the caller is and
 // how the request came are the daemon's business.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
@@ -154,9 +154,9 @@ func projectError(err error) error {
 }
 
 var (
-	projectNameRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?$`)
-	secretKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	imageRE       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$`)
+	projectNameRE = lazyre.New(`^[a-z0-9](?:[a-z0-9-]{0,54}[a-z0-9])?$`)
+	secretKeyRE   = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	imageRE       = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$`)
 )
 
 // ContainerPrefix prefixes a project's name to form its container name, so

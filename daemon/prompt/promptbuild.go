@@ -3,13 +3,13 @@ package prompt
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"remote/api"
 	"remote/internal/errdefs"
 	"remote/internal/hostfs"
+	"remote/internal/lazyre"
 	"remote/providers"
 )
 
@@ -79,7 +79,7 @@ func promptWithHistory(history []api.Event, prompt string, maxBytes int) string 
 
 // skillName is what a skill may be called: no path separators, no dots at
 // the start, nothing a shell or a path could misread.
-var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var skillName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // validateSkills rejects path-like names and, when dir is set, names with
 // no dir/<name>/SKILL.md. Without a skills directory no skill is known.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"remote/daemon/storageguard"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/providers"
 )
 
@@ -159,7 +159,7 @@ type Input struct {
 }
 
 // syntheticPattern is what a prompt's synthetic marker may be.
-var syntheticPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var syntheticPattern = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // maxPromptBytes bounds one prompt's text.
 const maxPromptBytes = 512 << 10

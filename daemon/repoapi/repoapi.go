@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/provisioning"
 	"remote/provisioning/gitrepo"
 )
@@ -104,7 +104,7 @@ func (rt *Routes) Routes() []daemon.Route {
 
 var _ daemon.RouteProvider = (*Routes)(nil)
 
-var chatIDRE = regexp.MustCompile(`^[0-9a-f]{4,32}$`)
+var chatIDRE = lazyre.New(`^[0-9a-f]{4,32}$`)
 
 // target is a chat of the caller's with its project's repository and a
 // running container.

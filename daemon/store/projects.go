@@ -4,14 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 
 	bolt "go.etcd.io/bbolt"
 
 	"remote/api"
+	"remote/internal/lazyre"
 )
 
-var projectIDRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
+var projectIDRe = lazyre.New(`^[0-9a-f]{16}$`)
 
 // NewProjectID returns a new random project id: 16 lowercase hex
 // characters (64 random bits).

@@ -2,13 +2,14 @@ package store
 
 import (
 	"fmt"
-	"regexp"
+
+	"remote/internal/lazyre"
 )
 
 var (
-	chatIDRe     = regexp.MustCompile(`^[0-9a-f]{4,32}$`)
-	projectRe    = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
-	secretKeyRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	chatIDRe     = lazyre.New(`^[0-9a-f]{4,32}$`)
+	projectRe    = lazyre.New(`^[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	secretKeyRe  = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	maxSecretKey = 256
 )
 

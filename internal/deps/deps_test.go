@@ -98,6 +98,8 @@ var rules = []rule{
 		Why: "the test image server speaks simplestreams as LXD reads it, independent of the product code it tests: testkit and the standard library only"},
 	{From: "remote/internal/revert", Never: []string{module}, ThirdParty: []string{},
 		Why: "revert is LXD's undo-steps pattern: the standard library only"},
+	{From: "remote/internal/lazyre", Never: []string{module}, ThirdParty: []string{},
+		Why: "lazyre compiles a package-level pattern on first use: the standard library only (issue 28: start-up CPU)"},
 	{From: "remote/internal/keyed", Never: []string{module}, ThirdParty: []string{},
 		Why: "keyed is two per-key concurrency tools: the standard library only"},
 	{From: "remote/daemon/socket", Never: []string{module}, ThirdParty: []string{},

@@ -9,9 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
 	"strings"
 
+	"remote/internal/lazyre"
 	"remote/providers"
 )
 
@@ -19,7 +19,7 @@ import (
 const BrainDir = ".gemini/antigravity-cli/brain"
 
 // conversationRE is the shape of a conversation directory name.
-var conversationRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var conversationRE = lazyre.New(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // maxBrainEntries bounds a directory listing.
 const maxBrainEntries = 100000

@@ -27,11 +27,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
+	"remote/internal/lazyre"
 	"remote/providers"
 )
 
@@ -58,7 +58,7 @@ var (
 // versionRE is what a version must look like: digits, dots, and an
 // optional pre-release of letters, digits, dots and dashes. No slash, no
 // "..", no leading dot.
-var versionRE = regexp.MustCompile(`^[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}(-[0-9A-Za-z][0-9A-Za-z.-]{0,40})?$`)
+var versionRE = lazyre.New(`^[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}(-[0-9A-Za-z][0-9A-Za-z.-]{0,40})?$`)
 
 // CheckVersion returns nil when v is a version the store accepts as a
 // directory name.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"remote/internal/lazyre"
 	"remote/providers"
 	"remote/providers/probe"
 	"remote/providers/runner"
@@ -77,9 +77,9 @@ func (p *Provider) loginStatus(ctx context.Context, host probe.Host) probe.AuthS
 	return probe.AuthStatus{Auth: providers.AuthUnknown}
 }
 
-var tableRE = regexp.MustCompile(`(?m)^\s*\[`)
+var tableRE = lazyre.New(`(?m)^\s*\[`)
 
-var modelProviderRE = regexp.MustCompile(`(?m)^\s*model_provider\s*=\s*["']([^"'\n]+)["']`)
+var modelProviderRE = lazyre.New(`(?m)^\s*model_provider\s*=\s*["']([^"'\n]+)["']`)
 
 // modelProvider is the model provider the runs use: a `-c model_provider=`
 // in the configured args, else the top-level model_provider of

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
+	"remote/internal/lazyre"
 	"remote/providers"
 	"remote/providers/runner"
 )
@@ -239,7 +239,7 @@ func (l *lastLine) get() string {
 	return l.s
 }
 
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07`)
+var ansiEscape = lazyre.New(`\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07`)
 
 func cleanLine(s string) string {
 	s = ansiEscape.ReplaceAllString(s, "")
@@ -257,7 +257,7 @@ func cleanLine(s string) string {
 
 // tokenLike matches long runs of token characters (JWTs, API keys, OAuth
 // codes); a message keeps none of them.
-var tokenLike = regexp.MustCompile(`[A-Za-z0-9_\-.+=]{32,}`)
+var tokenLike = lazyre.New(`[A-Za-z0-9_\-.+=]{32,}`)
 
 // RedactLoginMessage bounds a login message to one line of 300 bytes with
 // anything token-like replaced by "[redacted]".

@@ -2,13 +2,14 @@ package runner
 
 import (
 	"os"
-	"regexp"
 	"sort"
 	"strings"
+
+	"remote/internal/lazyre"
 )
 
 // envKeyRE is the shape of an environment key the runner accepts.
-var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envKeyRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ValidEnvKey reports whether key is a valid environment variable name
 // (^[A-Za-z_][A-Za-z0-9_]*$).

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"remote/internal/lazyre"
 	"remote/providers"
 	"remote/providers/shim"
 )
@@ -63,7 +63,7 @@ const ContainerRunsDir = "/var/lib/remote/runs"
 // remote-shim-<the first 16 hex digits of its sha256>.
 const ContainerShimDir = "/usr/local/lib/remote"
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var runIDPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func checkRunID(id string) error {
 	if !runIDPattern.MatchString(id) {

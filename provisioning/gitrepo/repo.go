@@ -5,18 +5,18 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 
 	"remote/api"
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/providers"
 )
 
 var (
-	refRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
-	shaRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+	refRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
+	shaRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 )
 
 // ValidateRepo checks a project's repository: an http(s) URL with a host

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"remote/internal/errdefs"
+	"remote/internal/lazyre"
 	"remote/lxdexec"
 )
 
@@ -57,10 +57,10 @@ func (r Ref) String() string {
 
 var (
 	// serverNameRE is what an image server's name may be (no ':').
-	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	serverNameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	// refAliasRE is what an alias (local, or on a server: "debian/12")
 	// or a fingerprint may be.
-	refAliasRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$`)
+	refAliasRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$`)
 )
 
 // ErrBadRef means an image reference is malformed (InvalidArgument).
