@@ -348,20 +348,39 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 	types := [2]byte{FrameStdout, FrameStderr}
 	var hdrs []byte
 	var out net.Buffers
+	// The blocks out was sent from, held until the next lock (live.go).
+	var pinned [2][]*block
+	unpin := func() {
+		for i := range pinned {
+			for _, blk := range pinned[i] {
+				s.live[i].release(blk)
+			}
+			clear(pinned[i])
+			pinned[i] = pinned[i][:0]
+		}
+	}
+	defer func() {
+		s.mu.Lock()
+		unpin()
+		s.mu.Unlock()
+	}()
 	for {
 		hdrs, out = hdrs[:0], out[:0]
 		// Bytes older than the window are sent from the file, up to the
 		// window's start (written: live.go).
 		var behind [2]int64
 		s.mu.Lock()
+		unpin()
 		sizes, final, status, gen := s.sizes, s.final, s.status, s.gen
 		for i := range offs {
 			for sent := 0; offs[i] < sizes[i] && sent < maxBatch; {
-				b := s.live[i].at(offs[i])
+				b, blk := s.live[i].at(offs[i])
 				if b == nil {
 					behind[i] = s.live[i].base
 					break
 				}
+				blk.refs++
+				pinned[i] = append(pinned[i], blk)
 				hdrs = appendHeader(hdrs, types[i], len(b))
 				out = append(out, hdrs[len(hdrs)-5:], b)
 				offs[i] += int64(len(b))
@@ -573,39 +592,56 @@ func (s *server) start(spec Spec) error {
 func (s *server) spool(i int, r, f *os.File, drained chan struct{}) {
 	defer close(drained)
 	defer f.Close()
-	var block []byte
-	var flushed int   // bytes of block in the file
+	var blk *block    // held while buf reads into it
+	var buf []byte    // blk's bytes read so far
+	var flushed int   // bytes of buf in the file
 	var written int64 // the file's size
 	flush := func() {
-		if flushed == len(block) {
+		if flushed == len(buf) {
 			return
 		}
-		if _, err := f.Write(block[flushed:]); err != nil {
+		if _, err := f.Write(buf[flushed:]); err != nil {
 			s.opts.Logf("write spool: %v", err)
 		}
-		written += int64(len(block) - flushed)
-		flushed = len(block)
+		written += int64(len(buf) - flushed)
+		flushed = len(buf)
 		s.mu.Lock()
 		s.live[i].wrote(written)
 		s.mu.Unlock()
 	}
-	defer flush()
-	for {
-		next := len(block) > 0
-		if cap(block)-len(block) < minRead {
-			flush()
-			block, flushed, next = make([]byte, 0, blockSize), 0, false
+	defer func() {
+		flush()
+		s.mu.Lock()
+		if blk != nil {
+			s.live[i].release(blk)
 		}
-		start := len(block)
-		n, err := r.Read(block[start:min(start+chunk, cap(block))])
-		if n > 0 {
-			block = block[:start+n]
+		s.mu.Unlock()
+	}()
+	for {
+		next := len(buf) > 0
+		if cap(buf)-len(buf) < minRead {
+			flush()
 			s.mu.Lock()
-			s.live[i].add(s.sizes[i], block[start:start+n:cap(block)], next)
+			if blk != nil {
+				s.live[i].release(blk)
+			}
+			blk = s.live[i].take()
+			s.mu.Unlock()
+			if blk == nil {
+				blk = &block{b: make([]byte, blockSize), refs: 1}
+			}
+			buf, flushed, next = blk.b[:0], 0, false
+		}
+		start := len(buf)
+		n, err := r.Read(buf[start:min(start+chunk, cap(buf))])
+		if n > 0 {
+			buf = buf[:start+n]
+			s.mu.Lock()
+			s.live[i].add(s.sizes[i], blk, buf[start:start+n:cap(buf)], next)
 			s.sizes[i] += int64(n)
 			s.changed()
 			s.mu.Unlock()
-			if len(block)-flushed >= flushAt {
+			if len(buf)-flushed >= flushAt {
 				flush()
 			}
 		}
