@@ -405,7 +405,7 @@ func TestShutdownAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := prompt.NewService(prompt.ServiceOptions{Store: st, Hub: runhub.NewHub(st, nil, nil, 0), Registry: prompt.NewRegistry()})
-	if err := svc.RecoverInterrupted(nil); err != nil {
+	if err := svc.RecoverInterrupted(); err != nil {
 		t.Fatal(err)
 	}
 	evs = evs[:0]

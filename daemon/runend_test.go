@@ -89,7 +89,7 @@ func TestFaultCrashAfterCompleteStored(t *testing.T) {
 	st := openStore(t, ts.dir)
 	defer st.Close()
 	svc := prompt.NewService(prompt.ServiceOptions{Store: st, Hub: runhub.NewHub(st, nil, nil, 0), Registry: prompt.NewRegistry()})
-	if err := svc.RecoverInterrupted(nil); err != nil {
+	if err := svc.RecoverInterrupted(); err != nil {
 		t.Fatal(err)
 	}
 	var evs []api.Event

@@ -290,7 +290,7 @@ func TestFaultDiskFullStartup(t *testing.T) {
 	}
 	m, repaired := restarts(ts)
 	t.Logf("full disk: %d of %d chats repaired at start-up", repaired, n)
-	if err := ts.srv.Service().RecoverInterrupted(nil); err != nil {
+	if err := ts.srv.Service().RecoverInterrupted(); err != nil {
 		t.Fatalf("RecoverInterrupted again: %v", err)
 	}
 	if m2, _ := restarts(ts); m > 1 || m2 > 1 {

@@ -57,13 +57,12 @@ type remoted struct {
 	reg      *prompt.Registry
 	srv      *daemon.Server
 	serveErr chan error
-	serving  chan struct{} // closed once the socket is served
-	status   string        // the systemd status while serving
+	status   string // the systemd status while serving
 }
 
 func newRemoted(f flags, cfg config.Config, log hclog.InterceptLogger) *remoted {
 	d := &remoted{flags: f, cfg: cfg, log: log, notify: systemd.NewNotifier(log.Named("systemd")),
-		metrics: daemon.NewMetrics(), serveErr: make(chan error, 1), serving: make(chan struct{})}
+		metrics: daemon.NewMetrics(), serveErr: make(chan error, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	return d
 }
@@ -213,8 +212,7 @@ func (d *remoted) wireProviders() error {
 
 // warmProviders runs the providers' readiness checks and capabilities in
 // the background, so no prompt waits for a CLI's probe: after start-up
-// and after each reload (which builds the adapters again). The probes
-// start the CLIs, so at start-up they wait until the daemon serves.
+// and after each reload (which builds the adapters again).
 func (d *remoted) warmProviders() {
 	var ps []providers.Provider
 	for _, e := range d.reg.List() {
@@ -222,14 +220,7 @@ func (d *remoted) warmProviders() {
 			ps = append(ps, e.Provider)
 		}
 	}
-	d.goJoined(func(ctx context.Context) {
-		select {
-		case <-d.serving:
-		case <-ctx.Done():
-			return
-		}
-		probe.Warm(ctx, ps)
-	})
+	d.goJoined(func(ctx context.Context) { probe.Warm(ctx, ps) })
 }
 
 // newServer builds the API server and repairs chats a crash left running.
@@ -282,8 +273,7 @@ func (d *remoted) newServer() error {
 	}
 	// Recovery never fails start-up for want of space: chats it cannot
 	// repair yet are logged, counted and retried while the daemon serves.
-	// The re-attached runs catch up once the daemon serves.
-	if err := srv.Service().RecoverInterrupted(d.serving); err != nil {
+	if err := srv.Service().RecoverInterrupted(); err != nil {
 		return err
 	}
 	if n := len(srv.Service().Unrepaired()); n > 0 {
@@ -304,7 +294,6 @@ func (d *remoted) serve() error {
 		}
 	}
 	d.goJoined(func(ctx context.Context) { d.serveErr <- d.srv.Serve(ctx, ln) })
-	close(d.serving)
 	lxdUp := d.lxd.conn.Client() != nil
 	d.log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdUp)
 	d.status = "serving on " + addrString(ln.Addr())

@@ -212,7 +212,7 @@ func New(t testing.TB, o Options) *Daemon {
 	d.Server = srv
 	projects.Attach(srv)
 	repos.Attach(srv)
-	if err := srv.Service().RecoverInterrupted(nil); err != nil {
+	if err := srv.Service().RecoverInterrupted(); err != nil {
 		st.Close()
 		t.Fatalf("daemontest: RecoverInterrupted: %v", err)
 	}

@@ -114,7 +114,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if err := srv.Service().RecoverInterrupted(nil); err != nil {
+	if err := srv.Service().RecoverInterrupted(); err != nil {
 		t.Fatalf("RecoverInterrupted: %v", err)
 	}
 	ts := &testServer{t: t, srv: srv, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}

@@ -112,7 +112,7 @@ func attachSlot(rec store.RunRecord) (*providers.RunSlot, error) {
 // reattach takes the run lock of chat again and carries its run on from
 // its shim (RecoverInterrupted). It reports false when the run cannot be
 // taken back at all (the caller then records it as interrupted).
-func (s *Service) reattach(chat api.Chat, rec store.RunRecord, serving <-chan struct{}) bool {
+func (s *Service) reattach(chat api.Chat, rec store.RunRecord) bool {
 	if len(rec.Shim) == 0 || !s.enter() {
 		return false
 	}
@@ -134,20 +134,7 @@ func (s *Service) reattach(chat api.Chat, rec store.RunRecord, serving <-chan st
 	// stored); a session recovery asks for them.
 	t := &turn{run: run, chat: chat, p: p, userSeq: rec.UserSeq, attach: &rec,
 		in: Input{Skills: chat.SelectedSkills, Mode: chat.Mode}}
-	go func() {
-		if serving != nil {
-			select {
-			case <-serving:
-			case <-runCtx.Done():
-				// Stopped before serving: leave the run to its shim and
-				// its record as found, for the next daemon.
-				s.hub.FinishRun(run)
-				s.wg.Done()
-				return
-			}
-		}
-		s.run(runCtx, t)
-	}()
+	go s.run(runCtx, t)
 	return true
 }
 

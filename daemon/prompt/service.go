@@ -351,12 +351,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 // remoted_chats_unrepaired metric and retried while the daemon serves; it
 // never fails start-up. Only an unreadable chat list is an error. Then it
 // starts the prompts queued before the restart (StartQueued). Call it
-// before serving: the repairs and the run locks of the re-attached runs
-// are in place when it returns, so no request sees a half-recovered chat.
-// The work itself (each re-attached run's catch-up from its spool, the
-// queued prompts' CLIs) waits until serving is closed (nil: at once), so
-// it never delays the daemon's first answer.
-func (s *Service) RecoverInterrupted(serving <-chan struct{}) error {
+// before serving.
+func (s *Service) RecoverInterrupted() error {
 	chats, err := s.store.Chats()
 	if err != nil {
 		return fmt.Errorf("list chats for restart recovery: %w", err)
@@ -365,21 +361,12 @@ func (s *Service) RecoverInterrupted(serving <-chan struct{}) error {
 		if !c.Running || s.hub.Running(c.ID) {
 			continue
 		}
-		if rec, ok, err := s.store.Run(c.ID); err == nil && ok && s.reattach(c, rec, serving) {
+		if rec, ok, err := s.store.Run(c.ID); err == nil && ok && s.reattach(c, rec) {
 			continue
 		}
 		s.guard.RecoverChat(c)
 	}
-	if serving == nil {
-		return s.StartQueued()
-	}
-	go func() {
-		<-serving
-		if err := s.StartQueued(); err != nil {
-			s.log.Error("start the prompts queued before the restart", "error", err)
-		}
-	}()
-	return nil
+	return s.StartQueued()
 }
 
 // Unrepaired returns the chats whose last run's end (restart recovery, or
