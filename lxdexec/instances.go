@@ -321,7 +321,11 @@ func (c *Client) DeleteInstance(ctx context.Context, name string) error {
 		return err
 	}
 	path := c.instancePath(name, "", nil)
-	if _, err := c.run(ctx, http.MethodDelete, path, nil, "", c.deletedCheck(path, fmt.Sprintf("instance %q", name))); err != nil {
+	chk := c.deletedCheck(path, fmt.Sprintf("instance %q", name))
+	del := func() error { _, err := c.run(ctx, http.MethodDelete, path, nil, "", chk); return err }
+	// A stop LXD reported failed ("timed out") while the container stopped
+	// anyway leaves its lock behind a while: wait for it, as SetState does.
+	if err := waitBusy(ctx, del(), del); err != nil {
 		return fmt.Errorf("delete instance %q: %w", name, err)
 	}
 	return nil

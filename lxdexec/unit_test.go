@@ -1123,6 +1123,36 @@ func stopC1(c *Client) error {
 	return c.SetState(context.Background(), "c1", StateRequest{Action: "stop", Force: true})
 }
 
+// TestFaultDeleteWhileStopLockLingers: LXD 5.0 can report a stop failed
+// ("timed out") while the container stops anyway, and its lock outlives
+// that operation; the delete of the now stopped instance (remotectl
+// project rm right after project stop) waits for it instead of failing
+// with "Instance is busy running a "stop" operation" (seen in CI).
+func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
+	f := newFake(t, nil)
+	var deletes atomic.Int32
+	f.mux.HandleFunc("DELETE /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
+		if deletes.Add(1) <= 3 {
+			writeError(w, http.StatusBadRequest, 400, `Failed to create instance delete operation: Instance is busy running a "stop" operation`)
+			return
+		}
+		writeAsync(w, op("op1", 103, "", nil))
+	})
+	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+		writeSync(w, op("op1", 200, "", nil))
+	})
+	f.mux.HandleFunc("GET /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, 404, "Instance not found")
+	})
+	c := f.client(t, Options{})
+	if err := c.DeleteInstance(context.Background(), "c1"); err != nil {
+		t.Fatalf("delete while a stop's lock lingers: %v", err)
+	}
+	if n := deletes.Load(); n != 4 {
+		t.Fatalf("%d delete requests, want 4", n)
+	}
+}
+
 // TestFaultInstanceBusy: LXD refuses a start while the lock of a stop made
 // just before (outside the daemon) still holds the instance; SetState
 // waits for it instead of failing the prompt that needed the container.
