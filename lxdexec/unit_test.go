@@ -1123,17 +1123,14 @@ func stopC1(c *Client) error {
 	return c.SetState(context.Background(), "c1", StateRequest{Action: "stop", Force: true})
 }
 
-// TestFaultDeleteWhileStopLockLingers: LXD 5.0 can report a stop failed
-// ("timed out") while the container stops anyway, and its lock outlives
-// that operation; the delete of the now stopped instance (remotectl
-// project rm right after project stop) waits for it instead of failing
-// with "Instance is busy running a "stop" operation" (seen in CI).
-func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
-	f := newFake(t, nil)
-	var deletes atomic.Int32
-	f.mux.HandleFunc("DELETE /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
-		if deletes.Add(1) <= 3 {
-			writeError(w, http.StatusBadRequest, 400, `Failed to create instance delete operation: Instance is busy running a "stop" operation`)
+// busyThenDone serves route with LXD's "busy running a "stop" operation"
+// refusal of an action three times, then an operation that succeeds; it
+// returns the count of requests to route.
+func busyThenDone(f *fakeServer, route, action string) *atomic.Int32 {
+	var n atomic.Int32
+	f.mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 3 {
+			writeError(w, http.StatusBadRequest, 400, `Failed to create instance `+action+` operation: Instance is busy running a "stop" operation`)
 			return
 		}
 		writeAsync(w, op("op1", 103, "", nil))
@@ -1141,6 +1138,17 @@ func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
 	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
 		writeSync(w, op("op1", 200, "", nil))
 	})
+	return &n
+}
+
+// TestFaultDeleteWhileStopLockLingers: LXD 5.0 can report a stop failed
+// ("timed out") while the container stops anyway, and its lock outlives
+// that operation; the delete of the now stopped instance (remotectl
+// project rm right after project stop) waits for it instead of failing
+// with "Instance is busy running a "stop" operation" (seen in CI).
+func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
+	f := newFake(t, nil)
+	deletes := busyThenDone(f, "DELETE /1.0/instances/c1", "delete")
 	f.mux.HandleFunc("GET /1.0/instances/c1", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 404, "Instance not found")
 	})
@@ -1158,17 +1166,7 @@ func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
 // waits for it instead of failing the prompt that needed the container.
 func TestFaultInstanceBusy(t *testing.T) {
 	f := newFake(t, nil)
-	var puts atomic.Int32
-	f.mux.HandleFunc("PUT /1.0/instances/c1/state", func(w http.ResponseWriter, r *http.Request) {
-		if puts.Add(1) <= 3 {
-			writeError(w, http.StatusBadRequest, 400, `Failed to create instance start operation: Instance is busy running a "stop" operation`)
-			return
-		}
-		writeAsync(w, op("op1", 103, "", nil))
-	})
-	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
-		writeSync(w, op("op1", 200, "", nil))
-	})
+	puts := busyThenDone(f, "PUT /1.0/instances/c1/state", "start")
 	c := f.client(t, Options{})
 	if err := c.SetState(context.Background(), "c1", StateRequest{Action: "start"}); err != nil {
 		t.Fatalf("start while a stop's lock lingers: %v", err)
