@@ -130,6 +130,10 @@ type Agent struct {
 	// ShimBinary is the remote-shim that supervises runs so they outlive
 	// the daemon (an absolute path); "" is remote-shim next to remoted.
 	ShimBinary string `toml:"shim_binary" doc:"remote-shim that lets runs outlive the daemon (absolute); empty: remote-shim next to remoted"`
+	// Nice is added to the daemon's nice value for agent CLIs run on the
+	// host (loose chats, readiness checks, their remote-shim), so a busy
+	// host still answers the API at once; 0 runs them as the daemon runs.
+	Nice int `toml:"nice" doc:"added to the daemon's CPU nice value for agent CLIs on the host, so the API stays responsive under load; 0 to 19, 0 = same as the daemon; read at start"`
 }
 
 // Provider configures one agent CLI, under [providers.<id>].
@@ -288,6 +292,7 @@ func Default() Config {
 			CredentialSyncTimeout: Duration{30 * time.Second},
 			TranscriptBytes:       24000,
 			ExitGrace:             Duration{10 * time.Second},
+			Nice:                  10,
 		},
 		Providers: make(map[string]Provider, len(providerIDs)),
 		Forges:    defaultForges(),

@@ -75,6 +75,7 @@ host_user = "dev"
 allowed_roots = ["/home/dev", "/srv"]
 exit_grace = "3s"
 idle_timeout = "30m"
+nice = 5
 shim_binary = "/opt/remote/remote-shim"
 
 [providers.claude]
@@ -116,7 +117,7 @@ password_hash = "$2a$10$abc"
 	want.LXD = LXD{URL: "https://lxd.example:8443", ClientCert: "/etc/remote/client.crt", ClientKey: "/etc/remote/client.key",
 		ServerCert: "/etc/remote/server.crt", Project: "remote", Target: "node2", Image: "ubuntu/24.04", Profiles: []string{"default", "remote"}}
 	want.Agent = Agent{CredentialSyncTimeout: Duration{time.Minute}, TranscriptBytes: 4096, HostUser: "dev", AllowedRoots: []string{"/home/dev", "/srv"},
-		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}, ShimBinary: "/opt/remote/remote-shim"}
+		ExitGrace: Duration{3 * time.Second}, IdleTimeout: Duration{30 * time.Minute}, ShimBinary: "/opt/remote/remote-shim", Nice: 5}
 	want.Providers["claude"] = Provider{Enabled: &off, Binary: "/opt/claude/bin/claude", Args: []string{"--verbose"}, Env: map[string]string{"CLAUDE_CONFIG_DIR": "/x", "ANTHROPIC_API_KEY": "k"},
 		ProjectEnv: []string{"CLAUDE_CONFIG_DIR"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
@@ -218,6 +219,8 @@ func TestParseRejects(t *testing.T) {
 		{"relative shim binary", "[agent]\nshim_binary = \"remote-shim\"\n", ErrInvalidValue, `remoted.toml:2: [agent] shim_binary: "remote-shim" must be an absolute path`},
 		{"zero exit grace", "[agent]\nexit_grace = \"0s\"\n", ErrInvalidValue, "remoted.toml:2: [agent] exit_grace: must be positive, not 0s"},
 		{"negative idle timeout", "[agent]\nidle_timeout = \"-1m\"\n", ErrInvalidValue, "remoted.toml:2: [agent] idle_timeout: must be 0 (off) or positive, not -1m0s"},
+		{"nice below 0", "[agent]\nnice = -5\n", ErrInvalidValue, "remoted.toml:2: [agent] nice: must be 0 to 19 (added to the daemon's nice value), not -5"},
+		{"nice above 19", "[agent]\nnice = 20\n", ErrInvalidValue, "remoted.toml:2: [agent] nice: must be 0 to 19 (added to the daemon's nice value), not 20"},
 		{"idle timeout word", "[agent]\nidle_timeout = \"off\"\n", ErrInvalidValue, `remoted.toml:2: [agent] idle_timeout: invalid duration "off"`},
 		// providers
 		{"unknown provider", "[providers.gemini]\nbinary = \"g\"\n", ErrInvalidValue, `remoted.toml:1: [providers] gemini: unknown provider "gemini" (known: claude, codex, minimax, kimi, antigravity)`},

@@ -73,7 +73,7 @@ func TestDefaultTOMLParsesToDefault(t *testing.T) {
 	text := string(out)
 	for _, want := range []string{
 		"[daemon]\n# the API's Unix socket (absolute); under socket activation systemd's socket is used instead\nsocket = \"/run/remote/remoted.sock\"\n",
-		"min_free = \"256MiB\"\n", "session_ttl = \"12h\"\n", "exit_grace = \"10s\"\n", "idle_timeout = \"0s\"\n",
+		"min_free = \"256MiB\"\n", "session_ttl = \"12h\"\n", "exit_grace = \"10s\"\n", "idle_timeout = \"0s\"\n", "nice = 10\n",
 		"#cookie_secure = false\n", "#urls = []\n", "[providers.claude]\n", "[projects.limits]\n", "#env = {}\n",
 		"#   password_hash: bcrypt hash, as remote-web -hash-password prints it\n",
 	} {

@@ -155,6 +155,9 @@ func (a Agent) validate(ps *problems) {
 	if a.IdleTimeout.Duration < 0 {
 		ps.add(ErrInvalidValue, keyPath("agent", "idle_timeout"), "must be 0 (off) or positive, not %s", a.IdleTimeout.Duration)
 	}
+	if a.Nice < 0 || a.Nice > 19 {
+		ps.add(ErrInvalidValue, keyPath("agent", "nice"), "must be 0 to 19 (added to the daemon's nice value), not %d", a.Nice)
+	}
 	requireName(ps, keyPath("agent", "host_user"), a.HostUser, false)
 	requireAbs(ps, keyPath("agent", "shim_binary"), a.ShimBinary, false)
 	for i, r := range a.AllowedRoots {

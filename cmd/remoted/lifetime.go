@@ -198,7 +198,7 @@ func (d *remoted) wireProviders() error {
 		d.projects.Containers = cl
 	}
 	d.ports = providers.AdapterConfig{
-		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim}, hostUser),
+		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim, Nice: d.cfg.Agent.Nice}, hostUser),
 		Containers: d.projects.Containers,
 		Preparer:   d.projects.Preparer,
 		Logger:     d.log.Named("providers"),
@@ -349,7 +349,7 @@ func (d *remoted) shutdown() {
 // reload re-reads the config: log level, provider settings, the allowed
 // peers, the frontends, the allowed roots (access for connections made
 // after the reload) and the run timeouts (exit grace, idle timeout) change
-// in place; everything else (socket, state, LXD, host user) needs a
+// in place; everything else (socket, state, LXD, host user, nice) needs a
 // restart.
 func (d *remoted) reload() {
 	cfg, source, err := loadConfig(d.flags)

@@ -32,5 +32,5 @@ func shimConfig(cfg config.Config, log hclog.Logger) *runner.ShimConfig {
 		log.Warn("remote-shim not found: runs go direct and will not survive a restart of remoted; install it next to remoted or set [agent] shim_binary", "shim_binary", bin, "error", err)
 		return nil
 	}
-	return &runner.ShimConfig{Binary: bin, RunsDir: filepath.Join(cfg.Daemon.StateDir, "runs"), Logger: log.Named("shim")}
+	return &runner.ShimConfig{Binary: bin, RunsDir: filepath.Join(cfg.Daemon.StateDir, "runs"), Nice: cfg.Agent.Nice, Logger: log.Named("shim")}
 }

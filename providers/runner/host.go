@@ -42,6 +42,10 @@ type HostLauncher struct {
 	Grace     time.Duration // SIGTERM → SIGKILL delay on cancel; DefaultGrace when zero
 	WaitDelay time.Duration // bound on draining output after exit; DefaultWaitDelay when zero
 	Shim      *ShimConfig   // nil: every process runs directly
+	// Nice is added to the daemon's nice value for every process started
+	// directly (startNice); 0 keeps the daemon's. Shimmed runs take
+	// Shim.Nice.
+	Nice int
 }
 
 var _ providers.Launcher = (*HostLauncher)(nil)
@@ -111,7 +115,10 @@ func (l *HostLauncher) Start(ctx context.Context, cmd providers.Command) (provid
 		return nil, fmt.Errorf("%w %s: stderr pipe: %w", ErrLaunch, cmd.Path, err)
 	}
 	c.Stdout, c.Stderr = outW, errW
-	if err := c.Start(); err != nil {
+	// done is closed once the child is reaped: until then the thread that
+	// forked it lives, or Pdeathsig would kill it (startNice).
+	done := make(chan struct{})
+	if err := startNice(c, l.Nice, done); err != nil {
 		for _, f := range []*os.File{outR, outW, errR, errW} {
 			f.Close()
 		}
@@ -125,7 +132,7 @@ func (l *HostLauncher) Start(ctx context.Context, cmd providers.Command) (provid
 		stdin:  stdin,
 		stdout: newEOFReader(outR),
 		stderr: newEOFReader(errR),
-		done:   make(chan struct{}),
+		done:   done,
 	}
 	grace, delay := l.Grace, l.WaitDelay
 	if grace <= 0 {

@@ -155,7 +155,7 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
+	err = startNice(cmd, c.Nice, nil) // no Pdeathsig: its thread may end
 	pw.Close()
 	null.Close()
 	if err != nil {
@@ -195,7 +195,7 @@ func UnitName(runID string) string { return "remote-run-" + runID + ".service" }
 // joinTmp set (the daemon's own unit, which has PrivateTmp=) the run sees
 // the daemon's /tmp, as a CLI the daemon ran directly did: a loose chat
 // may run in a directory under /tmp.
-func unitProperties(binary, runID, dir, joinTmp string) []sdbus.Property {
+func unitProperties(binary, runID, dir, joinTmp string, nice int) []sdbus.Property {
 	props := []sdbus.Property{
 		sdbus.PropDescription("Remote run " + runID + " (remote-shim)"),
 		sdbus.PropType("notify"),
@@ -208,6 +208,11 @@ func unitProperties(binary, runID, dir, joinTmp string) []sdbus.Property {
 		props = append(props,
 			sdbus.Property{Name: "PrivateTmp", Value: godbus.MakeVariant(true)},
 			sdbus.Property{Name: "JoinsNamespaceOf", Value: godbus.MakeVariant([]string{joinTmp})})
+	}
+	if nice != 0 {
+		// systemd starts the unit at its own nice value: Nice= is
+		// absolute, so it is the daemon's plus nice.
+		props = append(props, sdbus.Property{Name: "Nice", Value: godbus.MakeVariant(int32(unitNice(nice)))})
 	}
 	return props
 }
@@ -305,7 +310,7 @@ func (c *ShimConfig) startUnit(ctx context.Context, runID, dir string) error {
 	}
 	ch := make(chan string, 1)
 	name := UnitName(runID)
-	props := append(unitProperties(c.Binary, runID, dir, joinTmp), sandbox...)
+	props := append(unitProperties(c.Binary, runID, dir, joinTmp, c.Nice), sandbox...)
 	if _, err := conn.StartTransientUnitContext(ctx, name, "fail", props, ch); err != nil {
 		// Refused (no permission, an old systemd): the detached way still works.
 		return fmt.Errorf("%w: start transient unit %s: %w", errNoSystemdBus, name, err)

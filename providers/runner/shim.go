@@ -47,7 +47,10 @@ type ShimConfig struct {
 	RunsDir string
 	// Systemd selects how host shims are started (SystemdAuto by default).
 	Systemd SystemdMode
-	Logger  hclog.Logger
+	// Nice is added to the daemon's nice value for the shim and so for the
+	// CLI it runs (HostLauncher.Nice).
+	Nice   int
+	Logger hclog.Logger
 
 	mu      sync.Mutex
 	digest  string // first 16 hex digits of Binary's sha256

@@ -347,7 +347,7 @@ func TestShimNotUsedOffTheMainProcess(t *testing.T) {
 }
 
 func TestUnitProperties(t *testing.T) {
-	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1", "")
+	props := unitProperties("/usr/local/bin/remote-shim", "r1", "/var/lib/remote/runs/r1", "", 0)
 	got := map[string]string{}
 	for _, p := range props {
 		got[p.Name] = fmt.Sprint(p.Value.Value())
@@ -372,7 +372,7 @@ func TestUnitProperties(t *testing.T) {
 	}
 	// Under a daemon unit with PrivateTmp=, the run joins its /tmp.
 	got = map[string]string{}
-	for _, p := range unitProperties("/b", "r1", "/d", "remoted.service") {
+	for _, p := range unitProperties("/b", "r1", "/d", "remoted.service", 0) {
 		got[p.Name] = fmt.Sprint(p.Value.Value())
 	}
 	if got["PrivateTmp"] != "true" || got["JoinsNamespaceOf"] != "[remoted.service]" {
