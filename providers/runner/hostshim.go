@@ -161,6 +161,11 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("start remote-shim (%s): %w", c.Binary, err)
 	}
+	if c.Nice != 0 {
+		if err := niceSession(cmd.Process.Pid, c.Nice); err != nil {
+			c.logger().Warn("the run's shim runs at the daemon's priority", "error", err)
+		}
+	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -211,8 +216,13 @@ func unitProperties(binary, runID, dir, joinTmp string, nice int) []sdbus.Proper
 	}
 	if nice != 0 {
 		// systemd starts the unit at its own nice value: Nice= is
-		// absolute, so it is the daemon's plus nice.
-		props = append(props, sdbus.Property{Name: "Nice", Value: godbus.MakeVariant(int32(unitNice(nice)))})
+		// absolute, so it is the daemon's plus nice. The unit is a cgroup
+		// of its own, weighed against remoted.service by CPUWeight= (100
+		// each by default), not by its processes' nice values: it gets the
+		// weight a process nice makes (1.25 times less per step).
+		props = append(props,
+			sdbus.Property{Name: "Nice", Value: godbus.MakeVariant(int32(unitNice(nice)))},
+			sdbus.Property{Name: "CPUWeight", Value: godbus.MakeVariant(unitCPUWeight(nice))})
 	}
 	return props
 }

@@ -27,14 +27,22 @@ func ownNice(t *testing.T) int {
 // niceScript prints, as a run.completed line, the nice value of the
 // shell (the launched process) and of a process it starts.
 const niceScript = `read -r s < /proc/$$/stat; set -- ${s#*) }; own=${17}; ` +
-	`sleep 0.01 & read -r s < /proc/$!/stat; set -- ${s#*) }; kid=${17}; wait; echo "run.completed $own $kid"`
+	`sleep 0.01 & read -r s < /proc/$!/stat; set -- ${s#*) }; kid=${17}; wait; ` +
+	`ag=$(cat /proc/$$/autogroup 2>/dev/null); echo "run.completed $own $kid ${ag##* }"`
 
 // TestAgentCLIsRunNicer: with [agent] nice = 7, a CLI started directly
 // and one started under remote-shim, and what each of them starts, run at
 // the daemon's nice value plus 7 — while the API is answered at the
-// daemon's own.
+// daemon's own. A shim's session (a scheduling entity of its own under
+// the kernel's autogroups) is 7 nicer than the daemon's too.
 func TestAgentCLIsRunNicer(t *testing.T) {
 	want := strconv.Itoa(min(ownNice(t)+7, 19))
+	ownGroup, groupWant := "", ""
+	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+		f := strings.Fields(string(b))
+		n, _ := strconv.Atoi(f[len(f)-1])
+		ownGroup, groupWant = strconv.Itoa(n), strconv.Itoa(min(n+7, 19))
+	}
 	shim := hostShim(t)
 	shim.Nice = 7
 	for name, tc := range map[string]struct {
@@ -49,11 +57,14 @@ func TestAgentCLIsRunNicer(t *testing.T) {
 			var evs []providers.Event
 			err := RunProcess(tc.ctx(context.Background()), tc.l, providers.Command{Path: "sh", Args: []string{"-c", niceScript},
 				Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/"}, lineParser, func(e providers.Event) { evs = append(evs, e) }, ProcessOptions{})
-			w := want
+			w, g := want, ownGroup
 			if tc.l.Nice == 0 && tc.l.Shim == nil {
 				w = strconv.Itoa(ownNice(t))
 			}
-			if got, exp := summary(evs), "run.completed["+w+" "+w+"];"; err != nil || got != exp {
+			if tc.l.Shim != nil {
+				g = groupWant
+			}
+			if got, exp := summary(evs), "run.completed["+w+" "+w+" "+g+"];"; err != nil || got != exp {
 				t.Fatalf("events %s, %v; want %s", got, err, exp)
 			}
 		})

@@ -367,6 +367,15 @@ func TestUnitProperties(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("properties %v", got)
 	}
+	// [agent] nice = 10: the run's unit is 10 nicer than the daemon and
+	// weighs 11 against remoted.service's 100.
+	got = map[string]string{}
+	for _, p := range unitProperties("/b", "r1", "/d", "", 10) {
+		got[p.Name] = p.Value.Signature().String() + " " + fmt.Sprint(p.Value.Value())
+	}
+	if w := "i " + strconv.Itoa(min(ownNice(t)+10, 19)); got["Nice"] != w || got["CPUWeight"] != "t 11" {
+		t.Errorf("nice properties: Nice %q CPUWeight %q, want %q and \"t 11\"", got["Nice"], got["CPUWeight"], w)
+	}
 	if n := UnitName("r1"); n != "remote-run-r1.service" {
 		t.Errorf("unit name %q", n)
 	}
