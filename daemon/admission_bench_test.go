@@ -25,6 +25,10 @@ import (
 // stale answer (refreshed in the background) rather than a fresh one.
 const admissionTTL = time.Second
 
+// benchNice is remoted's default [agent] nice: the CLIs and their
+// readiness checks run that much nicer than the daemon.
+const benchNice = 10
+
 // BenchmarkPromptAdmission: loose-chat prompts to a fresh daemon (the real
 // Claude Code CLI, the real Codex app-server, against the fake model
 // servers), each sent once the previous run has ended; the readiness TTL
@@ -48,7 +52,7 @@ func BenchmarkPromptAdmission(b *testing.B) {
 		bin := testkit.ClaudeBinary(b)
 		fake := fakeanthropic.New(b)
 		benchAdmission(b, prompts, "claude", func() providers.Provider {
-			return claude.New(providers.AdapterConfig{Binary: bin, Host: &runner.HostLauncher{}, ReadyTTL: admissionTTL,
+			return claude.New(providers.AdapterConfig{Binary: bin, Host: &runner.HostLauncher{Nice: benchNice}, ReadyTTL: admissionTTL,
 				Env: map[string]string{"HOME": b.TempDir(), "ANTHROPIC_BASE_URL": fake.URL, "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
 					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}})
 		})
@@ -66,7 +70,7 @@ func BenchmarkPromptAdmission(b *testing.B) {
 			if err := fakeopenai.WriteCodexConfig(codexHome, fakeopenai.CodexConfig{BaseURL: model.URL}); err != nil {
 				b.Fatal(err)
 			}
-			return codex.NewWithOptions(providers.AdapterConfig{Binary: bin, Host: &runner.HostLauncher{}, ReadyTTL: admissionTTL,
+			return codex.NewWithOptions(providers.AdapterConfig{Binary: bin, Host: &runner.HostLauncher{Nice: benchNice}, ReadyTTL: admissionTTL,
 				Env: map[string]string{"CODEX_HOME": codexHome, "HOME": b.TempDir(), "FAKE_OPENAI_API_KEY": "test-key"}},
 				codex.Options{ModelsTTL: admissionTTL})
 		})
