@@ -37,11 +37,20 @@ const niceScript = `read -r s < /proc/$$/stat; set -- ${s#*) }; own=${17}; ` +
 // the kernel's autogroups) is 7 nicer than the daemon's too.
 func TestAgentCLIsRunNicer(t *testing.T) {
 	want := strconv.Itoa(min(ownNice(t)+7, 19))
+	// A process in init's session (as under a CI runner that never calls
+	// setsid) has an empty autogroup file: it is in the kernel's default
+	// group, whose nice value counts as 0. A shim's new session gets an
+	// autogroup of its own all the same.
 	ownGroup, groupWant := "", ""
 	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
-		f := strings.Fields(string(b))
-		n, _ := strconv.Atoi(f[len(f)-1])
-		ownGroup, groupWant = strconv.Itoa(n), strconv.Itoa(min(n+7, 19))
+		n := 0
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ownGroup = f[len(f)-1]
+			if n, err = strconv.Atoi(ownGroup); err != nil {
+				t.Fatalf("/proc/self/autogroup is %q", b)
+			}
+		}
+		groupWant = strconv.Itoa(min(n+7, 19))
 	}
 	shim := hostShim(t)
 	shim.Nice = 7
