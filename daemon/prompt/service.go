@@ -20,6 +20,7 @@ import (
 	"remote/daemon/runhub"
 	"remote/daemon/storageguard"
 	"remote/daemon/store"
+	"remote/daemon/store/eventjson"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
 	"remote/providers"
@@ -495,7 +496,7 @@ func (e *emitter) emit(ev providers.Event) {
 	if !ok || e.capped || e.broken.Load() {
 		return
 	}
-	if n := store.EventSize(ce); e.limit > 0 && e.used+n > e.limit {
+	if n := eventjson.Size(ce); e.limit > 0 && e.used+n > e.limit {
 		e.capped = true
 		e.stop(&runStopped{msg: e.limitMsg})
 		return
@@ -509,7 +510,7 @@ func (e *emitter) emit(ev providers.Event) {
 
 func (e *emitter) appendLocked(ev api.Event, mark *store.RunMark) {
 	e.lastType = ev.Type
-	e.used += store.EventSize(ev)
+	e.used += eventjson.Size(ev)
 	if h := e.held; h != nil {
 		e.held = nil
 		e.storeLocked(*h, e.heldMark)

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"remote/api"
+	"remote/daemon/store/eventjson"
 )
 
 // maxEventBytes bounds one stored event's JSON encoding.
@@ -321,7 +322,7 @@ func decodeEvent(key, val []byte) (api.Event, error) {
 	if seq <= 0 {
 		return ev, fmt.Errorf("event seq %d: %w", seq, ErrCorrupt)
 	}
-	if err := unmarshalEvent(val, &ev); err != nil {
+	if err := eventjson.Unmarshal(val, &ev); err != nil {
 		return api.Event{}, fmt.Errorf("event %d: %w: %v", seq, ErrCorrupt, err)
 	}
 	if ev.Type == "" {

@@ -1,4 +1,11 @@
-package store
+// Package eventjson decodes and sizes chat events as the store writes them:
+// a decoder exactly equal to encoding/json's for an api.Event, fast for the
+// canonical form json.Marshal writes (replay is dominated by decoding), and
+// the size estimate a run's byte budget uses.
+//
+// It builds on api and the standard library only: never the store itself,
+// the daemon or anything with state.
+package eventjson
 
 import (
 	"encoding/json"
@@ -8,23 +15,23 @@ import (
 	"remote/api"
 )
 
-// unmarshalEvent decodes one event's JSON exactly as json.Unmarshal into an
+// Unmarshal decodes one event's JSON exactly as json.Unmarshal into an
 // api.Event would, but fast for the canonical form the store itself writes
 // (json.Marshal output: exact field names, plain integers, no nulls): replay
 // is dominated by decoding, and reflection costs several times more. Any
 // input outside that form takes json.Unmarshal, so results and errors never
 // differ from it (FuzzUnmarshalEvent checks this).
-func unmarshalEvent(data []byte, ev *api.Event) error {
-	if fastEvent(data, ev) {
+func Unmarshal(data []byte, ev *api.Event) error {
+	if fast(data, ev) {
 		return nil
 	}
 	*ev = api.Event{}
 	return json.Unmarshal(data, ev)
 }
 
-// fastEvent decodes data into ev if it is in the canonical form and reports
+// fast decodes data into ev if it is in the canonical form and reports
 // whether it did; on false, ev holds garbage.
-func fastEvent(d []byte, ev *api.Event) bool {
+func fast(d []byte, ev *api.Event) bool {
 	*ev = api.Event{}
 	i := skipWS(d, 0)
 	if i >= len(d) || d[i] != '{' {
@@ -281,10 +288,10 @@ func skipWS(d []byte, i int) int {
 	return i
 }
 
-// EventSize approximates the stored size of ev (its JSON without seq):
+// Size approximates the stored size of ev (its JSON without seq):
 // the variable fields plus a fixed allowance for keys and framing, for a
 // run's byte budget, without encoding it.
-func EventSize(ev api.Event) int64 {
+func Size(ev api.Event) int64 {
 	n := 48 + len(ev.Type)
 	for _, f := range []string{ev.TurnID, ev.Text, ev.MessageID, ev.ID, ev.Name, ev.Output, ev.ToolName, ev.Subtype,
 		ev.SessionID, ev.Provider, ev.Message, ev.InteractionID, ev.Status} {

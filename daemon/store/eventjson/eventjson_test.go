@@ -1,4 +1,4 @@
-package store
+package eventjson
 
 import (
 	"encoding/json"
@@ -35,14 +35,14 @@ func TestUnmarshalEventMatchesEncodingJSON(t *testing.T) {
 	check := func(doc string) {
 		t.Helper()
 		var got, want api.Event
-		gerr := unmarshalEvent([]byte(doc), &got)
+		gerr := Unmarshal([]byte(doc), &got)
 		werr := json.Unmarshal([]byte(doc), &want)
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
-			t.Errorf("unmarshalEvent(%q) error %v, encoding/json %v", doc, gerr, werr)
+			t.Errorf("Unmarshal(%q) error %v, encoding/json %v", doc, gerr, werr)
 			return
 		}
 		if gerr == nil && !reflect.DeepEqual(got, want) {
-			t.Errorf("unmarshalEvent(%q) = %+v, encoding/json %+v", doc, got, want)
+			t.Errorf("Unmarshal(%q) = %+v, encoding/json %+v", doc, got, want)
 		}
 	}
 	for _, doc := range eventCorpus {
@@ -75,7 +75,7 @@ func TestCanonicalEventsTakeTheFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got api.Event
-		if !fastEvent(b, &got) {
+		if !fast(b, &got) {
 			t.Errorf("canonical event %s does not take the fast path", b)
 			continue
 		}
@@ -87,8 +87,8 @@ func TestCanonicalEventsTakeTheFastPath(t *testing.T) {
 	// fast too.
 	for _, doc := range []string{`{"t":0,"type":"x"}`, `{"seq":-0,"type":"x"}`, `{"t":0}`, `{"isError":false,"running":false}`} {
 		var ev api.Event
-		if !fastEvent([]byte(doc), &ev) || ev.T != 0 || ev.Seq != 0 || ev.IsError || ev.Running {
-			t.Errorf("fastEvent(%q) declined or wrong: %+v", doc, ev)
+		if !fast([]byte(doc), &ev) || ev.T != 0 || ev.Seq != 0 || ev.IsError || ev.Running {
+			t.Errorf("fast(%q) declined or wrong: %+v", doc, ev)
 		}
 	}
 	// Forms encoding/json must judge: the fast path declines them.
@@ -97,13 +97,44 @@ func TestCanonicalEventsTakeTheFastPath(t *testing.T) {
 		var ev api.Event
 		if strings.Contains(doc, `\u00e9`) {
 			// Escaped strings are unquoted by encoding/json within the fast path.
-			if !fastEvent([]byte(doc), &ev) || ev.Text != "é" {
-				t.Errorf("fastEvent(%q) = %+v", doc, ev)
+			if !fast([]byte(doc), &ev) || ev.Text != "é" {
+				t.Errorf("fast(%q) = %+v", doc, ev)
 			}
 			continue
 		}
-		if fastEvent([]byte(doc), &ev) {
-			t.Errorf("fastEvent(%q) took the fast path: %+v", doc, ev)
+		if fast([]byte(doc), &ev) {
+			t.Errorf("fast(%q) took the fast path: %+v", doc, ev)
 		}
 	}
+}
+
+// FuzzUnmarshalEvent checks the fast event decoder against encoding/json:
+// the same event, or both fail.
+func FuzzUnmarshalEvent(f *testing.F) {
+	for _, ev := range []api.Event{
+		{Seq: 3, T: 1700000000000, Type: "assistant_text", MessageID: "m", Text: "héllo \"x\"\n"},
+		{Type: "tool_use_start", ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls","n":[1,2.5e3,null,true]}`)},
+		{Type: "tool_use_end", ID: "t1", Output: "out", IsError: true},
+		{Type: "complete", Usage: json.RawMessage(`{"input_tokens":3}`), Running: true, Data: json.RawMessage(`"s"`)},
+		{Seq: 4, Type: "checkpoint", Snapshot: "rc-0123456789ab-3", Project: "p"},
+	} {
+		raw, _ := json.Marshal(ev)
+		f.Add(raw)
+	}
+	for _, s := range []string{`{}`, ` { "type" : "x" } `, `{"Type":"x"}`, `{"seq":1.0}`, `{"seq":01}`, `{"t":-0}`,
+		`{"text":null}`, `{"input":null}`, `{"type":"a","type":"b"}`, `{"data":{]}`, `{"running":truex}`, `{"x":1}`,
+		`{"type":"\u00e9\ud800"}`, "{\"text\":\"\xff\"}", `{"seq":99999999999999999999}`, `[]`, `{"type":"x"} {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want, got api.Event
+		werr := json.Unmarshal(data, &want)
+		gerr := Unmarshal(data, &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%q: encoding/json error %v, fast error %v", data, werr, gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q:\nencoding/json %+v\nfast          %+v", data, want, got)
+		}
+	})
 }
