@@ -24,6 +24,9 @@ type Store interface {
 	// AppendAsyncAt is AppendAsyncIf that also stores the run's position
 	// (runs that outlive the daemon).
 	AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error))
+	// OnAppend announces every committed append in commit order (the run
+	// hub broadcasts from it).
+	OnAppend(fn func(chatID string, evs []api.Event))
 	// PutRun, SetRunShim, Run and Runs keep the record of each run in
 	// flight; it goes with the chat's running mark.
 	PutRun(chatID string, rec store.RunRecord) error

@@ -40,9 +40,13 @@ var (
 	ErrSlowSubscriber = errors.New("subscriber too slow to keep up")
 )
 
-// Store is what the hub needs of the store: appends and paged event reads.
-// *store.Store implements it.
+// Store is what the hub needs of the store: appends, paged event reads and
+// the announcement of every append in commit order, which the hub
+// broadcasts. *store.Store implements it.
 type Store interface {
+	// OnAppend adds fn to the functions called, in commit order, with the
+	// events of every committed append (store OnAppend).
+	OnAppend(fn func(chatID string, evs []api.Event))
 	// AppendAsyncAt stores ev (only if cond, when not nil) with the run
 	// position mark (when not nil) in one transaction.
 	AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, cond func() bool, done func(api.Event, error))
@@ -126,7 +130,25 @@ func NewHub(st Store, log hclog.Logger, m *metrics.Metrics, queueLen int) *Hub {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Hub{store: st, log: log, metrics: m, queueLen: queueLen, rooms: map[string]*room{}}
+	h := &Hub{store: st, log: log, metrics: m, queueLen: queueLen, rooms: map[string]*room{}}
+	st.OnAppend(h.broadcastAppended)
+	return h
+}
+
+// broadcastAppended broadcasts events as the store commits them. The store
+// calls it in commit order, before any later commit is written, so a
+// follower gets a chat's events in seq order whichever goroutine stored
+// them: a caller that broadcast after its own transaction returned could
+// be overtaken by the group committer's next event, and the follower,
+// which skips every seq it has passed, would miss the earlier one.
+func (h *Hub) broadcastAppended(chatID string, evs []api.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.rooms[chatID]; r != nil {
+		for _, ev := range evs {
+			h.broadcastLocked(r, ev)
+		}
+	}
 }
 
 func (h *Hub) roomLocked(chatID string) *room {
@@ -264,7 +286,6 @@ func (h *Hub) AppendAsyncAt(chatID string, ev api.Event, mark *store.RunMark, co
 			h.metrics.AppendFailed()
 		default:
 			h.metrics.EventAppended()
-			h.Broadcast(chatID, stored)
 			for _, fn := range h.observers {
 				fn(chatID, stored)
 			}
@@ -292,12 +313,12 @@ func (h *Hub) Append(chatID string, ev api.Event) (api.Event, error) {
 }
 
 // Stored announces events the caller stored itself (in a transaction of
-// its own, e.g. a run's end with its chat): each is counted, broadcast and
-// handed to the observers, as AppendAsync does for its events.
+// its own, e.g. a run's end with its chat): each is counted and handed to
+// the observers, as AppendAsync does for its events. The store has
+// broadcast them already, in commit order.
 func (h *Hub) Stored(chatID string, evs ...api.Event) {
 	for _, ev := range evs {
 		h.metrics.EventAppended()
-		h.Broadcast(chatID, ev)
 		for _, fn := range h.observers {
 			fn(chatID, ev)
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"remote/api"
 	"remote/daemon/metrics"
@@ -223,5 +225,72 @@ func TestSubscriptionSyncIsTruthfulAndOrdered(t *testing.T) {
 	want := []string{"sync:false", "sync:false", "sync:true", "sync:true", "sync:true", "sync:false", "sync:false"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("syncs %v, want %v (after replay, own idle, run start, own while running, Hub.Sync, closing, own idle)", got, want)
+	}
+}
+
+// TestFollowerGetsEventsStoredBesideARun: an event stored in a transaction
+// of its own (a queued prompt, a run's end: UpdateChatAndAppend) and a
+// run's event group-committed right after it reach a follower in seq
+// order, both of them, even when the goroutine that stored the first is
+// slow to announce it. (Broadcast by its caller after the transaction
+// returned, the first was overtaken by the second, and the follower,
+// which skips every seq it has passed, never got it.)
+func TestFollowerGetsEventsStoredBesideARun(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	const chat = "abcd"
+	if err := st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	// The store announces in registration order: this one runs before the
+	// hub's and stalls the announcement of the queued event until the
+	// run's event is committed, or 300 ms when the store (rightly) holds
+	// every later commit back until the announcement is done.
+	slow, committed := make(chan struct{}), make(chan struct{})
+	st.OnAppend(func(_ string, evs []api.Event) {
+		switch evs[0].Type {
+		case api.EventQueued:
+			close(slow)
+			select {
+			case <-committed:
+			case <-time.After(300 * time.Millisecond):
+			}
+		case api.EventAssistantText:
+			close(committed)
+		}
+	})
+	h := NewHub(st, nil, nil, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	sub := h.Subscribe(chat)
+	defer sub.Close()
+	got := make(chan []string, 1)
+	go func() {
+		var seen []string
+		err := h.followSub(ctx, sub, 0, nil, func(ev api.Event) error {
+			if ev.Seq > 0 {
+				seen = append(seen, fmt.Sprintf("%d %s", ev.Seq, ev.Type))
+			}
+			if len(seen) == 2 {
+				return errDone
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			seen = append(seen, fmt.Sprintf("(no more events, follow ended with %v)", err))
+		}
+		got <- seen
+	}()
+	go func() {
+		if _, _, err := st.UpdateChatAndAppend(chat, func(*api.Chat) ([]api.Event, error) {
+			return []api.Event{{Type: api.EventQueued, ID: "q1"}}, nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}()
+	<-slow
+	h.AppendAsync(chat, api.Event{Type: api.EventAssistantText, Text: "hi"}, nil)
+	if seen, want := <-got, []string{"1 queued", "2 assistant_text"}; !slices.Equal(seen, want) {
+		t.Fatalf("the follower got %q, want %q", seen, want)
 	}
 }

@@ -370,7 +370,7 @@ func (g *Guard) forgetLocked(chatID string) {
 }
 
 // applyLocked writes r in one transaction, only while the chat is still
-// marked running (so a retry after a success writes nothing), and
+// marked running (so a retry after a success writes nothing); the store
 // broadcasts what it stored. A chat that is gone or no longer running
 // needs nothing.
 func (g *Guard) applyLocked(chatID string, r repair) error {
@@ -399,9 +399,8 @@ func (g *Guard) applyLocked(chatID string, r repair) error {
 		g.metrics.AppendFailed()
 		return err
 	}
-	for _, ev := range evs {
-		g.metrics.EventAppended()
-		g.hub.Broadcast(chatID, ev)
+	for range evs {
+		g.metrics.EventAppended() // the store broadcast them (runhub)
 	}
 	if !g.hub.Running(chatID) {
 		// Stored after the run's closing sync (a retried repair): clients

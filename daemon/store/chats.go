@@ -144,47 +144,49 @@ func (s *Store) changeChat(id string, before func(tx *bolt.Tx, c *api.Chat) erro
 	if err := checkChatID(id); err != nil {
 		return c, nil, err
 	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketChats)
-		if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
-			return err
-		}
-		if before != nil {
-			if err := before(tx, &c); err != nil {
+	err := s.logged(func() error {
+		return s.update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketChats)
+			if err := getJSON(b, []byte(id), &c, fmt.Sprintf("chat %q", id)); err != nil {
 				return err
 			}
-		}
-		queued := c.Queued
-		evs, err := fn(&c)
-		if err != nil {
-			return err
-		}
-		if c.ID != id {
-			return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
-		}
-		c.Queued = queued
-		if err := putJSON(b, []byte(id), c); err != nil {
-			return err
-		}
-		if !c.Running {
-			if err := dropRun(tx, []byte(id)); err != nil {
+			if before != nil {
+				if err := before(tx, &c); err != nil {
+					return err
+				}
+			}
+			queued := c.Queued
+			evs, err := fn(&c)
+			if err != nil {
 				return err
 			}
-		}
-		if len(evs) == 0 {
-			return nil
-		}
-		p, err := newPending(id, evs)
-		if err != nil {
-			return err
-		}
-		w := newLogWriter(tx)
-		if err := w.put(id, p.evs, p.vals); err != nil {
-			return err
-		}
-		out = p.evs
-		return w.finish()
-	})
+			if c.ID != id {
+				return fmt.Errorf("update chat %q: %w: id changed to %q", id, ErrInvalid, clip(c.ID))
+			}
+			c.Queued = queued
+			if err := putJSON(b, []byte(id), c); err != nil {
+				return err
+			}
+			if !c.Running {
+				if err := dropRun(tx, []byte(id)); err != nil {
+					return err
+				}
+			}
+			if len(evs) == 0 {
+				return nil
+			}
+			p, err := newPending(id, evs)
+			if err != nil {
+				return err
+			}
+			w := newLogWriter(tx)
+			if err := w.put(id, p.evs, p.vals); err != nil {
+				return err
+			}
+			out = p.evs
+			return w.finish()
+		})
+	}, func() { s.appended(id, out) })
 	if err != nil {
 		return api.Chat{}, nil, err
 	}

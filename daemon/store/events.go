@@ -168,31 +168,38 @@ func (s *Store) commitLoop() {
 
 func (s *Store) commit(batch []*pending) {
 	errs := make([]error, len(batch))
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		chats := tx.Bucket(bucketChats)
-		w := newLogWriter(tx)
-		for i, p := range batch {
-			errs[i] = nil
-			if chats.Get([]byte(p.chat)) == nil {
-				errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrNotFound)
-				continue
-			}
-			if p.cond != nil && !p.cond() {
-				errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrSkipped)
-				continue
-			}
-			if err := w.put(p.chat, p.evs, p.vals); err != nil {
-				return err
-			}
-			if p.mark != nil {
-				if err := putMark(tx, []byte(p.chat), *p.mark); err != nil {
+	err := s.logged(func() error {
+		return noSpace(s.db.Update(func(tx *bolt.Tx) error {
+			chats := tx.Bucket(bucketChats)
+			w := newLogWriter(tx)
+			for i, p := range batch {
+				errs[i] = nil
+				if chats.Get([]byte(p.chat)) == nil {
+					errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrNotFound)
+					continue
+				}
+				if p.cond != nil && !p.cond() {
+					errs[i] = fmt.Errorf("append to chat %q: %w", p.chat, ErrSkipped)
+					continue
+				}
+				if err := w.put(p.chat, p.evs, p.vals); err != nil {
 					return err
 				}
+				if p.mark != nil {
+					if err := putMark(tx, []byte(p.chat), *p.mark); err != nil {
+						return err
+					}
+				}
+			}
+			return w.finish()
+		}))
+	}, func() {
+		for i, p := range batch {
+			if errs[i] == nil {
+				s.appended(p.chat, p.evs)
 			}
 		}
-		return w.finish()
 	})
-	err = noSpace(err)
 	if err != nil {
 		s.log.Error("append transaction failed", "events", len(batch), "error", err)
 	}

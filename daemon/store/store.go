@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"remote/api"
 	"remote/internal/errdefs"
 )
 
@@ -130,6 +131,12 @@ type Store struct {
 	closed bool
 
 	onChange atomic.Pointer[func(Change)]
+
+	// appendMu is held by every write that appends to a chat's log, from
+	// before its transaction until its events are announced (OnAppend):
+	// the announcements come in commit order.
+	appendMu sync.Mutex
+	onAppend []func(chatID string, evs []api.Event)
 }
 
 // Open opens or creates the store file at path (mode 0600), creates its
@@ -240,6 +247,19 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 		return ErrClosed
 	}
 	return noSpace(s.db.Update(fn))
+}
+
+// logged runs write, a write that may append to chat logs, holding
+// appendMu from before it until announce, run only when write succeeded,
+// has returned: announcements come in commit order (OnAppend).
+func (s *Store) logged(write func() error, announce func()) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if err := write(); err != nil {
+		return err
+	}
+	announce()
+	return nil
 }
 
 // view runs fn in a read transaction unless the store is closed.
