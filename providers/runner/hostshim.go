@@ -163,7 +163,7 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	}
 	if c.Nice != 0 {
 		if err := niceSession(cmd.Process.Pid, c.Nice); err != nil {
-			c.logger().Warn("the run's shim runs at the daemon's priority", "error", err)
+			c.logger().Warn("the run's session weighs as much as the daemon's (its processes are niced all the same)", "error", err)
 		}
 	}
 	exited := make(chan struct{})

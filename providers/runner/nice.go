@@ -52,25 +52,34 @@ func startNice(c *exec.Cmd, nice int, hold <-chan struct{}) error {
 // id changes only that thread.
 func raiseNice(n int) error {
 	tid := unix.Gettid()
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	v, err := nicer(tid, n)
 	if err != nil {
-		return fmt.Errorf("read the nice value of thread %d: %w", tid, err)
+		return err
 	}
-	cur := 20 - prio // the system call answers 20 - nice
-	if err := unix.Setpriority(unix.PRIO_PROCESS, tid, min(cur+n, 19)); err != nil {
-		return fmt.Errorf("set nice value %d: %w", min(cur+n, 19), err)
+	if err := unix.Setpriority(unix.PRIO_PROCESS, tid, v); err != nil {
+		return fmt.Errorf("set nice value %d: %w", v, err)
 	}
 	return nil
 }
 
 // unitNice is the absolute nice value of a run's unit: the daemon's own
-// plus n, at most 19.
+// plus n, at most 19 (n itself when the daemon's cannot be read).
 func unitNice(n int) int {
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	v, err := nicer(0, n)
 	if err != nil {
 		return min(n, 19)
 	}
-	return min(20-prio+n, 19)
+	return v
+}
+
+// nicer is thread (0: the calling process's main thread) tid's nice value
+// plus n, at most 19.
+func nicer(tid, n int) (int, error) {
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		return 0, fmt.Errorf("read the nice value of thread %d: %w", tid, err)
+	}
+	return min(20-prio+n, 19), nil // the system call answers 20 - nice
 }
 
 // unitCPUWeight is the CPUWeight= of a run's unit n steps nicer than the
