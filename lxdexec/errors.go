@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error classes. Test with errors.Is; the concrete *Error (errors.As) carries
@@ -18,6 +19,9 @@ var (
 	// ErrConflict: the object already exists (HTTP 409, or LXD 5.0's
 	// 202-then-failed operation saying "already exists").
 	ErrConflict error = &marked{"lxd: already exists", classConflict}
+	// ErrBusy: another operation (a stop, a start...) held the instance and
+	// kept it past the wait (LXD: "Instance is busy running a ... operation").
+	ErrBusy error = &marked{"lxd: instance busy", classConflict}
 	// ErrPreconditionFailed: the If-Match ETag no longer matches (HTTP 412);
 	// re-read and retry.
 	ErrPreconditionFailed = errors.New("lxd: etag mismatch")
@@ -89,6 +93,8 @@ func (e *Error) Is(target error) bool {
 		return e.StatusCode == http.StatusNotFound
 	case ErrConflict:
 		return e.StatusCode == http.StatusConflict
+	case ErrBusy:
+		return strings.Contains(e.Message, "is busy running a")
 	case ErrPreconditionFailed:
 		return e.StatusCode == http.StatusPreconditionFailed
 	case ErrForbidden:
@@ -126,5 +132,6 @@ func (m *marked) Unavailable() bool { return m.class == classUnavailable }
 // NotFound reports whether LXD answered that the object does not exist.
 func (e *Error) NotFound() bool { return e.Is(ErrNotFound) }
 
-// Conflict reports whether LXD answered that the object already exists.
-func (e *Error) Conflict() bool { return e.Is(ErrConflict) }
+// Conflict reports whether LXD answered that the object already exists or
+// that another operation holds the instance.
+func (e *Error) Conflict() bool { return e.Is(ErrConflict) || e.Is(ErrBusy) }

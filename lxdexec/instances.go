@@ -269,7 +269,7 @@ const busyWait = 30 * time.Second
 // last answer) says another operation holds the instance; it returns the
 // last answer, or that answer unchanged when ctx ends.
 func waitBusy(ctx context.Context, err error, do func() error) error {
-	for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); instanceBusy(err) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
+	for delay, deadline := 50*time.Millisecond, time.Now().Add(busyWait); errors.Is(err, ErrBusy) && time.Now().Before(deadline); delay = min(2*delay, time.Second) {
 		select {
 		case <-ctx.Done():
 			return err
@@ -278,13 +278,6 @@ func waitBusy(ctx context.Context, err error, do func() error) error {
 		err = do()
 	}
 	return err
-}
-
-// instanceBusy reports whether LXD refused a request because another
-// operation holds the instance.
-func instanceBusy(err error) bool {
-	var lerr *Error
-	return errors.As(err, &lerr) && strings.Contains(lerr.Message, "is busy running a")
 }
 
 // actionStatus is the status each state action leaves the instance in.

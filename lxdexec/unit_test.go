@@ -1161,6 +1161,24 @@ func TestFaultDeleteWhileStopLockLingers(t *testing.T) {
 	}
 }
 
+// TestFaultDeleteStillBusyIsAConflict: an instance another operation
+// holds past the wait is a conflict (the daemon answers 409 with LXD's
+// reason), not an internal error, and never "already exists".
+func TestFaultDeleteStillBusyIsAConflict(t *testing.T) {
+	f := newFake(t, nil)
+	deletes := busyThenDone(f, "DELETE /1.0/instances/c1", "delete")
+	deletes.Store(-1000)
+	c := f.client(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := c.DeleteInstance(ctx, "c1")
+	var conflict interface{ Conflict() bool }
+	if !errors.Is(err, ErrBusy) || !errors.As(err, &conflict) || !conflict.Conflict() || errors.Is(err, ErrConflict) ||
+		!strings.Contains(err.Error(), `delete instance "c1": lxd DELETE /1.0/instances/c1: 400 Failed to create instance delete operation: Instance is busy running a "stop" operation`) {
+		t.Fatalf("delete of an instance still busy: %v", err)
+	}
+}
+
 // TestFaultInstanceBusy: LXD refuses a start while the lock of a stop made
 // just before (outside the daemon) still holds the instance; SetState
 // waits for it instead of failing the prompt that needed the container.
