@@ -242,7 +242,9 @@ func (s *server) handle(c net.Conn) {
 			s.opts.Logf("start: %v", err)
 			_ = writeJSONLine(c, Info{Version: ProtocolVersion, Error: err.Error()})
 			c.Close()
-			s.release() // nothing runs: clean up
+			if !errors.Is(err, errAlreadyStarted) {
+				s.release() // nothing runs: clean up
+			}
 			return
 		}
 	}
@@ -480,11 +482,15 @@ func sendSpool(c net.Conn, f *os.File, typ byte, off, n int64) error {
 }
 
 // start starts the CLI of spec.
+// errAlreadyStarted refuses a second start request: the first one runs
+// (or ran) the shim's only CLI.
+var errAlreadyStarted = errors.New("the CLI was already started")
+
 func (s *server) start(spec Spec) error {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
-		return errors.New("the CLI was already started")
+		return errAlreadyStarted
 	}
 	s.started = true // one start only, even a failed one
 	s.mu.Unlock()

@@ -314,6 +314,20 @@ func TestRefusals(t *testing.T) {
 	if _, err := Start(context.Background(), dial(t, dir), Spec{Path: "true"}); err == nil || !strings.Contains(err.Error(), "already started") {
 		t.Fatalf("second start: %v", err)
 	}
+	// The refused start leaves the running CLI alone: it was once taken
+	// for a failed start, and the shim killed the CLI and removed its
+	// directory.
+	select {
+	case <-cl.Done():
+		t.Fatal("the running CLI's client ended after a refused second start")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := cl.WriteStdin([]byte("still here\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(cl.Stdout()).ReadString('\n'); line != "still here\n" {
+		t.Fatalf("the CLI after a refused second start: %q, %v", line, err)
+	}
 	if err := Serve(ServeOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("second Serve on the same directory: %v", err)
 	}
