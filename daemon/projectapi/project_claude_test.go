@@ -278,9 +278,14 @@ func dump(evs []api.Event) string {
 // rewrites the container's credentials as a token refresh would (a valid
 // claudeAiOauth record: sync-back refuses anything else).
 func observeCLI(cl *lxdexec.Client, container string) string {
-	script := `for i in $(seq 1 600); do pid=$(pidof claude) && break; sleep 0.05; done
+	// The run's CLI, by its stream-json flag: a short-lived claude (a
+	// version or login check) may come and go before it.
+	script := `for i in $(seq 1 600); do
+  for p in $(pidof claude); do grep -qa -- --output-format /proc/$p/cmdline 2>/dev/null && pid=$p && break 2; done; sleep 0.05
+done
 [ -n "$pid" ] || exit 1
-tr '\0' '\n' < /proc/$pid/environ; echo "PWD=$(readlink /proc/$pid/cwd)"
+env=$(tr '\0' '\n' < /proc/$pid/environ) || exit 1
+echo "$env"; echo "PWD=$(readlink /proc/$pid/cwd)"
 echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-rotated","expiresAt":4102444800000}}' > /root/.claude/.credentials.json`
 	for range 600 {
 		ex, err := cl.Exec(context.Background(), container, lxdexec.ExecRequest{Command: []string{"sh", "-c", script}})
