@@ -410,17 +410,21 @@ func TestFaultRunByteCap(t *testing.T) {
 }
 
 // failingEnds is the real store, except that while fail is set the
-// one-transaction run-end write fails as a full disk does.
+// one-transaction run-end write (the one that leaves the chat not
+// running) fails as a full disk does, storing nothing.
 type failingEnds struct {
 	Store
 	fail atomic.Bool
 }
 
 func (f *failingEnds) UpdateChatAndAppend(id string, fn func(*api.Chat) ([]api.Event, error)) (api.Chat, []api.Event, error) {
-	if f.fail.Load() {
-		return api.Chat{}, nil, fmt.Errorf("update chat %q: %w: write remoted.db: no space left on device", id, store.ErrNoSpace)
-	}
-	return f.Store.UpdateChatAndAppend(id, fn)
+	return f.Store.UpdateChatAndAppend(id, func(c *api.Chat) ([]api.Event, error) {
+		evs, err := fn(c)
+		if err == nil && !c.Running && f.fail.Load() {
+			return nil, fmt.Errorf("update chat %q: %w: write remoted.db: no space left on device", id, store.ErrNoSpace)
+		}
+		return evs, err
+	})
 }
 
 // TestFaultDiskFullUnstoredEnd: when even the run's terminal error cannot

@@ -253,6 +253,9 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 		cancel(nil)
 		return "", fmt.Errorf("start prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
+	// The running mark and the user event are one transaction: one commit
+	// on the prompt's path, and never a chat marked running without its
+	// prompt. The store broadcasts the event in commit order.
 	now := time.Now()
 	mark := func(c *api.Chat) ([]api.Event, error) {
 		c.Running = true
@@ -264,24 +267,19 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 			c.Mode = in.Mode
 		}
 		c.SelectedSkills = slices.Clone(in.Skills)
-		return nil, nil
+		return []api.Event{{Type: api.EventUser, ID: qid, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()}}, nil
 	}
+	var user []api.Event
 	if qid == "" {
-		chat, err = s.store.UpdateChat(chatID, func(c *api.Chat) error { _, err := mark(c); return err })
-	} else if chat, _, err = s.store.TakeQueued(chatID, qid, mark); errors.Is(err, store.ErrNotQueued) {
+		chat, user, err = s.store.UpdateChatAndAppend(chatID, mark)
+	} else if chat, user, err = s.store.TakeQueued(chatID, qid, mark); errors.Is(err, store.ErrNotQueued) {
 		err = errQueuedGone
 	}
 	if err == nil {
-		var user api.Event
-		user, err = s.hub.Append(chatID, api.Event{Type: api.EventUser, ID: qid, Text: in.Text, Synthetic: in.Synthetic, T: now.UnixMilli()})
-		if err == nil {
-			started = true
-			go s.run(runCtx, &turn{run: run, chat: chat, p: p, caps: caps, in: in, userSeq: user.Seq})
-			return run.ID, nil
-		}
-		if cerr := s.clearRunning(chatID); cerr != nil {
-			s.guard.ClearRunning(chatID, cerr)
-		}
+		s.hub.Stored(chatID, user...)
+		started = true
+		go s.run(runCtx, &turn{run: run, chat: chat, p: p, caps: caps, in: in, userSeq: user[0].Seq})
+		return run.ID, nil
 	}
 	s.hub.FinishRun(run)
 	cancel(nil)
@@ -374,17 +372,6 @@ func (s *Service) RecoverInterrupted() error {
 // a run stopped by a full disk) is not stored yet; it is retried every
 // storage check and before the chat's next prompt.
 func (s *Service) Unrepaired() []string { return s.guard.Unrepaired() }
-
-func (s *Service) clearRunning(chatID string) error {
-	_, err := s.store.UpdateChat(chatID, func(c *api.Chat) error {
-		c.Running = false
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("clear running mark of chat %s: %w", chatID, err)
-	}
-	return nil
-}
 
 // emitter turns a run's agent events into appended chat events, in emit
 // order, and lets the run wait until all of them are durable.
