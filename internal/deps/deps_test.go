@@ -99,6 +99,8 @@ var rules = []rule{
 		Why: "lxdimage is what the daemon knows of LXD's images: lxdexec, lxdconn and errdefs only"},
 	{From: "remote/internal/testkit/simplestreams", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/config", "remote/web", "remote/client", "remote/api"}, ThirdParty: []string{},
 		Why: "the test image server speaks simplestreams as LXD reads it, independent of the product code it tests: testkit and the standard library only"},
+	{From: "remote/internal/procwait", Never: []string{module}, ThirdParty: []string{"golang.org/x/sys"},
+		Why: "procwait waits for a child's exit through the poller: the standard library and x/sys only"},
 	{From: "remote/internal/revert", Never: []string{module}, ThirdParty: []string{},
 		Why: "revert is LXD's undo-steps pattern: the standard library only"},
 	{From: "remote/internal/lazyre", Never: []string{module}, ThirdParty: []string{},

@@ -13,8 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"remote/internal/procwait"
 	"remote/providers"
 )
 
@@ -251,15 +250,9 @@ func (p *hostProcess) supervise(ctx context.Context, grace, delay time.Duration)
 }
 
 // waitExited blocks until child pid has exited and leaves it unreaped: a
-// zombie keeps its pid, hence its process group id, from being reused.
-func waitExited(pid int) {
-	var info unix.Siginfo
-	for {
-		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); !errors.Is(err, syscall.EINTR) {
-			return
-		}
-	}
-}
+// zombie keeps its pid, hence its process group id, from being reused. It
+// parks its goroutine rather than hold a P in waitid (procwait).
+func waitExited(pid int) { _, _ = procwait.Exited(pid) }
 
 func exitError(err error) error {
 	if err == nil {

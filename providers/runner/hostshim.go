@@ -16,6 +16,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"remote/providers"
+	"remote/internal/procwait"
 	"remote/providers/shim"
 )
 
@@ -168,6 +169,9 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	}
 	exited := make(chan struct{})
 	go func() {
+		// The shim outlives this start: wait for its exit parked, not in
+		// a waitid that holds a P (procwait), then reap it.
+		_, _ = procwait.Exited(cmd.Process.Pid)
 		_ = cmd.Wait()
 		close(exited)
 	}()

@@ -1,11 +1,9 @@
 package shim
 
 import (
-	"errors"
-	"syscall"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"remote/internal/procwait"
 )
 
 // The CLI leads the process group the shim kills (on a cancel, when the
@@ -41,16 +39,9 @@ const (
 // leaving it unreaped (a zombie that keeps its pid, hence its group id,
 // taken).
 func waitExited(pid int) (ExitStatus, error) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return ExitStatus{Code: 255}, err
-		}
-		break
+	info, err := procwait.Exited(pid) // parked, not holding a P in waitid
+	if err != nil {
+		return ExitStatus{Code: 255}, err
 	}
 	c := (*sigchld)(unsafe.Pointer(&info))
 	switch c.code {
