@@ -15,8 +15,8 @@ import (
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 
-	"remote/providers"
 	"remote/internal/procwait"
+	"remote/providers"
 	"remote/providers/shim"
 )
 
