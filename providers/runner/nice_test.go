@@ -28,7 +28,7 @@ func ownNice(t *testing.T) int {
 // shell (the launched process) and of a process it starts.
 const niceScript = `read -r s < /proc/$$/stat; set -- ${s#*) }; own=${17}; ` +
 	`sleep 0.01 & read -r s < /proc/$!/stat; set -- ${s#*) }; kid=${17}; wait; ` +
-	`ag=$(cat /proc/$$/autogroup 2>/dev/null); echo "run.completed $own $kid ${ag##* }"`
+	`ag=$(cat /proc/$$/autogroup 2>/dev/null); ag=${ag##* }; echo "run.completed $own $kid ${ag:-default}"`
 
 // TestAgentCLIsRunNicer: with [agent] nice = 7, a CLI started directly
 // and one started under remote-shim, and what each of them starts, run at
@@ -40,8 +40,9 @@ func TestAgentCLIsRunNicer(t *testing.T) {
 	// A process in init's session (as under a CI runner that never calls
 	// setsid) has an empty autogroup file: it is in the kernel's default
 	// group, whose nice value counts as 0. A shim's new session gets an
-	// autogroup of its own all the same.
-	ownGroup, groupWant := "", ""
+	// autogroup of its own all the same. The script prints "default" for
+	// an empty (or missing) file.
+	ownGroup, groupWant := "default", "default"
 	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
 		n := 0
 		if f := strings.Fields(string(b)); len(f) > 0 {
