@@ -74,8 +74,15 @@ type Client struct {
 	reading bool         // a reader is reading from r
 	ended   bool         // the exit frame arrived or the connection ended
 	status  ExitStatus
-	err     error // why the stream ended before the exit frame
-	dropped bool  // Close was called
+	err     error  // why the stream ended before the exit frame
+	dropped bool   // Close was called
+	wakes   [2]int // times each stream's reader woke from a wait
+}
+
+// wait waits for a change as stream i's reader; c.mu is held.
+func (c *Client) wait(i int) {
+	c.cond.Wait()
+	c.wakes[i]++
 }
 
 // maxBuffered bounds the output read into memory for a stream whose
@@ -180,8 +187,10 @@ func (c *Client) read(i int, p []byte) (int, error) {
 				q[0] = nil
 				c.bufs[i], c.off[i] = q[1:], 0
 			}
+			if c.held[i] >= maxBuffered {
+				c.cond.Broadcast() // the other reader may read into memory again
+			}
 			c.held[i] -= n
-			c.cond.Broadcast()
 			return n, nil
 		}
 		if c.ended {
@@ -191,8 +200,18 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if c.reading {
-			c.cond.Wait()
+			c.wait(i)
 			continue
+		}
+		if i == 1 && c.left == 0 && !c.in[0] && !c.last[0].IsZero() {
+			// The next frame is most likely stdout's, and stdout's reader
+			// comes back for it: leave the connection to it unless it
+			// lags, rather than pass every frame between two goroutines.
+			if wait := stealAfter - time.Since(c.last[0]); wait > 0 {
+				c.wakeIn(wait)
+				c.wait(i)
+				continue
+			}
 		}
 		j := c.cur
 		if c.left > 0 && j != i {
@@ -202,7 +221,7 @@ func (c *Client) read(i int, p []byte) (int, error) {
 				if !c.in[j] && wait > 0 {
 					c.wakeIn(wait)
 				}
-				c.cond.Wait()
+				c.wait(i)
 				continue
 			}
 		}
@@ -230,7 +249,9 @@ func (c *Client) read(i int, p []byte) (int, error) {
 		}
 		c.mu.Lock()
 		c.reading = false
-		c.cond.Broadcast()
+		// Wake the other reader only when it has something to do: a
+		// wake-up per frame (of a reader that finds nothing) costs more
+		// than the frame.
 		switch {
 		case c.ended:
 			// Closed meanwhile: what was read is not delivered after the
@@ -242,12 +263,25 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			c.end(err)
 		case !inFrame:
 			c.header(typ, n)
+			if c.left == 0 || c.cur != i {
+				c.cond.Broadcast()
+			}
 		case buf != nil:
 			c.left = 0
 			c.bufs[j] = append(c.bufs[j], buf)
 			c.held[j] += n
+			c.cond.Broadcast()
 		default:
 			c.left -= n
+			if c.left == 0 && c.in[1-i] {
+				if i == 0 {
+					// Stderr's reader waits: it takes over the
+					// connection if stdout's does not come back.
+					c.wakeIn(stealAfter)
+				} else {
+					c.cond.Broadcast()
+				}
+			}
 			return n, nil
 		}
 	}

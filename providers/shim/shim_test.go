@@ -573,3 +573,31 @@ func TestDemuxReadersOrder(t *testing.T) {
 		cl.Release()
 	})
 }
+
+// TestStdoutFloodLetsStderrReaderSleep: while stdout's reader keeps up
+// with a flood of small frames and stderr is quiet, stderr's reader is
+// not woken for each of stdout's frames (two goroutines passing every
+// frame between them cost the daemon more than the frames: issue 28).
+// It wakes about once per stealAfter at most, to take over the
+// connection should stdout's reader not come back.
+func TestStdoutFloodLetsStderrReaderSleep(t *testing.T) {
+	dir, _ := serveDir(t, ServeOptions{})
+	// 40000 lines, one write(2) each: thousands of frames.
+	began := time.Now()
+	cl := start(t, dir, `i=0; while [ $i -lt 40000 ]; do echo "line $i of a stdout flood"; i=$((i+1)); done`)
+	out, errOut, st, err := drain(t, cl)
+	took := time.Since(began)
+	if err != nil || st.Code != 0 || errOut != "" || strings.Count(out, "\n") != 40000 {
+		t.Fatalf("status %+v, %v; stderr %q; %d lines", st, err, errOut, strings.Count(out, "\n"))
+	}
+	cl.mu.Lock()
+	wakes := cl.wakes
+	cl.mu.Unlock()
+	// Two per stealAfter, and some slack: a machine under load makes the
+	// flood longer, not the bound tighter.
+	if limit := 2*int(took/stealAfter) + 50; wakes[1] > limit {
+		t.Fatalf("stderr's reader woke %d times in %v of a stdout flood (stdout's %d), want at most %d", wakes[1], took, wakes[0], limit)
+	}
+	t.Logf("wakes in %v: stdout %d, stderr %d", took, wakes[0], wakes[1])
+	cl.Release()
+}
