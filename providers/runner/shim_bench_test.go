@@ -16,7 +16,11 @@ import (
 // before remote-shim) and once under the shim, and reports events/s
 // (first to last event) and the first event's latency (from the start,
 // the shim's own start included) of each, and their ratios (shim/direct
-// for events/s, direct/shim for latency; 1 = no overhead).
+// for events/s, direct/shim for latency; 1 = no overhead). The flood and
+// lines children also run, in the same iteration, piped through one more
+// process that only copies (`| cat`): what any relay between the CLI and
+// the daemon costs on this machine, spool or not (relay-events-ratio,
+// cat/direct).
 func BenchmarkShimOverhead(b *testing.B) {
 	const line = `{"type":"assistant.delta","text":"a streamed token or two of an agent answer"}`
 	// flood: 200000 lines written in 8 KiB blocks as fast as the pipes
@@ -31,20 +35,23 @@ func BenchmarkShimOverhead(b *testing.B) {
 	// stream: an agent CLI streaming: 1000 events, one write each, 1 ms
 	// apart (1000 events/s, well above a model's token rate).
 	b.Run("stream", func(b *testing.B) {
-		shimOverheadCmd(b, 1000, childCommand(b, "stream", "CHILD_LINES=1000", "CHILD_EVERY=1ms", "CHILD_LINE="+line))
+		shimOverheadCmd(b, 1000, childCommand(b, "stream", "CHILD_LINES=1000", "CHILD_EVERY=1ms", "CHILD_LINE="+line), nil)
 	})
 }
 
 func shimOverhead(b *testing.B, lines int, script string) {
-	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	relay := providers.Command{Path: "sh", Args: []string{"-c", "(" + script + ") | cat"}, Env: []string{"PATH=" + os.Getenv("PATH")}}
+	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}}, &relay)
 }
 
-func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command) {
+// shimOverheadCmd runs cmd directly and under the shim, and relay (when
+// set) directly, each iteration.
+func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relay *providers.Command) {
 	cfg := &ShimConfig{Binary: testkit.ShimBinary(b), RunsDir: b.TempDir(), Systemd: SystemdNever}
 	parser := fakeParser{parse: func(line []byte) ([]providers.Event, error) {
 		return []providers.Event{{Type: providers.EventAssistantDelta, Text: string(line[9:19])}}, nil
 	}}
-	run := func(shimmed bool) (rate float64, first, fromCLI time.Duration) {
+	run := func(shimmed bool, cmd providers.Command) (rate float64, first, fromCLI time.Duration) {
 		var l providers.Launcher = &HostLauncher{}
 		ctx := context.Background()
 		var slot *providers.RunSlot
@@ -81,18 +88,25 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command) {
 		}
 		return float64(n-1) / t1.Sub(t0).Seconds(), t0.Sub(start), t0.Sub(started)
 	}
-	var dRate, sRate float64
+	var dRate, sRate, rRate float64
 	var dFirst, sFirst, dCLI, sCLI time.Duration
 	for b.Loop() {
-		r, f, c := run(false)
+		r, f, c := run(false, cmd)
 		dRate, dFirst, dCLI = dRate+r, dFirst+f, dCLI+c
-		r, f, c = run(true)
+		r, f, c = run(true, cmd)
 		sRate, sFirst, sCLI = sRate+r, sFirst+f, sCLI+c
+		if relay != nil {
+			r, _, _ = run(false, *relay)
+			rRate += r
+		}
 	}
 	n := float64(b.N)
 	b.ReportMetric(dRate/n, "direct-events/s")
 	b.ReportMetric(sRate/n, "shim-events/s")
 	b.ReportMetric(sRate/dRate, "events-ratio")
+	if relay != nil {
+		b.ReportMetric(rRate/dRate, "relay-events-ratio")
+	}
 	b.ReportMetric(float64(dFirst.Microseconds())/n/1000, "direct-first-ms")
 	b.ReportMetric(float64(sFirst.Microseconds())/n/1000, "shim-first-ms")
 	b.ReportMetric(float64(dFirst)/float64(sFirst), "first-ratio")
