@@ -481,11 +481,11 @@ func sendSpool(c net.Conn, f *os.File, typ byte, off, n int64) error {
 	return err
 }
 
-// start starts the CLI of spec.
 // errAlreadyStarted refuses a second start request: the first one runs
 // (or ran) the shim's only CLI.
 var errAlreadyStarted = errors.New("the CLI was already started")
 
+// start starts the CLI of spec.
 func (s *server) start(spec Spec) error {
 	s.mu.Lock()
 	if s.started {
