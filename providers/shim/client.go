@@ -273,13 +273,14 @@ func (c *Client) read(i int, p []byte) (int, error) {
 			c.cond.Broadcast()
 		default:
 			c.left -= n
-			if c.left == 0 && c.in[1-i] {
-				if i == 0 {
-					// Stderr's reader waits: it takes over the
-					// connection if stdout's does not come back.
-					c.wakeIn(stealAfter)
+			if c.in[1-i] {
+				if i == 1 && c.left == 0 {
+					c.cond.Broadcast() // the connection is stdout's reader's
 				} else {
-					c.cond.Broadcast()
+					// The other reader waits: it takes over the connection
+					// (reading this frame's rest into memory) if this
+					// reader does not come back within stealAfter.
+					c.wakeIn(stealAfter)
 				}
 			}
 			return n, nil

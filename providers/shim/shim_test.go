@@ -601,3 +601,33 @@ func TestStdoutFloodLetsStderrReaderSleep(t *testing.T) {
 	t.Logf("wakes in %v: stdout %d, stderr %d", took, wakes[0], wakes[1])
 	cl.Release()
 }
+
+// TestStderrPassesAStalledStdoutReader: stdout's reader takes a few bytes
+// of a large frame and does not come back; stderr's reader, waiting
+// already, still gets the stderr written after it, by reading the rest of
+// that frame into memory once stdout's reader lags (stealAfter).
+func TestStderrPassesAStalledStdoutReader(t *testing.T) {
+	dir, _ := serveDir(t, ServeOptions{})
+	cl := start(t, dir, `sleep 0.2; head -c 100000 /dev/zero | tr '\0' x; echo; echo err >&2`)
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4)
+		n, _ := io.ReadFull(cl.Stderr(), b)
+		got <- string(b[:n])
+	}()
+	if _, err := io.ReadFull(cl.Stdout(), make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "err\n" {
+			t.Fatalf("stderr %q, want %q", s, "err\n")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stderr never came past stdout's stalled reader")
+	}
+	if n, err := io.Copy(io.Discard, cl.Stdout()); err != nil || n != 100001-10 {
+		t.Fatalf("rest of stdout: %d bytes, %v", n, err)
+	}
+	cl.Release()
+}
