@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // A run's CLI is supervised by remote-shim so that it outlives the daemon
@@ -157,8 +158,13 @@ func (p Pos) Less(q Pos) bool {
 // daemon's emitter calls Next for each event. A Cursor made by NewCursor
 // with a stored position replays: events before it are dropped.
 type Cursor struct {
+	// line is the start of the line being parsed: Line, called once per
+	// stdout line, only stores it (a lock there costs the reader a few
+	// per cent of a flood, issue 28); Next starts a new index when it
+	// changed. Line starts only grow.
+	line    atomic.Int64
 	mu      sync.Mutex
-	cur     Pos
+	cur     Pos  // the last event's line, and the next event's index in it
 	skip    Pos  // events before skip were stored before a restart
 	replay  bool // skip is meaningful
 	written bool // the shim got stdin before the restart
@@ -168,7 +174,9 @@ type Cursor struct {
 // re-attached after a restart whose newest stored event was just before
 // next (replay true); stdinSent says the shim had received stdin bytes.
 func NewCursor(replay bool, next Pos, stdinSent bool) *Cursor {
-	return &Cursor{cur: Pos{Line: -1}, skip: next, replay: replay, written: stdinSent}
+	c := &Cursor{cur: Pos{Line: -1}, skip: next, replay: replay, written: stdinSent}
+	c.line.Store(-1)
+	return c
 }
 
 // StdinSent tells a re-attached run's cursor that its shim had received
@@ -188,9 +196,7 @@ func (c *Cursor) Line(start int64) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	c.cur = Pos{Line: start}
-	c.mu.Unlock()
+	c.line.Store(start)
 }
 
 // Next returns the position of the next event and whether it was already
@@ -201,6 +207,9 @@ func (c *Cursor) Next() (Pos, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if l := c.line.Load(); l != c.cur.Line {
+		c.cur = Pos{Line: l}
+	}
 	p := c.cur
 	c.cur.Index++
 	return p, c.replay && p.Less(c.skip)
@@ -215,8 +224,8 @@ func (c *Cursor) DropWrite() bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.Line < 0 {
-		return c.written || c.skip.Line >= 0
+	if l := c.line.Load(); l >= 0 {
+		return l < c.skip.Line
 	}
-	return c.cur.Line < c.skip.Line
+	return c.written || c.skip.Line >= 0
 }

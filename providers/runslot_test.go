@@ -79,3 +79,17 @@ func TestCursorReplay(t *testing.T) {
 		t.Error("a nil cursor does something")
 	}
 }
+
+// BenchmarkCursorLine is what a supervised run's reader pays per stdout
+// line for its positions: Line, then Next for the line's one event.
+func BenchmarkCursorLine(b *testing.B) {
+	c := NewCursor(false, Pos{}, false)
+	var off int64
+	for b.Loop() {
+		c.Line(off)
+		if _, replayed := c.Next(); replayed {
+			b.Fatal("replayed")
+		}
+		off += 80
+	}
+}
