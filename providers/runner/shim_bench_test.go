@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // lines children also run, in the same iteration, piped through one more
 // process that only copies (`| cat`): what any relay between the CLI and
 // the daemon costs on this machine, spool or not (relay-events-ratio,
-// cat/direct).
+// cat/direct); and through one that also spools, as the shim does
+// (`| tee FILE`: tee-events-ratio, tee/direct).
 func BenchmarkShimOverhead(b *testing.B) {
 	const line = `{"type":"assistant.delta","text":"a streamed token or two of an agent answer"}`
 	// flood: 200000 lines written in 8 KiB blocks as fast as the pipes
@@ -35,18 +37,24 @@ func BenchmarkShimOverhead(b *testing.B) {
 	// stream: an agent CLI streaming: 1000 events, one write each, 1 ms
 	// apart (1000 events/s, well above a model's token rate).
 	b.Run("stream", func(b *testing.B) {
-		shimOverheadCmd(b, 1000, childCommand(b, "stream", "CHILD_LINES=1000", "CHILD_EVERY=1ms", "CHILD_LINE="+line), nil)
+		shimOverheadCmd(b, 1000, childCommand(b, "stream", "CHILD_LINES=1000", "CHILD_EVERY=1ms", "CHILD_LINE="+line))
 	})
 }
 
 func shimOverhead(b *testing.B, lines int, script string) {
-	relay := providers.Command{Path: "sh", Args: []string{"-c", "(" + script + ") | cat"}, Env: []string{"PATH=" + os.Getenv("PATH")}}
-	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}}, &relay)
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	relays := []providers.Command{
+		{Path: "sh", Args: []string{"-c", "(" + script + ") | cat"}, Env: env},
+		// A relay that also spools, as the shim does: tee(1) copies to a
+		// file and to its stdout.
+		{Path: "sh", Args: []string{"-c", "(" + script + `) | tee "$1"`, "sh", filepath.Join(b.TempDir(), "spool")}, Env: env},
+	}
+	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: env}, relays...)
 }
 
-// shimOverheadCmd runs cmd directly and under the shim, and relay (when
-// set) directly, each iteration.
-func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relay *providers.Command) {
+// shimOverheadCmd runs cmd directly and under the shim, and the relays
+// (cat, then tee, when given) directly, each iteration.
+func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...providers.Command) {
 	cfg := &ShimConfig{Binary: testkit.ShimBinary(b), RunsDir: b.TempDir(), Systemd: SystemdNever}
 	parser := fakeParser{parse: func(line []byte) ([]providers.Event, error) {
 		return []providers.Event{{Type: providers.EventAssistantDelta, Text: string(line[9:19])}}, nil
@@ -88,24 +96,25 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relay *prov
 		}
 		return float64(n-1) / t1.Sub(t0).Seconds(), t0.Sub(start), t0.Sub(started)
 	}
-	var dRate, sRate, rRate float64
+	var dRate, sRate float64
+	rRate := make([]float64, len(relays))
 	var dFirst, sFirst, dCLI, sCLI time.Duration
 	for b.Loop() {
 		r, f, c := run(false, cmd)
 		dRate, dFirst, dCLI = dRate+r, dFirst+f, dCLI+c
 		r, f, c = run(true, cmd)
 		sRate, sFirst, sCLI = sRate+r, sFirst+f, sCLI+c
-		if relay != nil {
-			r, _, _ = run(false, *relay)
-			rRate += r
+		for i, relay := range relays {
+			r, _, _ = run(false, relay)
+			rRate[i] += r
 		}
 	}
 	n := float64(b.N)
 	b.ReportMetric(dRate/n, "direct-events/s")
 	b.ReportMetric(sRate/n, "shim-events/s")
 	b.ReportMetric(sRate/dRate, "events-ratio")
-	if relay != nil {
-		b.ReportMetric(rRate/dRate, "relay-events-ratio")
+	for i, name := range []string{"relay-events-ratio", "tee-events-ratio"}[:len(relays)] {
+		b.ReportMetric(rRate[i]/dRate, name)
 	}
 	b.ReportMetric(float64(dFirst.Microseconds())/n/1000, "direct-first-ms")
 	b.ReportMetric(float64(sFirst.Microseconds())/n/1000, "shim-first-ms")
