@@ -43,18 +43,25 @@ func BenchmarkShimOverhead(b *testing.B) {
 
 func shimOverhead(b *testing.B, lines int, script string) {
 	env := []string{"PATH=" + os.Getenv("PATH")}
-	relays := []providers.Command{
-		{Path: "sh", Args: []string{"-c", "(" + script + ") | cat"}, Env: env},
+	relays := []relay{
+		{"relay-events-ratio", providers.Command{Path: "sh", Args: []string{"-c", "(" + script + ") | cat"}, Env: env}},
 		// A relay that also spools, as the shim does: tee(1) copies to a
 		// file and to its stdout.
-		{Path: "sh", Args: []string{"-c", "(" + script + `) | tee "$1"`, "sh", filepath.Join(b.TempDir(), "spool")}, Env: env},
+		{"tee-events-ratio", providers.Command{Path: "sh", Args: []string{"-c", "(" + script + `) | tee "$1"`, "sh", filepath.Join(b.TempDir(), "spool")}, Env: env}},
 	}
 	shimOverheadCmd(b, lines, providers.Command{Path: "sh", Args: []string{"-c", script}, Env: env}, relays...)
 }
 
+// relay is cmd piped through one more process, run directly; metric names
+// its events/s ratio to cmd's run directly.
+type relay struct {
+	metric string
+	cmd    providers.Command
+}
+
 // shimOverheadCmd runs cmd directly and under the shim, and the relays
-// (cat, then tee, when given) directly, each iteration.
-func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...providers.Command) {
+// directly, each iteration.
+func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...relay) {
 	cfg := &ShimConfig{Binary: testkit.ShimBinary(b), RunsDir: b.TempDir(), Systemd: SystemdNever}
 	parser := fakeParser{parse: func(line []byte) ([]providers.Event, error) {
 		return []providers.Event{{Type: providers.EventAssistantDelta, Text: string(line[9:19])}}, nil
@@ -104,8 +111,8 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...p
 		dRate, dFirst, dCLI = dRate+r, dFirst+f, dCLI+c
 		r, f, c = run(true, cmd)
 		sRate, sFirst, sCLI = sRate+r, sFirst+f, sCLI+c
-		for i, relay := range relays {
-			r, _, _ = run(false, relay)
+		for i, rl := range relays {
+			r, _, _ = run(false, rl.cmd)
 			rRate[i] += r
 		}
 	}
@@ -113,8 +120,8 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...p
 	b.ReportMetric(dRate/n, "direct-events/s")
 	b.ReportMetric(sRate/n, "shim-events/s")
 	b.ReportMetric(sRate/dRate, "events-ratio")
-	for i, name := range []string{"relay-events-ratio", "tee-events-ratio"}[:len(relays)] {
-		b.ReportMetric(rRate[i]/dRate, name)
+	for i, rl := range relays {
+		b.ReportMetric(rRate[i]/dRate, rl.metric)
 	}
 	b.ReportMetric(float64(dFirst.Microseconds())/n/1000, "direct-first-ms")
 	b.ReportMetric(float64(sFirst.Microseconds())/n/1000, "shim-first-ms")
