@@ -20,8 +20,12 @@ import (
 	"remote/providers/shim"
 )
 
-// shimStartTimeout bounds starting a shim until its socket listens.
-const shimStartTimeout = 30 * time.Second
+// shimStartTimeout bounds starting (or attaching to) a shim until it
+// answers. LXD answers an exec late when busy: over 30 s was seen on a
+// loaded 2-core host while other containers were created from a 200 MB
+// image on a dir pool. A prompt waits that out rather than fail; its
+// caller can still cancel a start.
+const shimStartTimeout = 2 * time.Minute
 
 // startShimmed runs cmd under a new shim on the host, or re-attaches to
 // the shim slot.Attach names.

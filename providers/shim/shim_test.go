@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,15 +59,19 @@ func serveDir(t *testing.T, opts ServeOptions) (string, func() error) {
 	}
 	t.Cleanup(func() {
 		// A test that did not release its shim: release it now.
-		if c, err := Dial(context.Background(), dir); err == nil {
-			if cl, err := Attach(context.Background(), c, 0, 0); err == nil {
-				cl.Release()
-			}
+		if c, err := Dial(context.Background(), dir); err != nil {
+			t.Logf("cleanup: dial the shim: %v", err)
+		} else if cl, err := Attach(context.Background(), c, 0, 0); err != nil {
+			t.Logf("cleanup: attach: %v", err)
+		} else if err := cl.Release(); err != nil {
+			t.Logf("cleanup: release: %v", err)
 		}
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("Serve did not end after the release")
+		case <-time.After(2 * time.Minute):
+			// Every goroutine's stack says where Serve is stuck.
+			buf := make([]byte, 1<<20)
+			t.Errorf("Serve did not end after the release; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 		}
 	})
 	return dir, wait
