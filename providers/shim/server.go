@@ -405,7 +405,7 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 				f, err := os.Open(filepath.Join(s.dir, []string{StdoutName, StderrName}[i]))
 				if err != nil {
 					s.opts.Logf("open spool: %v", err)
-					c.Close()
+					endStream(c)
 					return
 				}
 				files[i] = f
@@ -415,7 +415,7 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 				if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
 					s.opts.Logf("send spool: %v", err)
 				}
-				c.Close()
+				endStream(c)
 				return
 			}
 			offs[i] += n
@@ -434,6 +434,19 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// endStream ends the output stream of a client the streamer cannot go
+// on sending to: the client reads its end; its frames are still read. A
+// daemon that sent a release and closed makes the send fail, and closing
+// the connection here would lose the release frame that waits to be read
+// (the shim would then linger for a day).
+func endStream(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	c.Close()
 }
 
 // appendHeader appends a frame header for n payload bytes of type typ.

@@ -59,12 +59,17 @@ func serveDir(t *testing.T, opts ServeOptions) (string, func() error) {
 	}
 	t.Cleanup(func() {
 		// A test that did not release its shim: release it now.
-		if c, err := Dial(context.Background(), dir); err != nil {
+		c, err := Dial(context.Background(), dir)
+		switch {
+		case errors.Is(err, ErrNoShim): // released, or ended
+		case err != nil:
 			t.Logf("cleanup: dial the shim: %v", err)
-		} else if cl, err := Attach(context.Background(), c, 0, 0); err != nil {
-			t.Logf("cleanup: attach: %v", err)
-		} else if err := cl.Release(); err != nil {
-			t.Logf("cleanup: release: %v", err)
+		default:
+			if cl, err := Attach(context.Background(), c, 0, 0); err != nil {
+				t.Logf("cleanup: attach: %v", err)
+			} else if err := cl.Release(); err != nil {
+				t.Logf("cleanup: release: %v", err)
+			}
 		}
 		select {
 		case <-done:
@@ -232,6 +237,43 @@ func TestReleaseRemovesTheDirectory(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), dir); !errors.Is(err, ErrNoShim) || !strings.Contains(err.Error(), "is gone") {
 		t.Fatalf("Dial after release: %v", err)
+	}
+}
+
+// TestReleaseWhileTheShimSendsIsNotLost: a daemon that releases a shim
+// while the shim is still sending it output it will not read (a
+// re-attach from 0 to a finished run, say) sends the release frame and
+// closes. The shim's send then fails on the closed peer; the release
+// already sent must still end the shim, not leave it lingering (24 h by
+// default) with the run directory. Repeated: the send's failure and the
+// release's read race.
+func TestReleaseWhileTheShimSendsIsNotLost(t *testing.T) {
+	for k := 0; k < 50; k++ {
+		dir, done := serveDir(t, ServeOptions{Linger: time.Hour})
+		cl := start(t, dir, "head -c 2000000 /dev/zero")
+		if out, _, _, err := drain(t, cl); err != nil || len(out) != 2000000 {
+			t.Fatalf("%d bytes, %v", len(out), err)
+		}
+		cl.Close()
+		// From 0: more than the socket holds; nothing reads it.
+		c, err := Attach(context.Background(), dial(t, dir), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(k%4) * time.Millisecond)
+		if err := c.Release(); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() { ended <- done() }()
+		select {
+		case err := <-ended:
+			if err != nil {
+				t.Fatalf("Serve after the release: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("release %d: the shim did not end within a minute of it", k)
+		}
 	}
 }
 
