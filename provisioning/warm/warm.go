@@ -45,6 +45,13 @@ const NamePrefix = "remote-warm-"
 // MaxSize bounds [projects] warm.
 const MaxSize = 16
 
+// DefaultRefillDelay is how long the pool waits after a claim before it
+// creates the next container. A new project's first prompt usually
+// follows its create at once, and a container's create and start would
+// share the host's cores with that prompt's CLI start: on 2 cores it
+// added 250–290 ms, a third, to the first event (docs/benchmarks.md).
+const DefaultRefillDelay = 5 * time.Second
+
 // LXD is what the pool asks of LXD.
 type LXD interface {
 	Instances(ctx context.Context) ([]lxdexec.Instance, error)
@@ -71,7 +78,10 @@ type Options struct {
 	Create func(ctx context.Context, name string, config map[string]string) error
 	// MarkerKey and NameKey are the project marker keys set at claim.
 	MarkerKey, NameKey string
-	Logger             hclog.Logger
+	// RefillDelay: no create starts until this long after the latest
+	// claim (0: DefaultRefillDelay).
+	RefillDelay time.Duration
+	Logger      hclog.Logger
 }
 
 // Stats is the pool's state for the doctor and /metrics.
@@ -87,12 +97,13 @@ type Pool struct {
 	log  hclog.Logger
 	kick chan struct{}
 
-	mu       sync.Mutex
-	ready    []string
-	creating int
-	claims   uint64
-	misses   uint64
-	lastErr  string
+	mu        sync.Mutex
+	ready     []string
+	creating  int
+	claims    uint64
+	misses    uint64
+	lastErr   string
+	lastClaim time.Time // the latest claim: creates wait RefillDelay after it
 }
 
 // New returns a pool, or nil when o.Size is 0.
@@ -112,6 +123,9 @@ func New(o Options) (*Pool, error) {
 	if o.Prefix == "" {
 		o.Prefix = NamePrefix
 	}
+	if o.RefillDelay == 0 {
+		o.RefillDelay = DefaultRefillDelay
+	}
 	return &Pool{o: o, log: o.Logger, kick: make(chan struct{}, 1)}, nil
 }
 
@@ -123,7 +137,8 @@ func (p *Pool) Matches(image, pool, target string) bool {
 
 // Run adopts the ready warm containers a previous daemon left (as many as
 // the pool holds; the others are deleted), then keeps the pool full until
-// ctx ends, one create at a time, backing off after a failure.
+// ctx ends, one create at a time, none sooner than RefillDelay after the
+// latest claim, backing off after a failure.
 func (p *Pool) Run(ctx context.Context) {
 	if p == nil {
 		return
@@ -133,17 +148,26 @@ func (p *Pool) Run(ctx context.Context) {
 	for {
 		p.mu.Lock()
 		need := len(p.ready) < p.o.Size
-		if need {
+		hold := time.Duration(0)
+		if need && !p.lastClaim.IsZero() {
+			hold = time.Until(p.lastClaim.Add(p.o.RefillDelay))
+		}
+		if need && hold <= 0 {
 			p.creating++
 		}
 		p.mu.Unlock()
-		if !need {
+		if !need || hold > 0 {
+			var after <-chan time.Time
+			if hold > 0 {
+				after = time.After(hold)
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-p.kick:
-				continue
+			case <-after:
 			}
+			continue
 		}
 		name := p.o.Prefix + randomHex(6)
 		err := p.o.Create(ctx, name, map[string]string{Key: Ready})
@@ -227,6 +251,7 @@ func (p *Pool) Claim(ctx context.Context, id, name string) string {
 	c := p.ready[0]
 	p.ready = p.ready[1:]
 	p.claims++
+	p.lastClaim = time.Now()
 	p.mu.Unlock()
 	p.refill()
 	mark := lxdexec.InstancePatch{Config: map[string]string{p.o.MarkerKey: id, p.o.NameKey: name, Key: Claimed}}

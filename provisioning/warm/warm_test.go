@@ -1,0 +1,110 @@
+package warm
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"remote/lxdexec"
+)
+
+// fakeLXD is LXD with no containers of before; the pool's marks succeed.
+type fakeLXD struct{}
+
+func (fakeLXD) Instances(context.Context) ([]lxdexec.Instance, error) { return nil, nil }
+func (fakeLXD) UpdateInstance(context.Context, string, lxdexec.InstancePatch, string) error {
+	return nil
+}
+func (fakeLXD) SetState(context.Context, string, lxdexec.StateRequest) error { return nil }
+func (fakeLXD) DeleteInstance(context.Context, string) error                 { return nil }
+
+// creates records when each create started.
+type creates struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (c *creates) create(context.Context, string, map[string]string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = append(c.at, time.Now())
+	return nil
+}
+
+func (c *creates) times() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.at...)
+}
+
+func startPool(t *testing.T, size int, delay time.Duration) (*Pool, *creates) {
+	t.Helper()
+	c := &creates{}
+	p, err := New(Options{Size: size, LXD: fakeLXD{}, Create: c.create, MarkerKey: "user.test.id", NameKey: "user.test.name", RefillDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitReady(t, p, size)
+	return p, c
+}
+
+func waitReady(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for p.Stats().Ready < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool %+v, want %d ready", p.Stats(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRefillWaitsAfterTheLatestClaim (issue 28): the pool creates no
+// container until RefillDelay after the latest claim, so the refill does
+// not share the host's cores with the new project's first prompt; then it
+// refills. Claims close together push the refill back to the last one.
+func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
+	const delay = 400 * time.Millisecond
+	p, c := startPool(t, 2, delay)
+	if n := len(c.times()); n != 2 {
+		t.Fatalf("%d creates before any claim, want 2", n)
+	}
+	if got := p.Claim(context.Background(), "id-a", "a"); got == "" {
+		t.Fatal("first claim: none ready")
+	}
+	time.Sleep(delay / 2)
+	second := time.Now()
+	if got := p.Claim(context.Background(), "id-b", "b"); got == "" {
+		t.Fatal("second claim: none ready")
+	}
+	waitReady(t, p, 2)
+	at := c.times()
+	if len(at) != 4 {
+		t.Fatalf("%d creates, want 4", len(at))
+	}
+	for i, ti := range at[2:] {
+		if early := ti.Sub(second); early < delay {
+			t.Errorf("refill create %d started %v after the latest claim, want at least %v", i, early, delay)
+		}
+	}
+	if st := p.Stats(); st.Claims != 2 || st.Misses != 0 || st.Creating != 0 {
+		t.Errorf("stats %+v, want 2 claims, no miss, none creating", st)
+	}
+}
+
+// TestRefillDelayDefault: a pool configured without a delay waits 5 s
+// after a claim (docs/operating.md).
+func TestRefillDelayDefault(t *testing.T) {
+	p, err := New(Options{Size: 1, LXD: fakeLXD{}, Create: (&creates{}).create, MarkerKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.o.RefillDelay != 5*time.Second {
+		t.Fatalf("default refill delay %v, want 5s", p.o.RefillDelay)
+	}
+}
