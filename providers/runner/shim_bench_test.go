@@ -22,7 +22,9 @@ import (
 // process that only copies (`| cat`): what any relay between the CLI and
 // the daemon costs on this machine, spool or not (relay-events-ratio,
 // cat/direct); and through one that also spools, as the shim does
-// (`| tee FILE`: tee-events-ratio, tee/direct).
+// (`| tee FILE`: tee-events-ratio, tee/direct). Every child also runs
+// with no relay at all, its stdout a spool file the reader follows
+// (spoolfile-events-ratio: spoolFileLauncher): a shim that never copies.
 func BenchmarkShimOverhead(b *testing.B) {
 	const line = `{"type":"assistant.delta","text":"a streamed token or two of an agent answer"}`
 	// flood: 200000 lines written in 8 KiB blocks as fast as the pipes
@@ -66,11 +68,15 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 	parser := fakeParser{parse: func(line []byte) ([]providers.Event, error) {
 		return []providers.Event{{Type: providers.EventAssistantDelta, Text: string(line[9:19])}}, nil
 	}}
-	run := func(shimmed bool, cmd providers.Command) (rate float64, first, fromCLI time.Duration) {
+	spoolDir := b.TempDir()
+	run := func(mode string, cmd providers.Command) (rate float64, first, fromCLI time.Duration) {
 		var l providers.Launcher = &HostLauncher{}
 		ctx := context.Background()
 		var slot *providers.RunSlot
-		if shimmed {
+		switch mode {
+		case "spoolfile":
+			l = spoolFileLauncher{dir: spoolDir}
+		case "shim":
 			l = &HostLauncher{Shim: cfg}
 			slot = &providers.RunSlot{RunID: newRunID(nil), Cursor: providers.NewCursor(false, providers.Pos{}, false)}
 			ctx = providers.WithRunSlot(ctx, slot)
@@ -103,18 +109,20 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 		}
 		return float64(n-1) / t1.Sub(t0).Seconds(), t0.Sub(start), t0.Sub(started)
 	}
-	var dRate, sRate float64
+	var dRate, sRate, fRate float64
 	rRate := make([]float64, len(relays))
 	var dFirst, sFirst, dCLI, sCLI time.Duration
 	for b.Loop() {
-		r, f, c := run(false, cmd)
+		r, f, c := run("direct", cmd)
 		dRate, dFirst, dCLI = dRate+r, dFirst+f, dCLI+c
-		r, f, c = run(true, cmd)
+		r, f, c = run("shim", cmd)
 		sRate, sFirst, sCLI = sRate+r, sFirst+f, sCLI+c
 		for i, rl := range relays {
-			r, _, _ = run(false, rl.cmd)
+			r, _, _ = run("direct", rl.cmd)
 			rRate[i] += r
 		}
+		r, _, _ = run("spoolfile", cmd)
+		fRate += r
 	}
 	n := float64(b.N)
 	b.ReportMetric(dRate/n, "direct-events/s")
@@ -123,6 +131,7 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 	for i, rl := range relays {
 		b.ReportMetric(rRate[i]/dRate, rl.metric)
 	}
+	b.ReportMetric(fRate/dRate, "spoolfile-events-ratio")
 	b.ReportMetric(float64(dFirst.Microseconds())/n/1000, "direct-first-ms")
 	b.ReportMetric(float64(sFirst.Microseconds())/n/1000, "shim-first-ms")
 	b.ReportMetric(float64(dFirst)/float64(sFirst), "first-ratio")
