@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"strconv"
 	"syscall"
+	"time"
 
 	"remote/api"
 	"remote/daemon"
@@ -184,8 +185,11 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 	// The warm container pool.
 	if st := d.Warm.Stats(); st.Size > 0 {
 		level, last := api.DoctorOK, ""
+		if st.RefillIn > 0 {
+			last = fmt.Sprintf("; the next create starts in %s (%s after the latest claim)", (st.RefillIn + time.Second - 1).Truncate(time.Second), st.RefillDelay)
+		}
 		if st.LastError != "" {
-			level, last = api.DoctorWarn, "; the last create failed: "+st.LastError
+			level, last = api.DoctorWarn, last+"; the last create failed: "+st.LastError
 		}
 		add("warm", level, "%d of %d warm containers ready, %d being created; %d projects claimed one, %d found none ready%s",
 			st.Ready, st.Size, st.Creating, st.Claims, st.Misses, last)

@@ -135,6 +135,50 @@ func TestDoctorWarmPool(t *testing.T) {
 	}
 }
 
+// noLXD is LXD for a warm pool whose creates are a function: no
+// containers of before, marks that succeed.
+type noLXD struct{}
+
+func (noLXD) Instances(context.Context) ([]lxdexec.Instance, error) { return nil, nil }
+func (noLXD) UpdateInstance(context.Context, string, lxdexec.InstancePatch, string) error {
+	return nil
+}
+func (noLXD) SetState(context.Context, string, lxdexec.StateRequest) error { return nil }
+func (noLXD) DeleteInstance(context.Context, string) error                 { return nil }
+
+// TestDoctorWarmPoolHoldingItsRefill (issue 28): after a claim the pool
+// creates nothing for its refill delay; the doctor says so and when the
+// next create starts, rather than show an idle pool short of containers.
+func TestDoctorWarmPoolHoldingItsRefill(t *testing.T) {
+	pool, err := warm.New(warm.Options{Size: 1, LXD: noLXD{}, MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
+		RefillDelay: time.Hour, Create: func(context.Context, string, map[string]string) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); pool.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(time.Minute); pool.Stats().Ready < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool: %+v", pool.Stats())
+		}
+	}
+	if c := pool.Claim(context.Background(), "id", "p"); c == "" {
+		t.Fatal("claim: none ready")
+	}
+	var got api.DoctorCheck
+	for _, c := range (&doctor.Doctor{Warm: pool}).Check(context.Background()).Checks {
+		if c.Name == "warm" {
+			got = c
+		}
+	}
+	want := "0 of 1 warm containers ready, 0 being created; 1 projects claimed one, 0 found none ready; the next create starts in 1h0m0s (1h0m0s after the latest claim)"
+	if got.Level != api.DoctorOK || got.Detail != want {
+		t.Errorf("holding: %+v\nwant detail %q", got, want)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

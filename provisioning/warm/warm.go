@@ -89,6 +89,10 @@ type Stats struct {
 	Size, Ready, Creating int
 	Claims, Misses        uint64
 	LastError             string // the last failed create, "" after a success
+	// RefillIn: the pool holds its next create this long yet (RefillDelay
+	// after the latest claim); 0 when it is not holding one.
+	RefillIn    time.Duration
+	RefillDelay time.Duration
 }
 
 // Pool keeps Size warm containers. A nil *Pool claims nothing.
@@ -296,7 +300,11 @@ func (p *Pool) Stats() Stats {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Size: p.o.Size, Ready: len(p.ready), Creating: p.creating, Claims: p.claims, Misses: p.misses, LastError: p.lastErr}
+	st := Stats{Size: p.o.Size, Ready: len(p.ready), Creating: p.creating, Claims: p.claims, Misses: p.misses, LastError: p.lastErr, RefillDelay: p.o.RefillDelay}
+	if st.Ready+st.Creating < st.Size && !p.lastClaim.IsZero() {
+		st.RefillIn = max(0, time.Until(p.lastClaim.Add(p.o.RefillDelay)))
+	}
+	return st
 }
 
 func randomHex(n int) string {

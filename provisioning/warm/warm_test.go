@@ -82,7 +82,13 @@ func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
 	if got := p.Claim(context.Background(), "id-b", "b"); got == "" {
 		t.Fatal("second claim: none ready")
 	}
+	if st := p.Stats(); st.RefillIn <= 0 || st.RefillIn > delay || st.RefillDelay != delay {
+		t.Errorf("right after the second claim: stats %+v, want the refill held up to %v", st, delay)
+	}
 	waitReady(t, p, 2)
+	if st := p.Stats(); st.RefillIn != 0 {
+		t.Errorf("refilled: stats %+v, want nothing held", st)
+	}
 	at := c.times()
 	if len(at) != 4 {
 		t.Fatalf("%d creates, want 4", len(at))
