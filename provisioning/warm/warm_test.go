@@ -69,7 +69,9 @@ func waitReady(t *testing.T, p *Pool, n int) {
 // not share the host's cores with the new project's first prompt; then it
 // refills. Claims close together push the refill back to the last one.
 func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
-	const delay = 400 * time.Millisecond
+	// Long beside the test's own steps, so a stalled test cannot see the
+	// refill's hold end early.
+	const delay = 2 * time.Second
 	p, c := startPool(t, 2, delay)
 	if n := len(c.times()); n != 2 {
 		t.Fatalf("%d creates before any claim, want 2", n)
@@ -77,7 +79,7 @@ func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
 	if got := p.Claim(context.Background(), "id-a", "a"); got == "" {
 		t.Fatal("first claim: none ready")
 	}
-	time.Sleep(delay / 2)
+	time.Sleep(200 * time.Millisecond)
 	second := time.Now()
 	if got := p.Claim(context.Background(), "id-b", "b"); got == "" {
 		t.Fatal("second claim: none ready")
