@@ -49,7 +49,7 @@ const MaxSize = 16
 // creates the next container. A new project's first prompt usually
 // follows its create at once, and a container's create and start would
 // share the host's cores with that prompt's CLI start: on 2 cores it
-// added 250–290 ms, a third, to the first event (docs/benchmarks.md).
+// added 220–360 ms (27–47 %) to the first event (docs/benchmarks.md).
 const DefaultRefillDelay = 5 * time.Second
 
 // LXD is what the pool asks of LXD.
