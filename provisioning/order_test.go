@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -21,6 +22,8 @@ type fakeLXD struct {
 	LXD
 	status string
 	calls  *[]string
+	// startErr: SetState fails with it and leaves the status as it was.
+	startErr error
 }
 
 func (f *fakeLXD) Instance(context.Context, string) (*lxdexec.Instance, string, error) {
@@ -29,6 +32,9 @@ func (f *fakeLXD) Instance(context.Context, string) (*lxdexec.Instance, string, 
 
 func (f *fakeLXD) SetState(_ context.Context, _ string, req lxdexec.StateRequest) error {
 	*f.calls = append(*f.calls, "lxd:"+req.Action)
+	if f.startErr != nil {
+		return f.startErr
+	}
 	f.status = "Running"
 	return nil
 }
@@ -80,6 +86,7 @@ func TestPrepareOrder(t *testing.T) {
 		ports    []int
 		schedule bool
 		fail     string
+		startErr error
 		want     []string
 		wantErr  bool
 	}{
@@ -89,6 +96,13 @@ func TestPrepareOrder(t *testing.T) {
 			want: []string{"cli", "credentials", "instructions", "assets", "skills", "browser", "autostart", "secrets"}},
 		{name: "stale stored status", stored: StatusRunning, lxd: "Stopped",
 			want: []string{"ev:container_starting", "lxd:start", "cli", "credentials", "instructions", "assets", "skills", "browser", "autostart", "secrets"}},
+		// Seen in CI under load: LXD's GET said "Error" (a monitor that did
+		// not answer in time), its start "already running".
+		{name: "start answered already running", stored: StatusRunning, lxd: "Error",
+			startErr: fmt.Errorf(`start instance "c": lxd PUT /1.0/instances/c/state: The instance is already running: %w`, lxdexec.ErrAlreadyInState),
+			want:     []string{"ev:container_starting", "lxd:start", "cli", "credentials", "instructions", "assets", "skills", "browser", "autostart", "secrets"}},
+		{name: "start refused", stored: StatusRunning, lxd: "Stopped", startErr: errors.New("lxd PUT /1.0/instances/c/state: no space left"),
+			want: []string{"ev:container_starting", "lxd:start"}, wantErr: true},
 		{name: "failed step stops the preparation", stored: StatusRunning, lxd: "Running", fail: "assets",
 			want: []string{"cli", "credentials", "instructions", "assets"}, wantErr: true},
 	}
@@ -98,7 +112,7 @@ func TestPrepareOrder(t *testing.T) {
 			d := recDeps{calls: &calls, fail: tc.fail}
 			store := newMemStore(api.Project{Name: "p", Container: "c", Status: tc.stored, Ports: tc.ports})
 			prep, err := New(Options{
-				LXD: &fakeLXD{status: tc.lxd, calls: &calls}, Projects: store,
+				LXD: &fakeLXD{status: tc.lxd, calls: &calls, startErr: tc.startErr}, Projects: store,
 				Secrets: SecretSourceFunc(func(string) ([]providers.Secret, error) {
 					calls = append(calls, "secrets")
 					return nil, nil

@@ -679,7 +679,12 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	if inst.Status == "Frozen" {
 		action = "unfreeze"
 	}
-	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: action, Timeout: int(time.Minute / time.Second)}); err != nil && !p.isState(ctx, proj.Container, "Running") {
+	// LXD may answer a start with "already running" while its GET said
+	// otherwise (seen in CI under load: LXD reports a running container
+	// whose monitor does not answer within 5 s as "Error"). Its answer to
+	// the start is the one to trust.
+	if err := p.lxd.SetState(ctx, proj.Container, lxdexec.StateRequest{Action: action, Timeout: int(time.Minute / time.Second)}); err != nil &&
+		!errors.Is(err, lxdexec.ErrAlreadyInState) && !p.isState(ctx, proj.Container, "Running") {
 		return nil, false, false, fmt.Errorf("start container %q of project %q: %w", proj.Container, proj.Name, classify(err))
 	}
 	inst, _, err = p.lxd.Instance(ctx, proj.Container)
