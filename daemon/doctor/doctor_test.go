@@ -17,6 +17,7 @@ import (
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/warm"
+	"remote/provisioning/warm/warmtest"
 )
 
 func imageCheck(t *testing.T, prep *provisioning.Preparer) api.DoctorCheck {
@@ -135,30 +136,16 @@ func TestDoctorWarmPool(t *testing.T) {
 	}
 }
 
-// noLXD is LXD for a warm pool whose creates are a function: no
-// containers of before, marks that succeed.
-type noLXD struct{}
-
-func (noLXD) Instances(context.Context) ([]lxdexec.Instance, error) { return nil, nil }
-func (noLXD) UpdateInstance(context.Context, string, lxdexec.InstancePatch, string) error {
-	return nil
-}
-func (noLXD) SetState(context.Context, string, lxdexec.StateRequest) error { return nil }
-func (noLXD) DeleteInstance(context.Context, string) error                 { return nil }
-
 // TestDoctorWarmPoolHoldingItsRefill (issue 28): after a claim the pool
 // creates nothing for its refill delay; the doctor says so and when the
 // next create starts, rather than show an idle pool short of containers.
 func TestDoctorWarmPoolHoldingItsRefill(t *testing.T) {
-	pool, err := warm.New(warm.Options{Size: 1, LXD: noLXD{}, MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
+	pool, err := warm.New(warm.Options{Size: 1, LXD: warmtest.LXD{}, MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
 		RefillDelay: time.Hour, Create: func(context.Context, string, map[string]string) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); pool.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	warmtest.Run(t, pool)
 	for deadline := time.Now().Add(time.Minute); pool.Stats().Ready < 1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("pool: %+v", pool.Stats())

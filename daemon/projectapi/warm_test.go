@@ -18,6 +18,7 @@ import (
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/warm"
+	"remote/provisioning/warm/warmtest"
 )
 
 // startWarm runs the env's warm pool ([projects] warm = o.warm; nil when
@@ -41,10 +42,7 @@ func newWarm(t testing.TB, conn *lxdconn.Conn, prep *provisioning.Preparer, size
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); pool.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	warmtest.Run(t, pool)
 	return pool
 }
 

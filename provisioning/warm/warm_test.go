@@ -1,4 +1,4 @@
-package warm
+package warm_test
 
 import (
 	"context"
@@ -6,18 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"remote/lxdexec"
+	"remote/provisioning/warm"
+	"remote/provisioning/warm/warmtest"
 )
-
-// fakeLXD is LXD with no containers of before; the pool's marks succeed.
-type fakeLXD struct{}
-
-func (fakeLXD) Instances(context.Context) ([]lxdexec.Instance, error) { return nil, nil }
-func (fakeLXD) UpdateInstance(context.Context, string, lxdexec.InstancePatch, string) error {
-	return nil
-}
-func (fakeLXD) SetState(context.Context, string, lxdexec.StateRequest) error { return nil }
-func (fakeLXD) DeleteInstance(context.Context, string) error                 { return nil }
 
 // creates records when each create started.
 type creates struct {
@@ -38,22 +29,19 @@ func (c *creates) times() []time.Time {
 	return append([]time.Time(nil), c.at...)
 }
 
-func startPool(t *testing.T, size int, delay time.Duration) (*Pool, *creates) {
+func startPool(t *testing.T, size int, delay time.Duration) (*warm.Pool, *creates) {
 	t.Helper()
 	c := &creates{}
-	p, err := New(Options{Size: size, LXD: fakeLXD{}, Create: c.create, MarkerKey: "user.test.id", NameKey: "user.test.name", RefillDelay: delay})
+	p, err := warm.New(warm.Options{Size: size, LXD: warmtest.LXD{}, Create: c.create, MarkerKey: "user.test.id", NameKey: "user.test.name", RefillDelay: delay})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	warmtest.Run(t, p)
 	waitReady(t, p, size)
 	return p, c
 }
 
-func waitReady(t *testing.T, p *Pool, n int) {
+func waitReady(t *testing.T, p *warm.Pool, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for p.Stats().Ready < n {
@@ -108,11 +96,11 @@ func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
 // TestRefillDelayDefault: a pool configured without a delay waits 5 s
 // after a claim (docs/operating.md).
 func TestRefillDelayDefault(t *testing.T) {
-	p, err := New(Options{Size: 1, LXD: fakeLXD{}, Create: (&creates{}).create, MarkerKey: "k"})
+	p, err := warm.New(warm.Options{Size: 1, LXD: warmtest.LXD{}, Create: (&creates{}).create, MarkerKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.o.RefillDelay != 5*time.Second {
-		t.Fatalf("default refill delay %v, want 5s", p.o.RefillDelay)
+	if d := p.Stats().RefillDelay; d != 5*time.Second {
+		t.Fatalf("default refill delay %v, want 5s", d)
 	}
 }
