@@ -17,12 +17,19 @@ import (
 // succeed.
 type LXD struct{}
 
+// Instances lists no containers: the pool adopts none.
 func (LXD) Instances(context.Context) ([]lxdexec.Instance, error) { return nil, nil }
+
+// UpdateInstance takes a claim's mark.
 func (LXD) UpdateInstance(context.Context, string, lxdexec.InstancePatch, string) error {
 	return nil
 }
+
+// SetState takes a stop.
 func (LXD) SetState(context.Context, string, lxdexec.StateRequest) error { return nil }
-func (LXD) DeleteInstance(context.Context, string) error                 { return nil }
+
+// DeleteInstance takes a delete.
+func (LXD) DeleteInstance(context.Context, string) error { return nil }
 
 // Run runs p until the test ends; cleanups registered before Run run
 // after p's Run returned.
