@@ -78,7 +78,8 @@ func (l *HostLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot
 			return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
 		}
 	}
-	cl, err := shim.Start(ctx, conn, shimSpec(cmd, path))
+	// A spool run: the CLI writes its spool files, the client reads them.
+	cl, err := shim.StartSpool(ctx, conn, dir, shimSpec(cmd, path))
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
 	}
@@ -90,7 +91,14 @@ func (l *HostLauncher) attachHost(ctx context.Context, dir string) (*shim.Client
 	if err != nil {
 		return nil, goneError(err)
 	}
-	cl, err := shim.Attach(ctx, conn, 0, 0)
+	cl, err := shim.AttachSpool(ctx, conn, dir, 0, 0)
+	if errors.Is(err, shim.ErrVersion) {
+		// A shim from before spool runs, started before an upgrade.
+		if conn, err = shim.Dial(ctx, dir); err != nil {
+			return nil, goneError(err)
+		}
+		cl, err = shim.Attach(ctx, conn, 0, 0)
+	}
 	if err != nil {
 		return nil, goneError(fmt.Errorf("attach to the shim in %s: %w", dir, err))
 	}

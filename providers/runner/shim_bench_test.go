@@ -23,8 +23,9 @@ import (
 // the daemon costs on this machine, spool or not (relay-events-ratio,
 // cat/direct); and through one that also spools, as the shim does
 // (`| tee FILE`: tee-events-ratio, tee/direct). Every child also runs
-// with no relay at all, its stdout a spool file the reader follows
-// (spoolfile-events-ratio: spoolFileLauncher): a shim that never copies.
+// as a spool run would with no shim process: the daemon's own child, its
+// pipe spliced into a spool file and read back by the reader
+// (splice-events-ratio: spliceLauncher).
 func BenchmarkShimOverhead(b *testing.B) {
 	const line = `{"type":"assistant.delta","text":"a streamed token or two of an agent answer"}`
 	// flood: 200000 lines written in 8 KiB blocks as fast as the pipes
@@ -74,8 +75,8 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 		ctx := context.Background()
 		var slot *providers.RunSlot
 		switch mode {
-		case "spoolfile":
-			l = spoolFileLauncher{dir: spoolDir}
+		case "splice":
+			l = spliceLauncher{dir: spoolDir}
 		case "shim":
 			l = &HostLauncher{Shim: cfg}
 			slot = &providers.RunSlot{RunID: newRunID(nil), Cursor: providers.NewCursor(false, providers.Pos{}, false)}
@@ -121,7 +122,7 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 			r, _, _ = run("direct", rl.cmd)
 			rRate[i] += r
 		}
-		r, _, _ = run("spoolfile", cmd)
+		r, _, _ = run("splice", cmd)
 		fRate += r
 	}
 	n := float64(b.N)
@@ -131,7 +132,7 @@ func shimOverheadCmd(b *testing.B, lines int, cmd providers.Command, relays ...r
 	for i, rl := range relays {
 		b.ReportMetric(rRate[i]/dRate, rl.metric)
 	}
-	b.ReportMetric(fRate/dRate, "spoolfile-events-ratio")
+	b.ReportMetric(fRate/dRate, "splice-events-ratio")
 	b.ReportMetric(float64(dFirst.Microseconds())/n/1000, "direct-first-ms")
 	b.ReportMetric(float64(sFirst.Microseconds())/n/1000, "shim-first-ms")
 	b.ReportMetric(float64(dFirst)/float64(sFirst), "first-ratio")

@@ -502,11 +502,12 @@ func TestShimInfoOnReattach(t *testing.T) {
 	}
 	p.Stdin().Write([]byte("abc"))
 	p.Stdin().Close()
-	go p.Stderr().Read(make([]byte, 1))
-	buf := make([]byte, 10)
-	n, _ := p.Stdout().Read(buf)
-	if string(buf[:n]) != "abc" || p.Wait() != nil {
-		t.Fatalf("first run read %q", buf[:n])
+	// Both streams are read to their end, as RunProcess does (a spool
+	// run's holder reads its pipes' ends).
+	go io.Copy(io.Discard, p.Stderr())
+	buf, _ := io.ReadAll(p.Stdout())
+	if string(buf) != "abc" || p.Wait() != nil {
+		t.Fatalf("first run read %q", buf)
 	}
 	slot.Detach()
 
@@ -520,10 +521,10 @@ func TestShimInfoOnReattach(t *testing.T) {
 	if info.PID <= 0 || info.StdinBytes != 3 || !info.StdinClosed || !info.Exited {
 		t.Fatalf("info %+v", info)
 	}
-	go p2.Stderr().Read(make([]byte, 1))
-	n, _ = p2.Stdout().Read(buf)
-	if string(buf[:n]) != "abc" || p2.Wait() != nil {
-		t.Fatalf("replay read %q", buf[:n])
+	go io.Copy(io.Discard, p2.Stderr())
+	buf, _ = io.ReadAll(p2.Stdout())
+	if string(buf) != "abc" || p2.Wait() != nil {
+		t.Fatalf("replay read %q", buf)
 	}
 }
 

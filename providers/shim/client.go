@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,9 @@ type Client struct {
 	err     error  // why the stream ended before the exit frame
 	dropped bool   // Close was called
 	wakes   [2]int // times each stream's reader woke from a wait
+
+	spools [2]*spoolReader // a spool run's output (spoolclient.go)
+	passed []int           // the descriptors the shim's answer passed
 }
 
 // wait waits for a change as stream i's reader; c.mu is held.
@@ -96,20 +100,22 @@ const stealAfter = 5 * time.Millisecond
 // Start sends spec over conn, which then streams the new CLI's output. The
 // connection is closed when Start fails.
 func Start(ctx context.Context, conn io.ReadWriteCloser, spec Spec) (*Client, error) {
-	return handshake(ctx, conn, Hello{Version: ProtocolVersion, Spec: &spec})
+	// Version 1: a shim in a container may be older than the daemon.
+	return handshake(ctx, conn, Hello{Version: MinProtocolVersion, Spec: &spec})
 }
 
 // Attach asks the shim on conn for the output from the given offsets on.
 // The connection is closed when Attach fails.
 func Attach(ctx context.Context, conn io.ReadWriteCloser, stdoutOff, stderrOff int64) (*Client, error) {
-	return handshake(ctx, conn, Hello{Version: ProtocolVersion, Stdout: stdoutOff, Stderr: stderrOff})
+	return handshake(ctx, conn, Hello{Version: MinProtocolVersion, Stdout: stdoutOff, Stderr: stderrOff})
 }
 
 func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, error) {
-	r := bufio.NewReaderSize(conn, 4<<10)
+	var r *bufio.Reader
 	type result struct {
-		info Info
-		err  error
+		info   Info
+		passed []int
+		err    error
 	}
 	ch := make(chan result, 1)
 	go func() {
@@ -117,7 +123,18 @@ func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, 
 			ch <- result{err: fmt.Errorf("send hello to remote-shim: %w", err)}
 			return
 		}
-		line, err := readLine(r)
+		var line []byte
+		var passed []int
+		var err error
+		if uc, ok := conn.(*net.UnixConn); ok && h.Version >= 2 {
+			// The answer may pass descriptors (spool.go).
+			var rest []byte
+			line, rest, passed, err = readAnswer(uc)
+			r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), conn), 4<<10)
+		} else {
+			r = bufio.NewReaderSize(conn, 4<<10)
+			line, err = readLine(r)
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = fmt.Errorf("%w: it closed the connection before answering", ErrLost)
@@ -127,27 +144,35 @@ func handshake(ctx context.Context, conn io.ReadWriteCloser, h Hello) (*Client, 
 		}
 		var info Info
 		if err := json.Unmarshal(line, &info); err != nil {
+			closeFDs(passed)
 			ch <- result{err: fmt.Errorf("%w: answer: %w", ErrProtocol, err)}
 			return
 		}
-		ch <- result{info: info}
+		ch <- result{info: info, passed: passed}
 	}()
 	var res result
 	select {
 	case res = <-ch:
 	case <-ctx.Done():
 		conn.Close()
-		<-ch
+		closeFDs((<-ch).passed)
 		return nil, fmt.Errorf("talk to remote-shim: %w", context.Cause(ctx))
 	}
 	if res.err == nil && res.info.Error != "" {
 		res.err = fmt.Errorf("remote-shim refused: %s", res.info.Error)
+		if res.info.Version < h.Version {
+			res.err = fmt.Errorf("%w: %w", ErrVersion, res.err)
+		}
+	}
+	if res.err != nil || !res.info.Spool {
+		closeFDs(res.passed)
+		res.passed = nil
 	}
 	if res.err != nil {
 		conn.Close()
 		return nil, res.err
 	}
-	c := &Client{conn: conn, r: r, info: res.info, done: make(chan struct{})}
+	c := &Client{conn: conn, r: r, info: res.info, passed: res.passed, done: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
 	return c, nil
 }
@@ -166,7 +191,12 @@ type streamReader struct {
 	i int
 }
 
-func (s streamReader) Read(p []byte) (int, error) { return s.c.read(s.i, p) }
+func (s streamReader) Read(p []byte) (int, error) {
+	if sp := s.c.spools[s.i]; sp != nil {
+		return s.c.readSpool(sp, s.i, p)
+	}
+	return s.c.read(s.i, p)
+}
 
 // read returns output of stream i: what is in memory, else the payload
 // of the frame being read, else it reads frames until there is some or
@@ -351,6 +381,11 @@ func (c *Client) end(err error) {
 	}
 	c.ended, c.err = true, err
 	c.cond.Broadcast()
+	for _, sp := range c.spools {
+		if sp != nil {
+			sp.wake() // a spool reader waiting for output reads on
+		}
+	}
 	close(c.done)
 }
 
@@ -415,6 +450,17 @@ func (c *Client) Release() error {
 	return err
 }
 
+// letGo closes the connection, after the last splice of a spool run's
+// holder: the shim splices again once it sees the connection end.
+func (c *Client) letGo() {
+	for _, sp := range c.spools {
+		if sp != nil {
+			sp.stop()
+		}
+	}
+	c.conn.Close()
+}
+
 // Close drops the connection without telling the shim anything: the CLI
 // runs on, and reads end with an error wrapping ErrLost.
 func (c *Client) Close() error {
@@ -425,7 +471,12 @@ func (c *Client) Close() error {
 		// hold Wait up.
 		c.end(errors.New("dropped"))
 		c.mu.Unlock()
-		c.conn.Close()
+		c.letGo()
+		for _, sp := range c.spools {
+			if sp != nil {
+				sp.close()
+			}
+		}
 	})
 	return nil
 }

@@ -36,16 +36,19 @@ func FuzzDecodeHello(f *testing.F) {
 	f.Add([]byte(`{"version":1,"spec":{"path":"claude","args":["-p"],"env":["A=b"],"dir":"/","uid":1000,"gid":1000}}`))
 	f.Add([]byte(`{"version":1,"stdout":10,"stderr":3}`))
 	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":3}`))
 	f.Add([]byte(`{"version":1,"spec":{"path":""}}`))
+	f.Add([]byte(`{"version":1,"spec":{"path":"claude","spool":true}}`))
+	f.Add([]byte(`{"version":2,"spec":{"path":"claude","spool":true}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeHello(b)
 		if err != nil {
 			return
 		}
-		if h.Version != ProtocolVersion || h.Stdout < 0 || h.Stderr < 0 {
+		if h.Version < 1 || h.Version > 2 || h.Stdout < 0 || h.Stderr < 0 {
 			t.Fatalf("accepted %+v", h)
 		}
-		if h.Spec != nil && (h.Spec.Path == "" || h.Stdout != 0 || h.Stderr != 0) {
+		if h.Spec != nil && (h.Spec.Path == "" || h.Stdout != 0 || h.Stderr != 0 || (h.Spec.Spool && h.Version < 2)) {
 			t.Fatalf("accepted start %+v", h)
 		}
 		if _, err := DecodeExit(b); err == nil {

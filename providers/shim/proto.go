@@ -11,8 +11,17 @@ import (
 	"strings"
 )
 
-// ProtocolVersion is the version of the wire protocol a hello carries.
-const ProtocolVersion = 1
+// Versions of the wire protocol a hello carries. A shim speaks every
+// version from MinProtocolVersion to ProtocolVersion, so a daemon started
+// after an upgrade still attaches to the runs of older shims, and an older
+// daemon to a newer shim's. Version 2 adds spool runs (Spec.Spool): the
+// CLI writes straight into its spool files and the client reads them
+// itself (spool.go); a version 1 client gets a spool run's output as
+// frames read from those files.
+const (
+	ProtocolVersion    = 2
+	MinProtocolVersion = 1
+)
 
 // Run directory entries.
 const (
@@ -31,7 +40,7 @@ const (
 )
 
 // Frame types. The shim sends Stdout, Stderr and Exit; the daemon sends
-// Stdin, StdinClose, Signal and Release.
+// Stdin, StdinClose, Signal, Release and Drained.
 const (
 	FrameStdout     byte = 'o' // payload: stdout bytes
 	FrameStderr     byte = 'e' // payload: stderr bytes
@@ -40,6 +49,9 @@ const (
 	FrameStdinClose byte = 'c' // empty: close the CLI's stdin (once)
 	FrameSignal     byte = 's' // 4 bytes, big endian: a signal for the CLI's process group
 	FrameRelease    byte = 'r' // empty: the run's end is stored; remove the directory and exit
+	// FrameDrained: 1 byte, 0 (stdout) or 1 (stderr): the holder of a
+	// spool run's spooling read that pipe's end (spool.go).
+	FrameDrained byte = 'd'
 )
 
 // ErrProtocol marks a malformed hello, info or frame.
@@ -53,6 +65,9 @@ type Spec struct {
 	Dir  string   `json:"dir,omitempty"`
 	UID  *uint32  `json:"uid,omitempty"`
 	GID  *uint32  `json:"gid,omitempty"`
+	// Spool makes the spool files the CLI's stdout and stderr: the shim
+	// copies nothing (version 2; spool.go).
+	Spool bool `json:"spool,omitempty"`
 }
 
 // Hello is the daemon's first line: start the CLI (Spec set), or attach
@@ -66,12 +81,16 @@ type Hello struct {
 
 // Info is the shim's answer to a hello.
 type Info struct {
-	Version     int    `json:"version"`
-	PID         int    `json:"pid,omitempty"` // the CLI's pid (its process group)
-	StdinBytes  int64  `json:"stdinBytes"`    // stdin bytes received from daemons so far
-	StdinClosed bool   `json:"stdinClosed,omitempty"`
-	Exited      bool   `json:"exited,omitempty"`
-	Error       string `json:"error,omitempty"` // the hello was refused
+	Version     int   `json:"version"`
+	PID         int   `json:"pid,omitempty"` // the CLI's pid (its process group)
+	StdinBytes  int64 `json:"stdinBytes"`    // stdin bytes received from daemons so far
+	StdinClosed bool  `json:"stdinClosed,omitempty"`
+	Exited      bool  `json:"exited,omitempty"`
+	// Spool: the run's output is in its spool files only; a version 2
+	// client reads them itself, and the connection carries no output
+	// frames, only the exit frame with the spools' final sizes.
+	Spool bool   `json:"spool,omitempty"`
+	Error string `json:"error,omitempty"` // the hello was refused
 }
 
 // ExitStatus is the CLI's end: its exit code, or 128+N when signal N
@@ -79,6 +98,10 @@ type Info struct {
 type ExitStatus struct {
 	Code   int `json:"code"`
 	Signal int `json:"signal,omitempty"`
+	// The spools' final sizes: a spool run's output ends there (sent to a
+	// version 2 client of a spool run only).
+	Stdout int64 `json:"stdout,omitempty"`
+	Stderr int64 `json:"stderr,omitempty"`
 }
 
 // Frame is one protocol frame.
@@ -180,6 +203,10 @@ func checkHeader(typ byte, n uint32) error {
 		if n != 4 {
 			return fmt.Errorf("%w: signal frame of %d bytes, want 4", ErrProtocol, n)
 		}
+	case FrameDrained:
+		if n != 1 {
+			return fmt.Errorf("%w: drained frame of %d bytes, want 1", ErrProtocol, n)
+		}
 	default:
 		return fmt.Errorf("%w: unknown frame type 0x%02x", ErrProtocol, typ)
 	}
@@ -199,6 +226,10 @@ func checkPayload(f Frame) error {
 		if _, err := DecodeExit(f.Payload); err != nil {
 			return err
 		}
+	case FrameDrained:
+		if f.Payload[0] > 1 {
+			return fmt.Errorf("%w: drained frame for stream %d, want 0 or 1", ErrProtocol, f.Payload[0])
+		}
 	}
 	return nil
 }
@@ -211,6 +242,9 @@ func DecodeExit(b []byte) (ExitStatus, error) {
 	}
 	if st.Code < 0 || st.Code > 255 || st.Signal < 0 || st.Signal > 64 {
 		return ExitStatus{}, fmt.Errorf("%w: exit status code %d signal %d out of range", ErrProtocol, st.Code, st.Signal)
+	}
+	if st.Stdout < 0 || st.Stderr < 0 {
+		return ExitStatus{}, fmt.Errorf("%w: exit status: negative spool size (stdout %d, stderr %d)", ErrProtocol, st.Stdout, st.Stderr)
 	}
 	return st, nil
 }
@@ -233,8 +267,8 @@ func DecodeHello(b []byte) (Hello, error) {
 	if err := decodeStrict(b, &h); err != nil {
 		return Hello{}, fmt.Errorf("%w: hello: %w", ErrProtocol, err)
 	}
-	if h.Version != ProtocolVersion {
-		return Hello{}, fmt.Errorf("%w: hello: protocol version %d, this shim speaks %d", ErrProtocol, h.Version, ProtocolVersion)
+	if h.Version < MinProtocolVersion || h.Version > ProtocolVersion {
+		return Hello{}, fmt.Errorf("%w: hello: protocol version %d, this shim speaks %d to %d", ErrProtocol, h.Version, MinProtocolVersion, ProtocolVersion)
 	}
 	if h.Stdout < 0 || h.Stderr < 0 {
 		return Hello{}, fmt.Errorf("%w: hello: negative offset (stdout %d, stderr %d)", ErrProtocol, h.Stdout, h.Stderr)
@@ -242,6 +276,9 @@ func DecodeHello(b []byte) (Hello, error) {
 	if s := h.Spec; s != nil {
 		if h.Stdout != 0 || h.Stderr != 0 {
 			return Hello{}, fmt.Errorf("%w: hello: a start reads from offset 0", ErrProtocol)
+		}
+		if s.Spool && h.Version < 2 {
+			return Hello{}, fmt.Errorf("%w: start: a spool run needs protocol version 2", ErrProtocol)
 		}
 		if s.Path == "" || strings.ContainsRune(s.Path, 0) {
 			return Hello{}, fmt.Errorf("%w: start: empty or invalid command path", ErrProtocol)

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"remote/internal/reaper"
+	"remote/providers/shim/live"
 )
 
 // Defaults of ServeOptions.
@@ -72,11 +75,24 @@ type server struct {
 	stdinQueued int
 	stdinBytes  int64
 	stdinClose  bool
-	sizes       [2]int64  // bytes spooled to stdout, stderr
-	live        [2]window // recent output (live.go)
-	final       bool      // the CLI exited and both spools are complete
+	sizes       [2]int64       // bytes spooled to stdout, stderr
+	live        [2]live.Window // recent output (providers/shim/live)
+	final       bool           // the CLI exited and both spools are complete
 	status      ExitStatus
 	conn        net.Conn // the current client
+
+	// A spool run (spool.go): whoever holds the spooling splices the
+	// CLI's pipes into the spool files, the shim or its holder.
+	spoolRun   bool
+	spoolFiles [2]*os.File // the spools, for splicing into and their sizes
+	pipes      [2]int      // the CLI's stdout and stderr, read ends (raw: spool.go)
+	holder     net.Conn    // the client holding the spooling, or nil
+	holderGone chan struct{}
+	splicing   [2]sync.Mutex // held around each splice(2) of the shim's
+	spoolers   sync.WaitGroup
+	drained    [2]bool
+	drainedCh  [2]chan struct{}
+	abandoned  bool // the spools' last writers are no longer waited for
 
 	startedCh chan struct{}
 	finalCh   chan struct{}
@@ -117,6 +133,7 @@ func Serve(opts ServeOptions) error {
 		startedCh: make(chan struct{}), finalCh: make(chan struct{}), released: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	err := s.run()
+	s.closeSpools()
 	if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
 		err = fmt.Errorf("remove run directory: %w", rmErr)
 	}
@@ -248,20 +265,39 @@ func (s *server) handle(c net.Conn) {
 			return
 		}
 	}
-	s.mu.Lock()
-	info := Info{Version: ProtocolVersion, PID: s.pgid, StdinBytes: s.stdinBytes, StdinClosed: s.stdinClose, Exited: s.final}
+	var info Info
 	var refuse string
-	switch {
-	case !s.started:
-		refuse = "the CLI was not started yet"
-	case h.Stdout > s.sizes[0] || h.Stderr > s.sizes[1]:
-		refuse = fmt.Sprintf("offsets stdout %d, stderr %d are past the spools' ends (%d, %d)", h.Stdout, h.Stderr, s.sizes[0], s.sizes[1])
+	hold := false
+	for {
+		s.mu.Lock()
+		info = Info{Version: ProtocolVersion, PID: s.pgid, StdinBytes: s.stdinBytes, StdinClosed: s.stdinClose, Exited: s.final, Spool: s.spoolRun}
+		sizes := s.sizes
+		if s.spoolRun {
+			sizes = s.spoolSizes()
+		}
+		switch {
+		case !s.started:
+			refuse = "the CLI was not started yet"
+		case h.Stdout > sizes[0] || h.Stderr > sizes[1]:
+			refuse = fmt.Sprintf("offsets stdout %d, stderr %d are past the spools' ends (%d, %d)", h.Stdout, h.Stderr, sizes[0], sizes[1])
+		}
+		if refuse != "" || s.holder == nil || s.final {
+			break // s.mu stays locked
+		}
+		// A client holds a spool run's spooling: it lets go first
+		// (spool.go), whatever this one is.
+		s.mu.Unlock()
+		s.takeOver()
 	}
 	if refuse == "" {
+		hold = info.Spool && h.Version >= 2 && !s.final
 		if s.conn != nil {
 			s.conn.Close() // a newer client replaces the old one
 		}
 		s.conn = c
+		if hold {
+			s.holder, s.holderGone = c, make(chan struct{})
+		}
 	}
 	s.mu.Unlock()
 	if refuse != "" {
@@ -269,15 +305,28 @@ func (s *server) handle(c net.Conn) {
 		c.Close()
 		return
 	}
-	if err := writeJSONLine(c, info); err != nil {
+	defer s.letGo(c)
+	if hold {
+		err = s.handOver(c, info)
+	} else {
+		err = writeJSONLine(c, info)
+	}
+	if err != nil {
 		c.Close()
 		return
 	}
 	stop := make(chan struct{})
 	go func() {
-		s.stream(c, h.Stdout, h.Stderr, stop)
+		switch {
+		case !info.Spool:
+			s.stream(c, h.Stdout, h.Stderr, stop)
+		case h.Version >= 2:
+			s.streamExit(c, stop)
+		default:
+			s.streamFiles(c, h.Stdout, h.Stderr, stop)
+		}
 	}()
-	s.readFrames(r)
+	s.readFrames(c, r)
 	close(stop)
 	c.Close()
 	s.mu.Lock()
@@ -288,7 +337,7 @@ func (s *server) handle(c net.Conn) {
 }
 
 // readFrames applies the client's frames until its connection ends.
-func (s *server) readFrames(r io.Reader) {
+func (s *server) readFrames(c net.Conn, r io.Reader) {
 	for {
 		f, err := ReadFrame(r)
 		if err != nil {
@@ -323,6 +372,8 @@ func (s *server) readFrames(r io.Reader) {
 		case FrameRelease:
 			s.release()
 			return
+		case FrameDrained:
+			s.holderDrained(c, int(f.Payload[0]))
 		default:
 			s.opts.Logf("client sent a frame of type %q, which only the shim sends", f.Type)
 			return
@@ -336,7 +387,7 @@ const maxBatch = 256 << 10
 
 // stream sends the output from the given offsets on, follows it, and ends
 // with the exit frame. What the live window holds is sent from memory,
-// older bytes from the spool files (live.go).
+// older bytes from the spool files (providers/shim/live).
 func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 	var files [2]*os.File
 	defer func() {
@@ -350,12 +401,12 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 	types := [2]byte{FrameStdout, FrameStderr}
 	var hdrs []byte
 	var out net.Buffers
-	// The blocks out was sent from, held until the next lock (live.go).
-	var pinned [2][]*block
+	// The blocks out was sent from, held until the next lock (providers/shim/live).
+	var pinned [2][]*live.Block
 	unpin := func() {
 		for i := range pinned {
 			for _, blk := range pinned[i] {
-				s.live[i].release(blk)
+				s.live[i].Release(blk)
 			}
 			clear(pinned[i])
 			pinned[i] = pinned[i][:0]
@@ -369,19 +420,19 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 	for {
 		hdrs, out = hdrs[:0], out[:0]
 		// Bytes older than the window are sent from the file, up to the
-		// window's start (written: live.go).
+		// window's start (written: providers/shim/live).
 		var behind [2]int64
 		s.mu.Lock()
 		unpin()
 		sizes, final, status, gen := s.sizes, s.final, s.status, s.gen
 		for i := range offs {
 			for sent := 0; offs[i] < sizes[i] && sent < maxBatch; {
-				b, blk := s.live[i].at(offs[i])
+				b, blk := s.live[i].At(offs[i])
 				if b == nil {
-					behind[i] = s.live[i].base
+					behind[i] = s.live[i].Base
 					break
 				}
-				blk.refs++
+				blk.Refs++
 				pinned[i] = append(pinned[i], blk)
 				hdrs = appendHeader(hdrs, types[i], len(b))
 				out = append(out, hdrs[len(hdrs)-5:], b)
@@ -506,19 +557,19 @@ func (s *server) start(spec Spec) error {
 		return errAlreadyStarted
 	}
 	s.started = true // one start only, even a failed one
+	s.spoolRun = spec.Spool
 	s.mu.Unlock()
+	if spec.Spool {
+		return s.startSpool(spec)
+	}
 
-	path, err := lookPath(spec.Path, spec.Env)
+	cmd, err := command(spec)
 	if err != nil {
 		return err
 	}
-	var spools [2]*os.File
-	for i, name := range []string{StdoutName, StderrName} {
-		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("create spool: %w", err)
-		}
-		spools[i] = f
+	spools, err := s.createSpools(os.O_APPEND)
+	if err != nil {
+		return err
 	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -532,12 +583,38 @@ func (s *server) start(spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("stderr pipe: %w", err)
 	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, errW
+	waited, err := s.launch(cmd)
+	stdinR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		errR.Close()
+		return err
+	}
+	var drained [2]chan struct{}
+	for i, r := range []*os.File{outR, errR} {
+		drained[i] = make(chan struct{})
+		go s.spool(i, r, spools[i], drained[i])
+	}
+	go s.feedStdin(stdinW)
+	go s.supervise(waited, [2]*os.File{outR, errR}, drained)
+	return nil
+}
+
+// command is the exec.Cmd of spec, its standard files not set yet.
+func command(spec Spec) (*exec.Cmd, error) {
+	path, err := lookPath(spec.Path, spec.Env)
+	if err != nil {
+		return nil, err
+	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
 	}
-	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.Path}, spec.Args...), Env: env, Dir: spec.Dir,
-		Stdin: stdinR, Stdout: outW, Stderr: errW}
+	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.Path}, spec.Args...), Env: env, Dir: spec.Dir}
 	// Pdeathsig: a killed shim takes its CLI along.
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if spec.UID != nil || spec.GID != nil {
@@ -552,9 +629,31 @@ func (s *server) start(spec Spec) error {
 		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
 	}
 	cmd.SysProcAttr = attr
+	return cmd, nil
+}
 
+// createSpools creates the stdout and stderr spool files, for writing
+// (flag: os.O_APPEND, or 0 for splice(2), which refuses appending files).
+func (s *server) createSpools(flag int) ([2]*os.File, error) {
+	var spools [2]*os.File
+	for i, name := range []string{StdoutName, StderrName} {
+		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|flag, 0o600)
+		if err != nil {
+			if i == 1 {
+				spools[0].Close()
+			}
+			return spools, fmt.Errorf("create spool: %w", err)
+		}
+		spools[i] = f
+	}
+	return spools, nil
+}
+
+// launch starts cmd, its files set, and returns where its exit status
+// arrives; the caller closes the CLI's ends of its files.
+func (s *server) launch(cmd *exec.Cmd) (<-chan ExitStatus, error) {
 	if s.opts.Subreaper {
-		if err := becomeSubreaper(); err != nil {
+		if err := reaper.Become(); err != nil {
 			s.opts.Logf("cannot become a child subreaper (a cancel may leave detached processes of the CLI): %v", err)
 		}
 	}
@@ -578,43 +677,28 @@ func (s *server) start(spec Spec) error {
 		}
 		waited <- st
 	}()
-	err = <-startErr
-	stdinR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		stdinW.Close()
-		outR.Close()
-		errR.Close()
-		return fmt.Errorf("start %s: %w", spec.Path, err)
+	if err := <-startErr; err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Args[0], err)
 	}
 	s.mu.Lock()
 	s.pgid, s.cli = cmd.Process.Pid, cmd.Process
 	s.mu.Unlock()
-	s.opts.Logf("started %s, pid %d", spec.Path, cmd.Process.Pid)
+	s.opts.Logf("started %s, pid %d", cmd.Args[0], cmd.Process.Pid)
 	close(s.startedCh)
-
-	var drained [2]chan struct{}
-	for i, r := range []*os.File{outR, errR} {
-		drained[i] = make(chan struct{})
-		go s.spool(i, r, spools[i], drained[i])
-	}
-	go s.feedStdin(stdinW)
-	go s.supervise(waited, [2]*os.File{outR, errR}, drained)
-	return nil
+	return waited, nil
 }
 
 // spool copies one pipe of the CLI to its spool file and publishes each
-// read in the live window (live.go). The file is written in pieces of at
-// least flushAt bytes, and whenever the pipe ends: the window holds what
+// read in the live window (providers/shim/live). The file is written in pieces of at
+// least live.FlushAt bytes, and whenever the pipe ends: the window holds what
 // is not written yet.
 func (s *server) spool(i int, r, f *os.File, drained chan struct{}) {
 	defer close(drained)
 	defer f.Close()
-	var blk *block    // held while buf reads into it
-	var buf []byte    // blk's bytes read so far
-	var flushed int   // bytes of buf in the file
-	var written int64 // the file's size
+	var blk *live.Block // held while buf reads into it
+	var buf []byte      // blk's bytes read so far
+	var flushed int     // bytes of buf in the file
+	var written int64   // the file's size
 	flush := func() {
 		if flushed == len(buf) {
 			return
@@ -625,42 +709,42 @@ func (s *server) spool(i int, r, f *os.File, drained chan struct{}) {
 		written += int64(len(buf) - flushed)
 		flushed = len(buf)
 		s.mu.Lock()
-		s.live[i].wrote(written)
+		s.live[i].Wrote(written)
 		s.mu.Unlock()
 	}
 	defer func() {
 		flush()
 		s.mu.Lock()
 		if blk != nil {
-			s.live[i].release(blk)
+			s.live[i].Release(blk)
 		}
 		s.mu.Unlock()
 	}()
 	for {
 		next := len(buf) > 0
-		if cap(buf)-len(buf) < minRead {
+		if cap(buf)-len(buf) < live.MinRead {
 			flush()
 			s.mu.Lock()
 			if blk != nil {
-				s.live[i].release(blk)
+				s.live[i].Release(blk)
 			}
-			blk = s.live[i].take()
+			blk = s.live[i].Take()
 			s.mu.Unlock()
 			if blk == nil {
-				blk = &block{b: make([]byte, blockSize), refs: 1}
+				blk = &live.Block{B: make([]byte, live.BlockSize), Refs: 1}
 			}
-			buf, flushed, next = blk.b[:0], 0, false
+			buf, flushed, next = blk.B[:0], 0, false
 		}
 		start := len(buf)
 		n, err := r.Read(buf[start:min(start+chunk, cap(buf))])
 		if n > 0 {
 			buf = buf[:start+n]
 			s.mu.Lock()
-			s.live[i].add(s.sizes[i], blk, buf[start:start+n:cap(buf)], next)
+			s.live[i].Add(s.sizes[i], blk, buf[start:start+n:cap(buf)], next)
 			s.sizes[i] += int64(n)
 			s.changed()
 			s.mu.Unlock()
-			if len(buf)-flushed >= flushAt {
+			if len(buf)-flushed >= live.FlushAt {
 				flush()
 			}
 		}
@@ -703,33 +787,51 @@ func (s *server) supervise(waited <-chan ExitStatus, pipes [2]*os.File, drained 
 	// Closed, not sent: both pipes' waits below must see it.
 	expired := make(chan struct{})
 	timer := time.AfterFunc(s.opts.WaitDelay, func() { close(expired) })
-	defer timer.Stop()
+	defer func() { timer.Stop() }()
 	complete := true
 	for _, d := range drained {
-		select {
-		case <-d:
-		case <-expired:
-			complete = false
+		for waiting := true; waiting; {
+			select {
+			case <-d:
+				waiting = false
+			case <-expired:
+				if s.lagging() {
+					// The holder of a spool run has yet to read what
+					// the CLI left in its pipes: wait on.
+					expired = make(chan struct{})
+					exp := expired
+					timer = time.AfterFunc(s.opts.WaitDelay, func() { close(exp) })
+					continue
+				}
+				complete, waiting = false, false
+			}
 		}
 	}
 	if !complete {
 		// A process of the group still holds the pipes.
 		s.killGroup(syscall.SIGKILL)
 		for _, p := range pipes {
-			p.Close()
+			if p != nil {
+				p.Close()
+			}
+		}
+		if s.spoolRun {
+			s.abandon(drained)
 		}
 	}
 	for _, d := range drained {
 		<-d
 	}
 	for _, p := range pipes {
-		p.Close()
+		if p != nil {
+			p.Close()
+		}
 	}
 	s.mu.Lock()
 	cancelled := s.signalled
 	s.mu.Unlock()
 	if cancelled && s.opts.Subreaper {
-		killDescendants(s.cliPID(), s.opts.Logf)
+		reaper.KillDescendants(s.cliPID(), s.opts.Logf)
 	}
 	b, _ := jsonMarshal(st)
 	tmp := filepath.Join(s.dir, ExitName+".tmp")
@@ -738,6 +840,9 @@ func (s *server) supervise(waited <-chan ExitStatus, pipes [2]*os.File, drained 
 	}
 	s.opts.Logf("the CLI exited: code %d", st.Code)
 	s.mu.Lock()
+	if s.spoolRun {
+		s.sizes = s.spoolSizes()
+	}
 	s.final, s.status = true, st
 	s.changed()
 	s.cond.Broadcast() // the stdin queue's waiters too

@@ -1,4 +1,11 @@
-package shim
+// Package live is remote-shim's live window: the recent output of one
+// stream of a run with frames, held in memory blocks so a caught-up
+// client is served from memory, not from the spool file (issue 28). The
+// shim's server (providers/shim) owns the locking: a Window is guarded by
+// the server's mutex.
+//
+// It imports the standard library only.
+package live
 
 import "sort"
 
@@ -23,18 +30,20 @@ import "sort"
 // Sizes of the live window.
 const (
 	liveWindow = 1 << 20   // bytes of recent output held per stream
-	blockSize  = 256 << 10 // memory the spool goroutine reads into
-	minRead    = 16 << 10  // room under which it takes a fresh block
-	flushAt    = 64 << 10  // unwritten bytes it writes to the file
+	BlockSize  = 256 << 10 // memory the spool goroutine reads into
+	MinRead    = 16 << 10  // room under which it takes a fresh block
+	FlushAt    = 64 << 10  // unwritten bytes it writes to the file
 	maxFree    = 2         // unused blocks a window keeps for reuse
+	// Chunk is the most a span grows to: the bytes one frame sends.
+	Chunk = 64 << 10
 )
 
-// block is memory the spool goroutine reads into. refs counts what holds
+// Block is memory the spool goroutine reads into. refs counts what holds
 // it: the spool goroutine while it reads into it, each span of the
 // window in it, each streamer sending from it.
-type block struct {
-	b    []byte // blockSize bytes
-	refs int
+type Block struct {
+	B    []byte // BlockSize bytes
+	Refs int
 }
 
 // span is published output: b holds the stream's bytes from offset off,
@@ -42,22 +51,22 @@ type block struct {
 type span struct {
 	off int64
 	b   []byte
-	blk *block
+	blk *Block
 }
 
-// window is a stream's recent output: contiguous spans from base to the
+// Window is a stream's recent output: contiguous spans from base to the
 // stream's spooled size. Bytes below written are in the spool file.
-type window struct {
-	base    int64
+type Window struct {
+	Base    int64
 	spans   []span
 	held    int
 	written int64
-	free    []*block // blocks nothing holds, for reuse
+	free    []*Block // blocks nothing holds, for reuse
 }
 
-// take returns a block for the spool goroutine, held once (by it): an
+// Take returns a block for the spool goroutine, held once (by it): an
 // unused one, or nil when the caller must allocate one.
-func (w *window) take() *block {
+func (w *Window) Take() *Block {
 	n := len(w.free)
 	if n == 0 {
 		return nil
@@ -65,60 +74,60 @@ func (w *window) take() *block {
 	blk := w.free[n-1]
 	w.free[n-1] = nil
 	w.free = w.free[:n-1]
-	blk.refs = 1
+	blk.Refs = 1
 	return blk
 }
 
-// release drops one hold of blk; the last one makes it free for reuse.
-func (w *window) release(blk *block) {
-	blk.refs--
-	if blk.refs == 0 && len(w.free) < maxFree {
+// Release drops one hold of blk; the last one makes it free for reuse.
+func (w *Window) Release(blk *Block) {
+	blk.Refs--
+	if blk.Refs == 0 && len(w.free) < maxFree {
 		w.free = append(w.free, blk)
 	}
 }
 
-// add publishes b, the stream's bytes from offset off (its spooled size),
+// Add publishes b, the stream's bytes from offset off (its spooled size),
 // read into blk. next says b directly follows the last span's bytes in
-// the same block: that span then grows, up to chunk bytes.
-func (w *window) add(off int64, blk *block, b []byte, next bool) {
-	if n := len(w.spans); next && n > 0 && len(w.spans[n-1].b)+len(b) <= chunk {
+// the same block: that span then grows, up to Chunk bytes.
+func (w *Window) Add(off int64, blk *Block, b []byte, next bool) {
+	if n := len(w.spans); next && n > 0 && len(w.spans[n-1].b)+len(b) <= Chunk {
 		last := &w.spans[n-1]
 		last.b = last.b[:len(last.b)+len(b)]
 	} else {
 		if n == 0 {
-			w.base = off
+			w.Base = off
 		}
-		blk.refs++
+		blk.Refs++
 		w.spans = append(w.spans, span{off: off, b: b, blk: blk})
 	}
 	w.held += len(b)
 	w.trim()
 }
 
-// wrote records that the spool file holds the bytes below off.
-func (w *window) wrote(off int64) {
+// Wrote records that the spool file holds the bytes below off.
+func (w *Window) Wrote(off int64) {
 	w.written = off
 	w.trim()
 }
 
 // trim lets go of the oldest spans past the window's size that are in the
 // file.
-func (w *window) trim() {
+func (w *Window) trim() {
 	for len(w.spans) > 1 && w.held-len(w.spans[0].b) >= liveWindow && w.spans[1].off <= w.written {
 		w.held -= len(w.spans[0].b)
-		w.release(w.spans[0].blk)
+		w.Release(w.spans[0].blk)
 		w.spans[0] = span{}
 		w.spans = w.spans[1:]
-		w.base = w.spans[0].off
+		w.Base = w.spans[0].off
 	}
 }
 
-// at returns the window's bytes from offset off to the end of the span
+// At returns the window's bytes from offset off to the end of the span
 // holding it, and the span's block, or nil when off is outside the
 // window. A caller that uses the bytes after server.mu is unlocked holds
 // the block (refs) until it is done with them.
-func (w *window) at(off int64) ([]byte, *block) {
-	if len(w.spans) == 0 || off < w.base {
+func (w *Window) At(off int64) ([]byte, *Block) {
+	if len(w.spans) == 0 || off < w.Base {
 		return nil, nil
 	}
 	i := sort.Search(len(w.spans), func(i int) bool { return w.spans[i].off > off }) - 1
