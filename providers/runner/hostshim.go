@@ -78,7 +78,8 @@ func (l *HostLauncher) startShimmed(ctx context.Context, slot *providers.RunSlot
 			return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)
 		}
 	}
-	// A spool run: the CLI writes its spool files, the client reads them.
+	// A spool run: the daemon splices the CLI's pipes into the spool files
+	// itself (providers/shim/spool.go).
 	cl, err := shim.StartSpool(ctx, conn, dir, shimSpec(cmd, path))
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, cmd.Path, err)

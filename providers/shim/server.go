@@ -83,16 +83,17 @@ type server struct {
 
 	// A spool run (spool.go): whoever holds the spooling splices the
 	// CLI's pipes into the spool files, the shim or its holder.
-	spoolRun   bool
-	spoolFiles [2]*os.File // the spools, for splicing into and their sizes
-	pipes      [2]int      // the CLI's stdout and stderr, read ends (raw: spool.go)
-	holder     net.Conn    // the client holding the spooling, or nil
-	holderGone chan struct{}
-	splicing   [2]sync.Mutex // held around each splice(2) of the shim's
-	spoolers   sync.WaitGroup
-	drained    [2]bool
-	drainedCh  [2]chan struct{}
-	abandoned  bool // the spools' last writers are no longer waited for
+	spoolRun    bool
+	spoolFiles  [2]*os.File // the spools, for splicing into and their sizes
+	pipes       [2]int      // the CLI's stdout and stderr, read ends (raw: spool.go)
+	holder      net.Conn    // the client holding the spooling, or nil
+	holderGone  chan struct{}
+	holderReady chan struct{} // closed once the holder has its answer
+	splicing    [2]sync.Mutex // held around each splice(2) of the shim's
+	spoolers    sync.WaitGroup
+	drained     [2]bool
+	drainedCh   [2]chan struct{}
+	abandoned   bool // the spools' last writers are no longer waited for
 
 	startedCh chan struct{}
 	finalCh   chan struct{}
@@ -296,7 +297,7 @@ func (s *server) handle(c net.Conn) {
 		}
 		s.conn = c
 		if hold {
-			s.holder, s.holderGone = c, make(chan struct{})
+			s.holder, s.holderGone, s.holderReady = c, make(chan struct{}), make(chan struct{})
 		}
 	}
 	s.mu.Unlock()
@@ -308,6 +309,7 @@ func (s *server) handle(c net.Conn) {
 	defer s.letGo(c)
 	if hold {
 		err = s.handOver(c, info)
+		close(s.holderReady)
 	} else {
 		err = writeJSONLine(c, info)
 	}

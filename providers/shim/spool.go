@@ -224,15 +224,20 @@ func (s *server) abandon(drained [2]chan struct{}) {
 // its stream is ended, so it stops splicing and closes its connection.
 func (s *server) takeOver() {
 	s.mu.Lock()
-	h, gone, final := s.holder, s.holderGone, s.final
+	h, gone, ready, final := s.holder, s.holderGone, s.holderReady, s.final
 	s.mu.Unlock()
 	if h == nil || final {
 		return // after the end nobody splices
 	}
+	timeout := time.After(takeOverTimeout)
+	select {
+	case <-ready: // ended before its answer, it would not know to let go
+	case <-timeout:
+	}
 	endStream(h)
 	select {
 	case <-gone:
-	case <-time.After(takeOverTimeout):
+	case <-timeout:
 		s.opts.Logf("the client holding the spooling did not let go within %v; taking it back", takeOverTimeout)
 		h.Close()
 		s.letGo(h)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -327,5 +328,52 @@ func TestSpoolHandOffsExactlyOnce(t *testing.T) {
 	}
 	if _, err := cl.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSpoolConcurrentAttachesExactlyOnce: clients attach two at a time
+// while others hold the spooling and splice a flood; each newer one
+// waits for the holder to let go, so the spool stays the output once.
+func TestSpoolConcurrentAttachesExactlyOnce(t *testing.T) {
+	dir, _ := serveDir(t, ServeOptions{})
+	// 300000 lines over about a second, in 30 bursts.
+	cl := startSpool(t, dir, `i=0; while [ $i -lt 30 ]; do seq $((i*10000+1)) $((i*10000+10000)); sleep 0.03; i=$((i+1)); done`)
+	read := func(c *Client) {
+		go io.Copy(io.Discard, c.Stderr())
+		io.Copy(io.Discard, c.Stdout()) // to the end, or until replaced
+	}
+	go read(cl)
+	var wg sync.WaitGroup
+	for k := 0; k < 8; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := AttachSpool(context.Background(), dial(t, dir), dir, 0, 0)
+			if err != nil {
+				t.Errorf("attach: %v", err)
+				return
+			}
+			read(c)
+			c.Close()
+		}()
+		if k%2 == 1 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	wg.Wait()
+	last, err := AttachSpool(context.Background(), dial(t, dir), dir, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, st, err := drainWithin(t, last, 30*time.Second)
+	var want strings.Builder
+	for i := 1; i <= 300000; i++ {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	if err != nil || st.Code != 0 || out != want.String() {
+		t.Fatalf("%d bytes read, want %d; status %+v, %v", len(out), want.Len(), st, err)
+	}
+	if spool, _ := os.ReadFile(filepath.Join(dir, StdoutName)); string(spool) != want.String() {
+		t.Fatalf("spool of %d bytes, want %d: not the output once", len(spool), want.Len())
 	}
 }
