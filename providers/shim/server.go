@@ -319,13 +319,10 @@ func (s *server) handle(c net.Conn) {
 	}
 	stop := make(chan struct{})
 	go func() {
-		switch {
-		case !info.Spool:
+		if info.Spool && h.Version >= 2 {
+			s.streamExit(c, stop) // it reads the spool files itself
+		} else {
 			s.stream(c, h.Stdout, h.Stderr, stop)
-		case h.Version >= 2:
-			s.streamExit(c, stop)
-		default:
-			s.streamFiles(c, h.Stdout, h.Stderr, stop)
 		}
 	}()
 	s.readFrames(c, r)
@@ -432,6 +429,11 @@ func (s *server) stream(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
 				b, blk := s.live[i].At(offs[i])
 				if b == nil {
 					behind[i] = s.live[i].Base
+					if s.spoolRun {
+						// No window: what the shim spliced is all in
+						// the file (version 1 clients of a spool run).
+						behind[i] = sizes[i]
+					}
 					break
 				}
 				blk.Refs++

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -324,55 +323,6 @@ func (s *server) streamExit(c net.Conn, stop <-chan struct{}) {
 		if final {
 			st.Stdout, st.Stderr = sizes[0], sizes[1]
 			b, _ := jsonMarshal(st)
-			_ = WriteFrame(c, Frame{Type: FrameExit, Payload: b})
-			return
-		}
-		select {
-		case <-gen:
-		case <-stop:
-			return
-		}
-	}
-}
-
-// streamFiles serves a spool run to a client of version 1: the output
-// from the given offsets as frames sent from the files as the shim
-// splices, then the exit frame (without the sizes, which version 1 does
-// not know).
-func (s *server) streamFiles(c net.Conn, off0, off1 int64, stop <-chan struct{}) {
-	var files [2]*os.File
-	for i, name := range []string{StdoutName, StderrName} {
-		f, err := os.Open(filepath.Join(s.dir, name))
-		if err != nil {
-			s.opts.Logf("open spool: %v", err)
-			endStream(c)
-			return
-		}
-		defer f.Close()
-		files[i] = f
-	}
-	offs := [2]int64{off0, off1}
-	types := [2]byte{FrameStdout, FrameStderr}
-	for {
-		s.mu.Lock()
-		final, status, gen, sizes := s.final, s.status, s.gen, s.sizes
-		s.mu.Unlock()
-		sent := false
-		for i := range offs {
-			if n := min(int64(chunk), sizes[i]-offs[i]); n > 0 {
-				if err := sendSpool(c, files[i], types[i], offs[i], n); err != nil {
-					endStream(c)
-					return
-				}
-				offs[i] += n
-				sent = true
-			}
-		}
-		if sent {
-			continue
-		}
-		if final {
-			b, _ := jsonMarshal(status)
 			_ = WriteFrame(c, Frame{Type: FrameExit, Payload: b})
 			return
 		}
