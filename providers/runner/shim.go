@@ -27,7 +27,8 @@ type SystemdMode int
 const (
 	// SystemdAuto starts the shim as a transient systemd unit when systemd
 	// runs the host (/run/systemd/system exists) and its D-Bus answers,
-	// else detached (serve --detach, a new session).
+	// else detached (a process group of its own in the daemon's session,
+	// with no controlling terminal).
 	SystemdAuto SystemdMode = iota
 	// SystemdNever always starts the shim detached.
 	SystemdNever
