@@ -95,14 +95,6 @@ func serve(args []string, stderr io.Writer) int {
 	if *readyFD > 0 {
 		ready = os.NewFile(uintptr(*readyFD), "ready")
 	}
-	if err := dropTerminal(); err != nil {
-		if ready != nil {
-			_, _ = io.WriteString(ready, "error: "+err.Error()+"\n")
-			ready.Close()
-		}
-		logger.Printf("%v", err)
-		return 1
-	}
 	syscall.Umask(0o077)
 	runtime.GOMAXPROCS(1)
 	err := shim.Serve(shim.ServeOptions{
@@ -126,68 +118,6 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// dropTerminal gives up the controlling terminal the shim inherited, if
-// any, before it starts a CLI. remoted on the host starts its shims in its
-// own session (a process group of their own), so a remoted started from a
-// terminal (make run) passes that terminal on; a CLI that kept it could
-// open /dev/tty, read the operator's keys and write to their screen. A
-// process that does not lead its session gives up only its own tie to the
-// terminal (TIOCNOTTY), and what it starts afterwards has none. A shim
-// that cannot give it up does not serve.
-func dropTerminal() error {
-	fd, err := syscall.Open("/dev/tty", syscall.O_RDWR|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
-	switch {
-	case err == syscall.ENXIO: // no controlling terminal: the common case
-		return nil
-	case err != nil:
-		// No /dev/tty to open (a bare /dev): whether the process has a
-		// terminal all the same is in its stat line.
-		if tty, serr := terminalOf("/proc/self/stat"); serr != nil || tty != 0 {
-			return fmt.Errorf("give up the controlling terminal: open /dev/tty: %w", err)
-		}
-		return nil
-	}
-	defer syscall.Close(fd)
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), uintptr(syscall.TIOCNOTTY), 0); errno != 0 {
-		return fmt.Errorf("give up the controlling terminal: %w", errno)
-	}
-	if tty, err := terminalOf("/proc/self/stat"); err == nil && tty != 0 {
-		return fmt.Errorf("give up the controlling terminal: terminal %#x is still this process's", tty)
-	}
-	return nil
-}
-
-// terminalOf reads the controlling terminal (tty_nr, 0 for none) from a
-// /proc/PID/stat file.
-func terminalOf(path string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	tty, err := statTerminal(string(b))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return tty, nil
-}
-
-// statTerminal is the tty_nr field of a /proc/PID/stat line.
-func statTerminal(stat string) (int, error) {
-	i := strings.LastIndexByte(stat, ')') // the command name may hold anything
-	if i < 0 {
-		return 0, errors.New("no command name")
-	}
-	f := strings.Fields(stat[i+1:]) // state ppid pgrp session tty_nr ...
-	if len(f) < 5 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 5", len(f))
-	}
-	tty, err := strconv.Atoi(f[4])
-	if err != nil {
-		return 0, fmt.Errorf("tty_nr %q: %w", f[4], err)
-	}
-	return tty, nil
 }
 
 // notifySystemd tells systemd the shim is ready when it runs as a

@@ -147,20 +147,11 @@ func (c *ShimConfig) startHostShim(ctx context.Context, runID, dir string) error
 }
 
 // startDetached starts `remote-shim serve --dir D --ready-fd 3` in a
-// process group of its own and returns once it listens (it says so on
-// fd 3). It is started directly, not through `serve --detach`, which
-// would start the binary twice: the shim is the daemon's child until the
-// daemon ends (a goroutine reaps it). In a group of its own, a signal to
-// the daemon's group (a terminal's Ctrl-C or hang-up) does not reach it,
-// and the shim gives up the controlling terminal it inherits before it
-// listens, so its CLI cannot open the operator's terminal. It stays in
-// the daemon's session, and so in the daemon's scheduling group (the
-// kernel's autogroup): a session of its own would be a scheduling entity
-// of its own, which wakes the daemon across groups at every write of the
-// CLI's (BenchmarkShimOverhead: lines 0.72 of a pipe against 0.85 in the
-// daemon's group) and weighs as much as the whole daemon whatever the
-// nice values of its processes; in one group, [agent] nice weighs each
-// process of the run against the daemon's threads.
+// session of its own and returns once it listens (it says so on fd 3).
+// It is started directly, not through `serve --detach`, which would start
+// the binary twice: the shim is the daemon's child until the daemon ends
+// (a goroutine reaps it), in its own session, so a signal to the daemon's
+// group or terminal does not reach it.
 func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -177,12 +168,17 @@ func (c *ShimConfig) startDetached(ctx context.Context, dir string) error {
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = startNice(cmd, c.Nice, nil) // no Pdeathsig: its thread may end
 	pw.Close()
 	null.Close()
 	if err != nil {
 		return fmt.Errorf("start remote-shim (%s): %w", c.Binary, err)
+	}
+	if c.Nice != 0 {
+		if err := niceSession(cmd.Process.Pid, c.Nice); err != nil {
+			c.logger().Warn("the run's session weighs as much as the daemon's (its processes are niced all the same)", "error", err)
+		}
 	}
 	exited := make(chan struct{})
 	go func() {

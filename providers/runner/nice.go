@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,4 +86,32 @@ func nicer(tid, n int) (int, error) {
 // daemon's (100, systemd's default): 100/1.25^n, at least 1.
 func unitCPUWeight(n int) uint64 {
 	return uint64(max(1, math.Round(100/math.Pow(1.25, float64(n)))))
+}
+
+// niceSession gives the session that process pid leads the nice value of
+// the daemon's own session plus n, at most 19. With the kernel's
+// autogroups (sched_autogroup_enabled, the default outside systemd's
+// cgroups) each session is one scheduling entity weighed by its own
+// nice value: twenty detached shims would each weigh as much as the
+// whole daemon whatever their processes' nice values. A kernel without
+// autogroups has nothing to set (nil).
+func niceSession(pid, n int) error {
+	own, err := os.ReadFile("/proc/self/autogroup")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the daemon's autogroup: %w", err)
+	}
+	cur := 0
+	if _, after, ok := strings.Cut(strings.TrimSpace(string(own)), " nice "); ok {
+		if cur, err = strconv.Atoi(after); err != nil {
+			return fmt.Errorf("read the daemon's autogroup %q: %w", own, err)
+		}
+	}
+	v := strconv.Itoa(min(cur+n, 19))
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/autogroup", pid), []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("set the autogroup nice value of session %d to %s: %w", pid, v, err)
+	}
+	return nil
 }

@@ -25,30 +25,33 @@ func ownNice(t *testing.T) int {
 }
 
 // niceScript prints, as a run.completed line, the nice value of the
-// shell (the launched process) and of a process it starts, and the
-// shell's autogroup (/autogroup-ID).
+// shell (the launched process) and of a process it starts.
 const niceScript = `read -r s < /proc/$$/stat; set -- ${s#*) }; own=${17}; ` +
 	`sleep 0.01 & read -r s < /proc/$!/stat; set -- ${s#*) }; kid=${17}; wait; ` +
-	`ag=$(cat /proc/$$/autogroup 2>/dev/null); ag=${ag%% *}; echo "run.completed $own $kid ${ag:-default}"`
+	`ag=$(cat /proc/$$/autogroup 2>/dev/null); ag=${ag##* }; echo "run.completed $own $kid ${ag:-default}"`
 
 // TestAgentCLIsRunNicer: with [agent] nice = 7, a CLI started directly
 // and one started under remote-shim, and what each of them starts, run at
 // the daemon's nice value plus 7 — while the API is answered at the
-// daemon's own. Every one of them stays in the daemon's scheduling group
-// (the kernel's autogroup, one per session): in a group of its own a run
-// would weigh as much as the whole daemon whatever its nice value, and
-// each of its writes would wake the daemon across groups.
+// daemon's own. A shim's session (a scheduling entity of its own under
+// the kernel's autogroups) is 7 nicer than the daemon's too.
 func TestAgentCLIsRunNicer(t *testing.T) {
 	want := strconv.Itoa(min(ownNice(t)+7, 19))
 	// A process in init's session (as under a CI runner that never calls
 	// setsid) has an empty autogroup file: it is in the kernel's default
-	// group. The script prints "default" for an empty (or missing) file,
-	// and the autogroup's name (/autogroup-ID) otherwise.
-	ownGroup := "default"
+	// group, whose nice value counts as 0. A shim's new session gets an
+	// autogroup of its own all the same. The script prints "default" for
+	// an empty (or missing) file.
+	ownGroup, groupWant := "default", "default"
 	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+		n := 0
 		if f := strings.Fields(string(b)); len(f) > 0 {
-			ownGroup = f[0]
+			ownGroup = f[len(f)-1]
+			if n, err = strconv.Atoi(ownGroup); err != nil {
+				t.Fatalf("/proc/self/autogroup is %q", b)
+			}
 		}
+		groupWant = strconv.Itoa(min(n+7, 19))
 	}
 	shim := hostShim(t)
 	shim.Nice = 7
@@ -67,6 +70,9 @@ func TestAgentCLIsRunNicer(t *testing.T) {
 			w, g := want, ownGroup
 			if tc.l.Nice == 0 && tc.l.Shim == nil {
 				w = strconv.Itoa(ownNice(t))
+			}
+			if tc.l.Shim != nil {
+				g = groupWant
 			}
 			if got, exp := summary(evs), "run.completed["+w+" "+w+" "+g+"];"; err != nil || got != exp {
 				t.Fatalf("events %s, %v; want %s", got, err, exp)

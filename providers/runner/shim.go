@@ -27,8 +27,7 @@ type SystemdMode int
 const (
 	// SystemdAuto starts the shim as a transient systemd unit when systemd
 	// runs the host (/run/systemd/system exists) and its D-Bus answers,
-	// else detached (a process group of its own in the daemon's session,
-	// with no controlling terminal).
+	// else detached (serve --detach, a new session).
 	SystemdAuto SystemdMode = iota
 	// SystemdNever always starts the shim detached.
 	SystemdNever
