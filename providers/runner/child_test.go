@@ -138,6 +138,8 @@ func runChild(mode string) int {
 		}
 		time.Sleep(time.Hour)
 		return 0
+	case "terminal-daemon": // TestAttackRunReachesTheOperatorsTerminal's daemon
+		return terminalDaemon()
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 	return 99
