@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -23,7 +24,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testkit.RemoveBinaries() // what testkit.ShimBinary built
+	os.Exit(code)
 }
 
 // childCommand returns a Command that re-executes the test binary as the
