@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"remote/api"
 	"remote/lxdexec"
@@ -16,7 +17,9 @@ const (
 	// IdmapAuto gives each new container a host uid range of its own
 	// where LXD can (security.idmap.isolated), and the range every
 	// unisolated container shares, with a warning, where LXD refuses one
-	// (too small a subuid range for root, or none).
+	// because it has none free (IdmapUnsupported: too small a subuid
+	// range for root). Any other failure of the isolated create is the
+	// create's error.
 	IdmapAuto Idmap = "auto"
 	// IdmapIsolated gives each new container a range of its own or no
 	// container at all.
@@ -33,6 +36,19 @@ const IsolatedKey = "security.idmap.isolated"
 
 func (m Idmap) valid() bool { return m == IdmapAuto || m == IdmapIsolated || m == IdmapShared }
 
+// IdmapUnsupported is the text of LXD's refusal of an isolated uid range
+// when root's subuid/subgid range has no free 65536 left (LXD's
+// findIdmap: "Not enough uid/gid available for the container", wrapped
+// as "Failed creating instance record: Failed initialising instance:
+// ..."). It is the only failure IdmapAuto answers with the shared range.
+const IdmapUnsupported = "Not enough uid/gid available for the container"
+
+// isolationRefused tells LXD's refusal of an isolated range from any other
+// failure of a create.
+func isolationRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), IdmapUnsupported)
+}
+
 // createInstance creates proj's container from post with the uid range the
 // preparer's Idmap asks for.
 func (p *Preparer) createInstance(ctx context.Context, proj api.Project, post lxdexec.InstancesPost) error {
@@ -45,15 +61,20 @@ func (p *Preparer) createInstance(ctx context.Context, proj api.Project, post lx
 		isolated.Config[k] = v
 	}
 	err := p.lxd.CreateInstance(ctx, isolated)
-	if err == nil || p.idmap == IdmapIsolated {
-		if err != nil {
-			err = fmt.Errorf("%w (with [projects] idmap = \"isolated\": LXD must have a free uid range of 65536 for it)", err)
-		}
+	switch {
+	case err == nil:
+		return nil
+	case p.idmap == IdmapIsolated && isolationRefused(err):
+		return fmt.Errorf("%w (with [projects] idmap = \"isolated\": LXD must have a free uid range of 65536 for it)", err)
+	case !isolationRefused(err):
+		// Not LXD saying it has no range to give (LXD unreachable, a
+		// bad image, pool or target...): that cause, never a container
+		// in the shared range in its place.
 		return err
 	}
 	// LXD refuses an isolated map when root's subuid/subgid range has no
-	// free 65536 left (or there is none): the shared range, as before
-	// isolation, rather than no container. Any other failure fails again.
+	// free 65536 left: the shared range, as before isolation, rather than
+	// no container.
 	if err2 := p.lxd.CreateInstance(ctx, post); err2 != nil {
 		return err2
 	}
