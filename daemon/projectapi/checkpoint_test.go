@@ -143,6 +143,54 @@ func TestCheckpointSkippedOnFreshContainer(t *testing.T) {
 	}
 }
 
+// TestCheckpointAfterContainerStopped: only a turn whose preparation
+// created the container (or claimed a warm one) skips its checkpoint. The
+// first turn after the container was stopped (remotectl project stop, an
+// idle stop; stopped behind the daemon's back as by a host reboot) starts
+// a container that holds the project's files: it takes its checkpoint, so
+// it can be rolled back.
+func TestCheckpointAfterContainerStopped(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("ckstop")})
+	if t1 := e.prompt(t, chat.ID, "alice", "t1"); hasType(t1, api.EventCheckpoint) || !hasType(t1, api.EventComplete) {
+		t.Fatalf("first turn (creates the container): events %v", types(t1))
+	}
+	hasSnapshot := func(name string) bool {
+		t.Helper()
+		snaps, err := e.lxd.Snapshots(context.Background(), proj.Container)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(snaps, func(s lxdexec.Snapshot) bool { return s.Name == name })
+	}
+	for _, tc := range []struct {
+		turn string
+		stop func()
+	}{
+		{"after project stop", func() {
+			if status, body := e.do("POST", "/v1/projects/"+proj.Name+"/stop", "alice", nil); status != http.StatusOK {
+				t.Fatalf("stop: %d %s", status, body)
+			}
+		}},
+		{"after a stop behind the daemon's back", func() {
+			if err := e.lxd.SetState(context.Background(), proj.Container, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		tc.stop()
+		if inst, _, err := e.lxd.Instance(context.Background(), proj.Container); err != nil || inst.Status != "Stopped" {
+			t.Fatalf("%s: container %v %v, want it stopped", tc.turn, inst, err)
+		}
+		evs := e.prompt(t, chat.ID, "alice", strings.ReplaceAll(tc.turn, " ", "-"))
+		cp := checkpoint.Name(chat.ID, evs[0].Seq)
+		if !slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Type == api.EventCheckpoint && ev.Snapshot == cp }) ||
+			!hasType(evs, api.EventComplete) || !hasSnapshot(cp) {
+			t.Fatalf("first turn %s: events %v %v, snapshot %s taken %v; want its checkpoint", tc.turn, types(evs), subtypes(evs), cp, hasSnapshot(cp))
+		}
+	}
+}
+
 // TestCheckpointsPerTurn: every turn of a project chat whose container
 // was made before it is preceded by an LXD snapshot, evented right after the user event and listed with its
 // chat and seq; retention keeps the newest checkpoint_keep. On each
