@@ -107,6 +107,11 @@ const (
 	// move it off an evacuated cluster member; a run in progress ended
 	// and the next prompt resumes the session where LXD put it.
 	SubtypeContainerEvacuated = "container_evacuated"
+	// SubtypeLimitsClamped: the project's limits were beyond the
+	// operator's caps ([projects.limits], lowered since they were set)
+	// and were lowered to them before its container started, or when a
+	// fork copied them (data: project, limits, clamped).
+	SubtypeLimitsClamped = "limits_clamped"
 	// Repository events (issue 26): the project's repository was cloned
 	// into /workspace, or its clone failed (git's message, without the
 	// token); the working tree's git tree at a turn's start; a push; a

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -173,6 +175,7 @@ type Preparer struct {
 	previews    *preview.Devices
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
+	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
 }
 
 var (
@@ -233,8 +236,81 @@ func New(opts Options) (*Preparer, error) {
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
-		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews}
+		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews, Limits: p.resyncLimits}
 	return p, nil
+}
+
+// SetCaps sets the operator's caps of every project's limits
+// ([projects.limits]; the project routes set them when they are made). A
+// project whose stored limits are beyond them is clamped to them when its
+// container is next created or started, and when a checkpoint is
+// restored into it or forked from.
+func (p *Preparer) SetCaps(caps api.ProjectLimits) { p.caps.Store(&caps) }
+
+func (p *Preparer) capsNow() api.ProjectLimits {
+	if c := p.caps.Load(); c != nil {
+		return *c
+	}
+	return api.ProjectLimits{}
+}
+
+// Clamped is a project whose limits were lowered to the operator's caps:
+// Project holds them now; Excess says what was beyond which cap.
+type Clamped struct {
+	Project api.Project
+	Excess  []placement.Excess
+}
+
+// Message says what was clamped, for the project's owner.
+func (c Clamped) Message() string {
+	parts := make([]string, len(c.Excess))
+	for i, e := range c.Excess {
+		parts[i] = e.String()
+	}
+	return fmt.Sprintf("project %q: limits lowered to the operator's caps: %s", c.Project.Name, strings.Join(parts, "; "))
+}
+
+// clampLimits lowers proj's stored limits to the caps where they are
+// beyond them (the store and, with apply, its container's LXD limits:
+// before a start, so the container never runs above a cap). It returns
+// proj as it now is and what was clamped (nil: nothing).
+func (p *Preparer) clampLimits(ctx context.Context, proj api.Project, apply bool) (api.Project, *Clamped, error) {
+	eff, ex := placement.Clamp(proj.Limits, p.capsNow())
+	if len(ex) == 0 {
+		return proj, nil, nil
+	}
+	next := proj
+	next.Limits = eff
+	if apply {
+		if err := p.ApplyLimits(ctx, next); err != nil {
+			return proj, nil, fmt.Errorf("lower the limits of project %q to the operator's caps: %w", proj.Name, err)
+		}
+	}
+	_, err := p.projects.UpdateProject(proj.Name, func(pr *api.Project) error {
+		if pr.ID != proj.ID {
+			return fmt.Errorf("project %q: %w while its limits were lowered", proj.Name, ErrProjectReplaced)
+		}
+		pr.Limits = eff
+		pr.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return proj, nil, fmt.Errorf("record the lowered limits of project %q: %w", proj.Name, err)
+	}
+	c := &Clamped{Project: next, Excess: ex}
+	p.log.Warn("project limits lowered to the operator's caps", "project", proj.Name, "container", proj.Container, "detail", c.Message())
+	return next, c, nil
+}
+
+// resyncLimits gives a restored or copied container proj's limits (the
+// snapshot's config holds the limits of its time), clamped to the caps
+// first.
+func (p *Preparer) resyncLimits(ctx context.Context, proj api.Project) error {
+	proj, _, err := p.clampLimits(ctx, proj, false)
+	if err != nil {
+		return err
+	}
+	return p.ApplyLimits(ctx, proj)
 }
 
 // Checkpoints lists the project's checkpoints, oldest first (see
@@ -249,9 +325,17 @@ func (p *Preparer) Restore(ctx context.Context, proj api.Project, name string) e
 }
 
 // Fork creates dst's container as a copy of src's checkpoint name, marked
-// as dst's; it is started by dst's first run.
+// as dst's, with dst's limits (the copy's own are the checkpoint's); it is
+// started by dst's first run. A copy whose limits cannot be set is
+// deleted again.
 func (p *Preparer) Fork(ctx context.Context, src api.Project, name string, dst api.Project) error {
-	return p.checkpoints.Fork(ctx, src, name, dst, map[string]string{MarkerKey: dst.ID, NameKey: dst.Name})
+	err := p.checkpoints.Fork(ctx, src, name, dst, map[string]string{MarkerKey: dst.ID, NameKey: dst.Name})
+	if err != nil {
+		if derr := p.Delete(context.WithoutCancel(ctx), dst); derr != nil { // only a container marked as dst's
+			p.log.Warn("remove half-made fork container", "project", dst.Name, "container", dst.Container, "error", derr)
+		}
+	}
+	return err
 }
 
 // WaitRetention returns when no checkpoint retention run is pending for
@@ -366,7 +450,13 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 		starting()
 		starting = func() {}
 	}
-	c, created, err := p.start(ctx, proj, starting)
+	// The container's limits lowered to the operator's caps before it
+	// started: the chat is told (system/limits_clamped).
+	clamped := func(c Clamped) {
+		data, _ := json.Marshal(map[string]any{"project": c.Project.Name, "limits": c.Project.Limits, "clamped": c.Excess})
+		emit(providers.Event{Type: providers.EventSystem, Subtype: api.SubtypeLimitsClamped, Message: c.Message(), Data: data})
+	}
+	c, created, err := p.start(ctx, proj, starting, clamped)
 	if err != nil {
 		return providers.Target{}, err
 	}
@@ -505,19 +595,19 @@ func (p *Preparer) SyncCredentials(ctx context.Context, t providers.Target, prov
 // when missing, started when not running, and the stored status is set to
 // running. It returns the container's identity.
 func (p *Preparer) Start(ctx context.Context, proj api.Project) (Container, error) {
-	c, _, err := p.start(ctx, proj, func() {})
+	c, _, err := p.start(ctx, proj, func() {}, func(Clamped) {})
 	return c, err
 }
 
 // start is Start; created reports that this call created the container.
-func (p *Preparer) start(ctx context.Context, proj api.Project, starting func()) (c Container, created bool, err error) {
+func (p *Preparer) start(ctx context.Context, proj api.Project, starting func(), clamped func(Clamped)) (c Container, created bool, err error) {
 	if proj.Container == "" {
 		return Container{}, false, fmt.Errorf("project %q: %w", proj.Name, ErrNoContainer)
 	}
 	if proj.ID == "" {
 		return Container{}, false, fmt.Errorf("project %q: %w", proj.Name, ErrNoProjectID)
 	}
-	inst, changed, created, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting))
+	inst, changed, created, err := p.ensureRunning(ctx, proj, sync.OnceFunc(starting), clamped)
 	if err != nil {
 		return Container{}, false, err
 	}
@@ -622,7 +712,11 @@ func (p *Preparer) setStatusAt(project, status, location string) {
 // needed (changed: started, created: made by this call). Calls for one
 // container are serialized: a second caller finds the container the
 // first one made running.
-func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func()) (inst *lxdexec.Instance, changed, created bool, err error) {
+//
+// Before it creates or starts the container it lowers the project's
+// limits to the operator's caps where they are beyond them (clampLimits),
+// telling clamped.
+func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting func(), clamped func(Clamped)) (inst *lxdexec.Instance, changed, created bool, err error) {
 	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return nil, false, false, err
@@ -640,6 +734,12 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	switch {
 	case errors.Is(err, lxdexec.ErrNotFound):
 		starting()
+		var c *Clamped
+		if proj, c, err = p.clampLimits(ctx, proj, false); err != nil {
+			return nil, false, false, err
+		} else if c != nil {
+			clamped(*c)
+		}
 		if err := p.create(ctx, proj, map[string]string{MarkerKey: proj.ID, NameKey: proj.Name}); err != nil {
 			return nil, false, false, err
 		}
@@ -675,6 +775,11 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 		return inst, false, created, nil
 	}
 	starting()
+	if _, c, err := p.clampLimits(ctx, proj, true); err != nil {
+		return nil, false, false, err
+	} else if c != nil {
+		clamped(*c)
+	}
 	action := "start"
 	if inst.Status == "Frozen" {
 		action = "unfreeze"

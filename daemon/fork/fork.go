@@ -19,8 +19,10 @@ import (
 // SetContainerForker.
 type ContainerForker interface {
 	// ForkProject creates a project of user's from the checkpoint taken
-	// before turn of chat src (in src's project); its errors are classified.
-	ForkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, error)
+	// before turn of chat src (in src's project); its errors are
+	// classified. notice, when not "", says the copy's limits were
+	// lowered to the operator's caps (the fork's chat is told).
+	ForkProject(ctx context.Context, user string, src api.Chat, turn int64) (proj api.Project, notice string, err error)
 	// DropProject removes a fork's project record again.
 	DropProject(proj api.Project)
 }
@@ -78,6 +80,7 @@ func (s *Forker) At(ctx context.Context, user string, src api.Chat, req Request)
 	fork.Sessions, fork.ClaudeSessionID, fork.CodexSessionID, fork.KimiSessionID, fork.AntigravitySessionID = nil, "", "", "", ""
 	fork.ForkPending = false
 	var undo func()
+	var notice string
 	if req.WithContainer {
 		if src.Project == "" {
 			return api.Chat{}, errdefs.InvalidArgument("withContainer: chat %s has no project", src.ID)
@@ -86,10 +89,11 @@ func (s *Forker) At(ctx context.Context, user string, src api.Chat, req Request)
 		if pr == nil {
 			return api.Chat{}, errors.New("fork with container: project routes are not attached")
 		}
-		proj, err := pr.ForkProject(ctx, user, src, turn)
+		proj, note, err := pr.ForkProject(ctx, user, src, turn)
 		if err != nil {
 			return api.Chat{}, err
 		}
+		notice = note
 		fork.Project, fork.ProjectID = proj.Name, proj.ID
 		undo = func() { pr.DropProject(proj) }
 	}
@@ -107,6 +111,9 @@ func (s *Forker) At(ctx context.Context, user string, src api.Chat, req Request)
 			s.Log.Error("remove half-made fork", "chat", fork.ID, "error", derr)
 		}
 		return fail(fmt.Errorf("copy events of chat %s to its fork: %w", src.ID, err))
+	}
+	if notice != "" {
+		s.appendNotice(fork, notice)
 	}
 	s.Log.Info("chat forked at a turn", "chat", src.ID, "fork", fork.ID, "turn", turn, "project", fork.Project, "withContainer", req.WithContainer)
 	return fork, nil
@@ -160,4 +167,16 @@ func (s *Forker) copyEventsBefore(src, dst string, before int64) error {
 		}
 	}
 	return first
+}
+
+// appendNotice stores system/limits_clamped in the fork's new chat: its
+// project's limits were lowered to the operator's caps. Best effort: the
+// project's own record shows the limits either way.
+func (s *Forker) appendNotice(fork api.Chat, notice string) {
+	done := make(chan error, 1)
+	s.Store.AppendAsync(fork.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeLimitsClamped, Message: notice,
+		Project: fork.Project, T: time.Now().UnixMilli()}, func(_ api.Event, err error) { done <- err })
+	if err := <-done; err != nil {
+		s.Log.Warn("store the fork's limits notice", "chat", fork.ID, "error", err)
+	}
 }

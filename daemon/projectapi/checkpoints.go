@@ -17,6 +17,7 @@ import (
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/placement"
 )
 
 // checkpoints serves GET /v1/projects/{name}/checkpoints, oldest first.
@@ -120,49 +121,58 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 
 // ForkProject is forkProject with LXD's unavailability named
 // (daemon.ContainerForker).
-func (p *Projects) ForkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, error) {
-	proj, err := p.forkProject(ctx, user, src, turn)
-	return proj, projectError(err)
+func (p *Projects) ForkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, string, error) {
+	proj, notice, err := p.forkProject(ctx, user, src, turn)
+	return proj, notice, projectError(err)
 }
 
 // forkProject creates a project of user's whose container is a copy of
-// the checkpoint taken before turn of chat src (in src's project).
-func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, turn int64) (api.Project, error) {
+// the checkpoint taken before turn of chat src (in src's project). The
+// copy gets the original's limits lowered to the operator's caps where
+// they are beyond them (a cap lowered since they were set); notice then
+// says so.
+func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, turn int64) (proj api.Project, notice string, err error) {
 	from, err := p.o.Store.Project(src.Project)
 	if err != nil {
-		return api.Project{}, err
+		return api.Project{}, "", err
 	}
 	if src.ProjectID != "" && from.ID != src.ProjectID {
-		return api.Project{}, fmt.Errorf("project %q: %w since the chat was created", from.Name, provisioning.ErrProjectReplaced)
+		return api.Project{}, "", fmt.Errorf("project %q: %w since the chat was created", from.Name, provisioning.ErrProjectReplaced)
 	}
 	if from.Owner != "" && from.Owner != user {
-		return api.Project{}, fmt.Errorf("project %q: %w", from.Name, errdefs.ErrNotFound)
+		return api.Project{}, "", fmt.Errorf("project %q: %w", from.Name, errdefs.ErrNotFound)
 	}
 	id := store.NewProjectID()
 	base := strings.TrimRight(from.Name[:min(len(from.Name), 45)], "-")
 	now := time.Now().UTC()
-	proj := api.Project{
+	proj = api.Project{
 		ID: id, Name: base + "-f" + id[:6], Owner: user, Image: from.Image, Provider: from.Provider,
 		Ports: from.Ports, Autostart: from.Autostart, Checkpoints: from.Checkpoints,
 		// The copy keeps the original's credential mode (a tenant's own
-		// login never becomes a shared one by forking) and its limits.
+		// login never becomes a shared one by forking) and its limits,
+		// within the caps (below).
 		Credentials: from.Credentials, Limits: from.Limits, Pool: from.Pool, Target: from.Target,
 		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
 	}
 	proj.Container = ContainerName(proj.Name, id)
+	if limits, ex := placement.Clamp(from.Limits, p.o.Limits); len(ex) > 0 {
+		proj.Limits = limits
+		notice = (provisioning.Clamped{Project: proj, Excess: ex}).Message()
+		p.log.Warn("forked project's limits lowered to the operator's caps", "project", proj.Name, "from", from.Name, "detail", notice)
+	}
 	if err := p.o.Store.CreateProject(proj); err != nil {
-		return api.Project{}, err
+		return api.Project{}, "", err
 	}
 	cp := checkpoint.Name(src.ID, turn)
 	if err := p.o.Preparer.Fork(ctx, from, cp, proj); err != nil {
 		p.DropProject(proj)
 		if errors.Is(err, lxdexec.ErrNotFound) {
-			return api.Project{}, fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, errdefs.ErrNotFound)
+			return api.Project{}, "", fmt.Errorf("no checkpoint %s before that turn in project %q: %w", cp, from.Name, errdefs.ErrNotFound)
 		}
-		return api.Project{}, err
+		return api.Project{}, "", err
 	}
 	p.log.Info("project forked from a checkpoint", "project", proj.Name, "id", proj.ID, "owner", user, "from", from.Name, "checkpoint", cp)
-	return proj, nil
+	return proj, notice, nil
 }
 
 // DropProject removes a fork's project record again (its container is

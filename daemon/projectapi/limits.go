@@ -2,10 +2,8 @@ package projectapi
 
 import (
 	"fmt"
-	"math/big"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,12 +11,13 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
+	"remote/provisioning/placement"
 )
 
 var (
 	cpuLimitRE  = lazyre.New(`^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`)
-	sizeLimitRE = lazyre.New(`^([0-9]{1,12}(?:\.[0-9]{1,3})?)(B|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?$`)
-	percentRE   = lazyre.New(`^([0-9]{1,3})%$`)
+	sizeLimitRE = placement.SizeLimitRE
+	percentRE   = placement.PercentRE
 )
 
 // maxProcesses bounds limits.processes.
@@ -45,116 +44,10 @@ func checkLimits(l api.ProjectLimits) error {
 // a capped field may be lowered, never raised above its cap nor removed.
 // l and caps have passed checkLimits.
 func checkCaps(l, caps api.ProjectLimits) error {
-	for _, f := range []struct {
-		name, v, limit string
-		within         func(v, limit string) bool
-	}{
-		{"cpu", l.CPU, caps.CPU, cpuWithin},
-		{"memory", l.Memory, caps.Memory, memoryWithin},
-		{"processes", procString(l.Processes), procString(caps.Processes), processesWithin},
-		{"disk", l.Disk, caps.Disk, sizeWithin},
-	} {
-		switch {
-		case f.limit == "":
-		case f.v == "":
-			return errdefs.InvalidArgument("limits.%s may not be removed: it is capped at %q ([projects.limits] %s)", f.name, f.limit, f.name)
-		case !f.within(f.v, f.limit):
-			return errdefs.InvalidArgument("limits.%s %q is above the cap of %q ([projects.limits] %s)", f.name, f.v, f.limit, f.name)
-		}
+	if ex := placement.Excesses(&l, caps); len(ex) > 0 {
+		return errdefs.InvalidArgument("%s", ex[0])
 	}
 	return nil
-}
-
-func procString(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strconv.Itoa(n)
-}
-
-func processesWithin(v, limit string) bool {
-	n, err1 := strconv.Atoi(v)
-	c, err2 := strconv.Atoi(limit)
-	return err1 == nil && err2 == nil && n <= c
-}
-
-// cpuWithin: under a count cap, a count or a set of at most that many
-// CPUs; under a set cap, a set inside it (a count would float over every
-// CPU, off the operator's set).
-func cpuWithin(v, limit string) bool {
-	if !strings.ContainsAny(limit, "-,") {
-		c, _ := strconv.Atoi(limit)
-		if !strings.ContainsAny(v, "-,") {
-			n, _ := strconv.Atoi(v)
-			return n <= c
-		}
-		return len(cpuSet(v)) <= c
-	}
-	if !strings.ContainsAny(v, "-,") {
-		return false
-	}
-	allowed := cpuSet(limit)
-	for cpu := range cpuSet(v) {
-		if !allowed[cpu] {
-			return false
-		}
-	}
-	return true
-}
-
-// cpuSet expands a set like "0-1,3" (cpuLimitRE); a range bounds at most
-// 10,000 CPUs.
-func cpuSet(s string) map[int]bool {
-	out := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, _ := strconv.Atoi(lo)
-		b := a
-		if isRange {
-			b, _ = strconv.Atoi(hi)
-		}
-		for i := a; i <= b; i++ {
-			out[i] = true
-		}
-	}
-	return out
-}
-
-// memoryWithin: a size under a size cap, a percentage under a percentage
-// cap (a percentage of which host is not known here).
-func memoryWithin(v, limit string) bool {
-	pv, pl := percentRE.FindStringSubmatch(v), percentRE.FindStringSubmatch(limit)
-	switch {
-	case pv != nil && pl != nil:
-		a, _ := strconv.Atoi(pv[1])
-		b, _ := strconv.Atoi(pl[1])
-		return a <= b
-	case pv == nil && pl == nil:
-		return sizeWithin(v, limit)
-	}
-	return false
-}
-
-var sizeUnits = map[string]int64{"": 1, "B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-// sizeBytes is an LXD size (sizeLimitRE) in bytes, exactly.
-func sizeBytes(s string) (*big.Rat, bool) {
-	m := sizeLimitRE.FindStringSubmatch(s)
-	if m == nil {
-		return nil, false
-	}
-	r, ok := new(big.Rat).SetString(m[1])
-	if !ok {
-		return nil, false
-	}
-	return r.Mul(r, new(big.Rat).SetInt64(sizeUnits[m[2]])), true
-}
-
-func sizeWithin(v, limit string) bool {
-	a, ok1 := sizeBytes(v)
-	b, ok2 := sizeBytes(limit)
-	return ok1 && ok2 && a.Cmp(b) <= 0
 }
 
 // newLimits is a new project's limits: req's, with the defaults (the

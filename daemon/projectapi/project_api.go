@@ -55,7 +55,10 @@ type ProjectsOptions struct {
 	Logger   hclog.Logger
 	// Limits ([projects.limits]) are the caps of every project's limits
 	// (a capped field may be lowered, never raised above its cap nor
-	// removed) and fill the limits a new project does not name.
+	// removed) and fill the limits a new project does not name. They are
+	// the Preparer's caps too (SetCaps): a project beyond them, a cap
+	// lowered since its limits were set, is clamped at its container's
+	// next start.
 	Limits api.ProjectLimits
 	// DefaultPool is the storage pool of a new project naming none
 	// ([projects] pool; "": the profile's root disk).
@@ -107,6 +110,9 @@ func NewProjects(o ProjectsOptions) (*Projects, error) {
 	if o.PullOpenTimeout <= 0 {
 		o.PullOpenTimeout = 30 * time.Second
 	}
+	// The preparer clamps a project beyond the caps at its container's
+	// next start (a cap lowered since its limits were set).
+	o.Preparer.SetCaps(o.Limits)
 	return &Projects{o: o, log: o.Logger}, nil
 }
 

@@ -105,6 +105,9 @@ type projectEnvOpts struct {
 	// ("": per test process, removed at the end).
 	warm       int
 	warmPrefix string
+	// limits are [projects.limits], the caps (setCaps changes them as an
+	// operator's restart with a new config does).
+	limits api.ProjectLimits
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -154,7 +157,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
 		e.warm = startWarm(t, e.conn, prep, o, log)
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images,
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images, Limits: o.limits,
 			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
 		if err != nil {
 			t.Fatal(err)

@@ -89,7 +89,11 @@ type Manager struct {
 	Lock func(ctx context.Context, container string) (func(), error)
 	// Resync sets a restored or copied container's own devices (its
 	// preview sockets) before anything starts it.
-	Resync  func(ctx context.Context, proj api.Project) error
+	Resync func(ctx context.Context, proj api.Project) error
+	// Limits gives a restored or copied container proj's limits (a
+	// snapshot holds the limits of its time); its error fails the
+	// restore or fork.
+	Limits  func(ctx context.Context, proj api.Project) error
 	pinned  pins       // checkpoints a fork is copying
 	pruning pruneQueue // checkpoint retention runs
 }
@@ -370,6 +374,11 @@ func (p *Manager) Restore(ctx context.Context, proj api.Project, name string) er
 	if err := p.Resync(ctx, proj); err != nil { // the snapshot's devices are its ports then
 		p.Log.Warn("project previews not set after restore", "project", proj.Name, "error", err)
 	}
+	if p.Limits != nil {
+		if err := p.Limits(ctx, proj); err != nil {
+			return fmt.Errorf("restore project %q to %s: set its limits: %w", proj.Name, name, err)
+		}
+	}
 	return nil
 }
 
@@ -399,6 +408,11 @@ func (p *Manager) Fork(ctx context.Context, src api.Project, name string, dst ap
 	// replace them before anything starts it, LXD's autostart included.
 	if err := p.Resync(ctx, dst); err != nil {
 		p.Log.Warn("forked project's previews not set", "project", dst.Name, "error", err)
+	}
+	if p.Limits != nil {
+		if err := p.Limits(ctx, dst); err != nil {
+			return fmt.Errorf("copy checkpoint %s of project %q to project %q: set its limits: %w", name, src.Name, dst.Name, err)
+		}
 	}
 	return nil
 }
