@@ -198,7 +198,7 @@ func rssKiB(b *testing.B, pid int) float64 {
 }
 
 // noRedirectClient has a cookie jar, follows no redirect, and reaches
-// the test names (*.localhost, *.example.com, *.lan) on 127.0.0.1, as the
+// the test names (*.localhost, *.example.com, *.example.net, *.lan) on 127.0.0.1, as the
 // tests' Chromium does.
 func noRedirectClient() *http.Client {
 	jar, _ := cookiejar.New(nil)
@@ -216,7 +216,7 @@ func noRedirectClient() *http.Client {
 // testName reports whether host is one of the names tests map to
 // 127.0.0.1.
 func testName(host string) bool {
-	for _, suffix := range []string{".localhost", ".example.com", ".lan"} {
+	for _, suffix := range []string{".localhost", ".example.com", ".example.net", ".lan"} {
 		if strings.HasSuffix(host, suffix) {
 			return true
 		}

@@ -50,7 +50,7 @@ func newBrowser(t testing.TB) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		// The tests' DNS names (noRedirectClient's testName); *.localhost
 		// is loopback in Chromium already.
-		chromedp.Flag("host-resolver-rules", "MAP *.example.com 127.0.0.1, MAP *.lan 127.0.0.1"),
+		chromedp.Flag("host-resolver-rules", "MAP *.example.com 127.0.0.1, MAP *.example.net 127.0.0.1, MAP *.lan 127.0.0.1"),
 		chromedp.WindowSize(1280, 900),
 	}
 	base, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)

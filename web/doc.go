@@ -7,7 +7,9 @@
 // Markdown is sanitized to plain, inert HTML, and the preview origins: one
 // per project and port (<port>-<project id>.<domain>), entered with a
 // token bound to the login session that minted it, never serving a
-// service worker. Sessions, logins and previews are capped per user.
+// service worker, and never on the page's registrable domain while the
+// session cookie is a plain-http one (a preview could toss it). Sessions,
+// logins and previews are capped per user.
 //
 // Its two origins dispatch on route tables (routes.go) that
 // docs/threat-model.md must cover, row by row.

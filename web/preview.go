@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -594,6 +595,14 @@ func (s *Server) setupPreviews() error {
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 		return fmt.Errorf("web: preview URL %q: want a wildcard origin like https://*.preview.example.net", s.opts.PreviewURL)
 	}
+	if !s.opts.Secure {
+		if host, parent := sameSiteHost(s.opts.AllowedHosts, domain); host != "" {
+			return fmt.Errorf("web: preview URL %q shares the parent domain %q with the page's host %q while the session cookie is a plain-http one ([web] cookie_secure off): "+
+				"an app in a preview could set cookies for %q (and evict the page's own by filling the browser's jar), handing the page another user's session; "+
+				"serve previews on a registrable domain of their own (the page at %s, previews at e.g. http://*.%s), or serve the page over https with cookie_secure, whose __Host- cookie no other host can set",
+				s.opts.PreviewURL, parent, host, parent, host, strings.Replace(parent, ".", "-preview.", 1))
+		}
+	}
 	s.previewScheme, s.previewDomain = u.Scheme, domain
 	if p := u.Port(); p != "" {
 		s.previewPort = ":" + p
@@ -606,4 +615,38 @@ func (s *Server) setupPreviews() error {
 	}}
 	s.previewProxy = newPreviewProxy(s.opts.Socket, s.log.Named("preview"))
 	return nil
+}
+
+// sameSiteHost returns the first of the page's host names that a preview
+// host under previewDomain could set cookies for, and the parent domain
+// they share; "" when none. A browser lets a host set a cookie for any of
+// its parent domains that is not a public suffix, which every host under
+// it then receives. remote-web carries no Public Suffix List, so it
+// stands in the last two labels for the registrable domain: two names
+// sharing a registrable domain always share those (previews under
+// example.co.uk and a page under another name of co.uk are refused too,
+// the safe side). IP addresses and one-label names (localhost) never get
+// another host's cookies.
+func sameSiteHost(hosts []string, previewDomain string) (host, parent string) {
+	preview := lastTwoLabels("x." + previewDomain)
+	for _, h := range hosts {
+		h = normalHost(h)
+		if _, err := netip.ParseAddr(h); err == nil {
+			continue
+		}
+		if p := lastTwoLabels(h); p != "" && p == preview {
+			return h, p
+		}
+	}
+	return "", ""
+}
+
+// lastTwoLabels is name's last two labels ("example.com" of
+// "remote.example.com"), or "" for a one-label name.
+func lastTwoLabels(name string) string {
+	labels := strings.Split(name, ".")
+	if len(labels) < 2 {
+		return ""
+	}
+	return strings.Join(labels[len(labels)-2:], ".")
 }

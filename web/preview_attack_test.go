@@ -123,25 +123,29 @@ func TestAttackPreviewTheft(t *testing.T) {
 }
 
 // tossApp is a hostile preview app (alice's own project, say, whose
-// agent read bob's prompt injection): it sets bob's session cookie for
-// the whole registrable domain on the API's chat path.
+// agent read bob's prompt injection): it sets bob's session cookie on the
+// API's chat path for the page's registrable domain and for its own
+// parent domain.
 func tossApp(bobSession string) string {
 	return `<!doctype html><title>app</title><h1 id="app">tossing</h1><script>
-document.cookie = 'remote_session=` + bobSession + `; domain=example.com; path=/v1/chats';
+for (const d of ['example.com', 'preview.example.net', 'example.net'])
+	document.cookie = 'remote_session=` + bobSession + `; domain=' + d + '; path=/v1/chats';
 window.__tossed = document.cookie === '' ? 'set' : 'visible';
 </script>`
 }
 
 // TestAttackCookieTossing performs finding 2 of issue 23 in real
-// Chromium: the page at http://remote.example.com and previews under
-// *.preview.example.com (one registrable domain, plain http: the worst
-// case). Alice's preview app sets remote_session=<bob's>;
-// domain=example.com; path=/v1/chats. Alice's page must not act as bob:
-// listing chats does not show bob's, and the chat she creates is not
-// bob's; the request is refused (two session cookies) and both are
-// expired.
+// Chromium: alice's preview app sets remote_session=<bob's>;
+// domain=example.com; path=/v1/chats, the page being at
+// http://remote.example.com. Previews under the page's registrable
+// domain over plain http (*.preview.example.com, the finding's setup)
+// are refused at start since the jar-overflow variant
+// (TestAttackCookieJarOverflow), so the previews are under
+// preview.example.net, and the browser sets the cookie for no host of
+// the page's: alice's page lists her chats, not bob's, the chat she
+// creates is hers, and bob's session is untouched.
 func TestAttackCookieTossing(t *testing.T) {
-	s := startStackWith(t, fakeanthropic.New(t), stackOpts{pageHost: "remote.example.com", previewDomain: "preview.example.com"})
+	s := startStackWith(t, fakeanthropic.New(t), stackOpts{pageHost: "remote.example.com", previewDomain: "preview.example.net"})
 	bob := webLogin(t, s, "bob", bobPassword)
 	var bobSession string
 	for _, ck := range bob.Jar.Cookies(mustURL(t, s.base)) {
@@ -159,10 +163,7 @@ func TestAttackCookieTossing(t *testing.T) {
 		chromedp.Navigate(s.base+"/preview/"+p.Name+"/8080"),
 		waitJS(`location.origin === '`+s.previewOrigin(p, 8080)+`' && !!window.__tossed`),
 	)
-	// From the page's origin (its login page, whose script calls no API,
-	// so the first request with both cookies is the test's). One request
-	// after the other: the first refusal ends both sessions, so a second
-	// request racing it would see no session rather than two.
+	// From the page's origin (its login page, whose script calls no API).
 	steps(t, ctx, "alice's page lists chats and creates one",
 		chromedp.Navigate(s.base+"/login"),
 		waitJS(`(() => { if (!window.__res) { window.__res = 'pending';
@@ -173,11 +174,11 @@ func TestAttackCookieTossing(t *testing.T) {
 		waitJS(`!!window.__list && !!window.__create`),
 	)
 	list, create := eval[string](t, ctx, `window.__list`), eval[string](t, ctx, `window.__create`)
-	if strings.Contains(list, "bob-secret") || !strings.HasPrefix(list, "401 ") || !strings.Contains(list, "two session cookies") {
+	if strings.Contains(list, "bob-secret") || !strings.HasPrefix(list, "200 ") {
 		t.Errorf("alice's page listed chats as %q", list)
 	}
-	if !strings.HasPrefix(create, "401 ") {
-		t.Errorf("alice's page created a chat: %q", create)
+	if !strings.HasPrefix(create, "201 ") {
+		t.Errorf("alice's page could not create her chat: %q", create)
 	}
 	status, body := daemonDo(t, s, "GET", "/v1/chats", "bob", nil)
 	var chats []api.Chat
@@ -189,25 +190,8 @@ func TestAttackCookieTossing(t *testing.T) {
 			t.Errorf("alice's new chat was created as bob's: %+v", c)
 		}
 	}
-	// Both cookies were expired: the page now needs a new login, and
-	// bob's session no longer works anywhere.
-	steps(t, ctx, "after the refusal",
-		waitJS(`(() => { fetch('/v1/chats').then((r) => { window.__after = r.status; }); return true; })()`),
-		waitJS(`!!window.__after`),
-	)
-	if got := eval[int](t, ctx, `window.__after`); got != http.StatusUnauthorized {
-		t.Errorf("after the refusal /v1/chats answered %d, want 401 (logged out)", got)
-	}
-	if status, _, _ := pget(t, bob, s.base+"/v1/chats", nil); status != http.StatusUnauthorized {
-		t.Errorf("bob's tossed session still works: %d", status)
-	}
-	loginInBrowser(t, ctx, s.base, testUser, testPassword)
-	steps(t, ctx, "alice's page after logging in again",
-		waitJS(`(() => { fetch('/v1/chats').then(async (r) => { window.__again = r.status + ' ' + await r.text(); }); return true; })()`),
-		waitJS(`!!window.__again`),
-	)
-	if got := eval[string](t, ctx, `window.__again`); !strings.HasPrefix(got, "200 ") || strings.Contains(got, "bob-secret") {
-		t.Errorf("after logging in again /v1/chats answered %q", got)
+	if status, _, _ := pget(t, bob, s.base+"/v1/chats", nil); status != http.StatusOK {
+		t.Errorf("bob's own session stopped working: %d", status)
 	}
 }
 

@@ -295,10 +295,16 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (session, strin
 		v, err := s.sessions.lookup(values[0])
 		return v, values[0], err
 	}
+	users := make([]string, 0, len(values))
 	for _, v := range values {
+		user := "(no live session)"
+		if sess, err := s.sessions.lookup(v); err == nil {
+			user = sess.user
+		}
+		users = append(users, user)
 		s.sessions.remove(v)
 	}
-	s.log.Warn("request with two session cookies refused: cookie tossing", "path", r.URL.Path, "remote", r.RemoteAddr)
+	s.log.Warn("request with two session cookies refused: cookie tossing", "users", strings.Join(users, ","), "path", r.URL.Path, "remote", r.RemoteAddr)
 	s.expireSessionCookies(w, r)
 	return session{}, "", ErrTossedCookie
 }

@@ -64,6 +64,12 @@ func TestBadConfig(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("[web]\nlisten = \"nope\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Previews under the page's registrable domain (listen's host) over
+	// plain http: refused before listening, saying why.
+	sameSite := filepath.Join(dir, "samesite.toml")
+	if err := os.WriteFile(sameSite, []byte("[web]\nlisten = \"remote.lan:8080\"\npreview_listen = \"127.0.0.1:8081\"\npreview_url = \"http://*.preview.remote.lan:8081\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -71,6 +77,7 @@ func TestBadConfig(t *testing.T) {
 		want string
 	}{
 		{"invalid listen", []string{"-config", bad}, 1, "listen"},
+		{"same-site previews over http", []string{"-config", sameSite}, 1, "shares the parent domain"},
 		{"missing file", []string{"-config", filepath.Join(dir, "missing.toml")}, 1, "missing.toml"},
 		{"unknown flag", []string{"-bogus"}, 2, "bogus"},
 	} {
