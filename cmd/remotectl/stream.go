@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,7 +246,11 @@ func (r *renderer) event(ev api.Event) {
 		r.notice("? interaction %s %s", ev.InteractionID, ev.Status)
 	case api.EventSystem:
 		if ev.Subtype != "" {
-			r.notice("[%s]", ev.Subtype)
+			if d := systemDetail(ev); d != "" {
+				r.notice("[%s %s]", ev.Subtype, d)
+			} else {
+				r.notice("[%s]", ev.Subtype)
+			}
 		}
 	case api.EventTurnStatus:
 		if ev.Status != "" {
@@ -286,4 +291,66 @@ func toolSummary(input json.RawMessage) string {
 		}
 	}
 	return compact(input, 80)
+}
+
+// systemDetail is what a daemon system event's data says, on one line:
+// the branch and commit of a push, the number and URL of a pull request,
+// the repository, ref and commit of a clone or git's message when it
+// failed (shapes in docs/api.md, "system"). "" for other subtypes (a
+// CLI's own system events carry its raw line) and for data it cannot read.
+func systemDetail(ev api.Event) string {
+	var d struct {
+		URL      string `json:"url"`
+		Ref      string `json:"ref"`
+		SHA      string `json:"sha"`
+		Branch   string `json:"branch"`
+		Number   int    `json:"number"`
+		Error    string `json:"error"`
+		Member   string `json:"member"`
+		Snapshot string `json:"snapshot"`
+		Reason   string `json:"reason"`
+	}
+	if len(ev.Data) == 0 || json.Unmarshal(ev.Data, &d) != nil {
+		return ""
+	}
+	short := func(sha string) string {
+		if len(sha) > 12 {
+			return sha[:12]
+		}
+		return sha
+	}
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	switch ev.Subtype {
+	case api.SubtypePushed:
+		add("%s", d.Branch)
+		if d.SHA != "" {
+			add("at %s", short(d.SHA))
+		}
+	case api.SubtypePullRequest:
+		if d.Number > 0 {
+			add("#%d", d.Number)
+		}
+		add("%s", d.URL)
+	case api.SubtypeRepoCloned:
+		add("%s", d.URL)
+		if d.Ref != "" {
+			add("%s", d.Ref)
+		}
+		if d.SHA != "" {
+			add("at %s", short(d.SHA))
+		}
+	case api.SubtypeRepoCloneFailed:
+		return oneLine(d.URL+": "+d.Error, 300)
+	case api.SubtypeContainerEvacuated:
+		add("%s", d.Member)
+	case api.SubtypeCheckpointFailed:
+		if d.Snapshot != "" {
+			d.Reason = d.Snapshot + ": " + d.Reason
+		}
+		return oneLine(d.Reason, 300)
+	default:
+		return ""
+	}
+	return oneLine(strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " "), 300)
 }
