@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"remote/api"
 )
@@ -202,7 +203,19 @@ func runProjectRm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.Client.DeleteProject(ctx, args[0], *purge)
+	if !*purge {
+		return e.Client.DeleteProject(ctx, args[0], false)
+	}
+	// Deleting the container takes LXD up to a minute: say what is going
+	// on, on stderr, so stdout stays empty for scripts.
+	fmt.Fprintf(e.Stderr, "removing project %s and its container… ", oneLine(args[0], 100))
+	start := time.Now()
+	if err := e.Client.DeleteProject(ctx, args[0], true); err != nil {
+		fmt.Fprintln(e.Stderr, "failed")
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "done in %s\n", time.Since(start).Round(time.Second))
+	return nil
 }
 
 func runProjectSecret(ctx context.Context, e *env, args []string) error {

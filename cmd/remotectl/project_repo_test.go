@@ -68,3 +68,29 @@ func TestProjectCreateRepo(t *testing.T) {
 		t.Errorf("project create -h: %+v", r)
 	}
 }
+
+// TestProjectRmPurgeProgress: project rm -purge says on stderr what it is
+// doing and when it is done (deleting the container can take a minute);
+// stdout stays empty for scripts. A failure ends the line with "failed"
+// and the daemon's error; rm without -purge stays silent. With the real
+// LXD (the container of a project never started is not there to delete).
+func TestProjectRmPurgeProgress(t *testing.T) {
+	fake := daemontest.New(t, daemontest.Options{LXD: true})
+	ctx := context.Background()
+	for _, n := range []string{"gone", "kept"} {
+		if r := runCtl(ctx, fake, "", "project", "create", n); r.code != 0 {
+			t.Fatalf("create %s: %+v", n, r)
+		}
+	}
+	r := runCtl(ctx, fake, "", "project", "rm", "-purge", "gone")
+	if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "removing project gone and its container… done in ") || !strings.HasSuffix(r.stderr, "s\n") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("rm -purge: %+v", r)
+	}
+	r = runCtl(ctx, fake, "", "project", "rm", "-purge", "gone")
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, "removing project gone and its container… failed\nremotectl: not_found: ") {
+		t.Errorf("rm -purge of a removed project: %+v", r)
+	}
+	if r := runCtl(ctx, fake, "", "project", "rm", "kept"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("rm without -purge: %+v", r)
+	}
+}
