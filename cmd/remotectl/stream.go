@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -299,58 +298,28 @@ func toolSummary(input json.RawMessage) string {
 // failed (shapes in docs/api.md, "system"). "" for other subtypes (a
 // CLI's own system events carry its raw line) and for data it cannot read.
 func systemDetail(ev api.Event) string {
-	var d struct {
-		URL      string `json:"url"`
-		Ref      string `json:"ref"`
-		SHA      string `json:"sha"`
-		Branch   string `json:"branch"`
-		Number   int    `json:"number"`
-		Error    string `json:"error"`
-		Member   string `json:"member"`
-		Snapshot string `json:"snapshot"`
-		Reason   string `json:"reason"`
+	var d struct { // JSON keys match the field names, case aside
+		URL, Ref, SHA, Branch, Error, Member, Snapshot, Reason string
+		Number                                                 int
 	}
 	if len(ev.Data) == 0 || json.Unmarshal(ev.Data, &d) != nil {
 		return ""
 	}
-	short := func(sha string) string {
-		if len(sha) > 12 {
-			return sha[:12]
-		}
-		return sha
-	}
-	var parts []string
-	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	d.SHA = d.SHA[:min(len(d.SHA), 12)]
+	var s string
 	switch ev.Subtype {
 	case api.SubtypePushed:
-		add("%s", d.Branch)
-		if d.SHA != "" {
-			add("at %s", short(d.SHA))
-		}
+		s = d.Branch + " at " + d.SHA
 	case api.SubtypePullRequest:
-		if d.Number > 0 {
-			add("#%d", d.Number)
-		}
-		add("%s", d.URL)
+		s = fmt.Sprintf("#%d %s", d.Number, d.URL)
 	case api.SubtypeRepoCloned:
-		add("%s", d.URL)
-		if d.Ref != "" {
-			add("%s", d.Ref)
-		}
-		if d.SHA != "" {
-			add("at %s", short(d.SHA))
-		}
+		s = d.URL + " " + d.Ref + " at " + d.SHA // oneLine drops the space of an empty ref
 	case api.SubtypeRepoCloneFailed:
-		return oneLine(d.URL+": "+d.Error, 300)
+		s = d.URL + ": " + d.Error
 	case api.SubtypeContainerEvacuated:
-		add("%s", d.Member)
+		s = d.Member
 	case api.SubtypeCheckpointFailed:
-		if d.Snapshot != "" {
-			d.Reason = d.Snapshot + ": " + d.Reason
-		}
-		return oneLine(d.Reason, 300)
-	default:
-		return ""
+		s = d.Snapshot + ": " + d.Reason
 	}
-	return oneLine(strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " "), 300)
+	return oneLine(s, 300)
 }
