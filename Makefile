@@ -90,11 +90,15 @@ vendor-web: ## vendor the page's pinned browser libraries into web/static/vendor
 
 # Builds and starts remoted in the foreground on its embedded default config,
 # with its state under ./var and its socket at ./var/remoted.sock.
-run: build ## build and start remoted in the foreground with its state under ./var
+# CONFIG=path/to/remoted.toml runs it on that file instead (-config); the
+# state directory and socket stay ./var and ./var/remoted.sock (-state-dir and
+# -socket override the file's [daemon] state_dir and socket).
+CONFIG ?=
+run: build ## build and start remoted in the foreground with its state under ./var (CONFIG=file: that config)
 	mkdir -p var
 	@echo "remoted: talk to it with: build/bin/remotectl -socket ./var/remoted.sock info"
 	@echo "          or: curl --unix-socket ./var/remoted.sock -H 'X-Remote-User: $$(id -un)' http://remoted/v1/info"
-	build/bin/remoted -state-dir ./var -socket ./var/remoted.sock
+	build/bin/remoted$(if $(CONFIG), -config '$(CONFIG)') -state-dir ./var -socket ./var/remoted.sock
 
 # ---- install / uninstall (systemd service) ---------------------------------
 # `make install` puts the binaries, the systemd units, the sysusers/tmpfiles

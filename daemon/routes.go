@@ -136,7 +136,8 @@ func (s *Server) dispatch(methods map[string]Route) http.Handler {
 		if audited(r) {
 			rw.commit = func(status int) { s.audit(r, rt, user, status) }
 		}
-		if rt.Access == AccessUser {
+		switch {
+		case rt.Access == AccessUser:
 			name, err := callerName(r)
 			if err != nil {
 				s.writeError(rw, r, err)
@@ -144,6 +145,10 @@ func (s *Server) dispatch(methods map[string]Route) http.Handler {
 			}
 			user = name
 			r = r.WithContext(context.WithValue(r.Context(), userKey{}, name))
+		case audited(r):
+			// A peer route that changes state (a CLI install, an image
+			// import) acts for someone too: the audit line names them.
+			user = peerRouteUser(r)
 		}
 		err := rt.Handler(rw, r)
 		if err != nil && !rw.wrote {
@@ -165,6 +170,22 @@ func audited(r *http.Request) bool {
 		return true
 	}
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// peerRouteUser is who a request on an AccessPeer route acts as, for its
+// audit line: the user callerName finds, else (a peer that names nobody,
+// e.g. root's remotectl without X-Remote-User) the peer's own login name;
+// "" when the request names a user the peer may not act as (the line then
+// carries that name as asserted).
+func peerRouteUser(r *http.Request) string {
+	if name, err := callerName(r); err == nil {
+		return name
+	}
+	p := PeerFrom(r.Context())
+	if r.Header.Get(api.HeaderUser) == "" && p != nil && p.NameErr == nil && userName.MatchString(p.Name) {
+		return p.Name
+	}
+	return ""
 }
 
 // audit logs one state-changing request at info: who (peer uid, acting

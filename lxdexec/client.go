@@ -431,6 +431,9 @@ type member struct {
 	wsBase string // "ws://lxd" or "wss://host:port"
 }
 
+// Project returns the LXD project the client works in ("": the default).
+func (c *Client) Project() string { return c.project }
+
 // URL returns the configured URL of the member in use ("" over the Unix
 // socket).
 func (c *Client) URL() string { return c.members[c.cur.Load()].url }

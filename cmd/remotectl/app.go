@@ -107,7 +107,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&e.JSON, "json", false, "print JSON instead of tables")
 	rawFlag(fs, e)
 	showVersion := fs.Bool("version", false, "print remotectl's version and exit (remotectl info shows the daemon's)")
-	fs.Usage = func() { printUsage(stderr, fs) }
+	// Parse calls Usage on -h and on a bad flag before it returns the
+	// error; both cases print the usage below, once, where it belongs.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(stdout, fs)

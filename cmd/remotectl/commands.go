@@ -210,7 +210,7 @@ func describeCapabilities(raw json.RawMessage) (models, features string) {
 
 // chatCommands are the subcommands of `remotectl chat`.
 var chatCommands = map[string]command{
-	"create": {Name: "create", Usage: "[-provider ID] [-project NAME] [-cwd DIR] [-model M] [-title T] [-approval POLICY] [-effort E] [--json]", Summary: "create a chat and print its id", Run: runChatCreate},
+	"create": {Name: "create", Usage: "[-provider ID] [-project NAME] [-cwd DIR] [-model M] [-title T] [-approval POLICY] [-effort E] [-branch NAME [-worktree]] [--json]", Summary: "create a chat and print its id (-branch: its own git branch in a project with a repository)", Run: runChatCreate},
 	"list":   {Name: "list", Usage: "[--json]", Summary: "list chats", Run: runChatList},
 	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},

@@ -46,21 +46,34 @@ func TestDoctorHealthy(t *testing.T) {
 	}
 }
 
-// TestFaultDoctorBrokenHost: a missing Codex binary and a secrets key
-// others can read are each one problem line, and doctor exits 1.
+// TestFaultDoctorBrokenHost: a secrets key others can read is a problem
+// line, and doctor exits 1. A missing Codex binary is a warning while no
+// chat or project uses Codex (every provider is enabled by default; an
+// operator who uses Claude only need not install Codex), and a problem
+// once a chat of it exists. The [lxd] profile and the default forges
+// have their lines.
 func TestFaultDoctorBrokenHost(t *testing.T) {
 	e := startE2EWith(t, "[providers.codex]\nbinary = \"codex-not-installed-here\"\n")
 	key := filepath.Join(e.dir, "state", "secrets.key")
 	if err := os.Chmod(key, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	missing := `"codex-not-installed-here" not found on the host user's PATH: install Codex (npm install -g @openai/codex@` + providers.TestedCodexVersion + `) or set [providers.codex] binary`
 	r := e.run("", "doctor")
+	if r.code != 1 || r.stderr != "remotectl: doctor: 1 problem(s)\n" ||
+		!strings.Contains(squash(r.stdout), squash("warn     provider codex:  "+missing+" (no chat or project uses it; [providers.codex] enabled = false leaves it out)")) {
+		t.Fatalf("doctor, Codex unused: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	e.must("chat", "create", "-provider", "codex", "-cwd", e.dir)
+	r = e.run("", "doctor")
 	if r.code != 1 || r.stderr != "remotectl: doctor: 2 problem(s)\n" {
 		t.Fatalf("doctor: exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
 	for _, want := range []string{
-		`problem  provider codex:  "codex-not-installed-here" not found on the host user's PATH: install Codex (npm install -g @openai/codex@` + providers.TestedCodexVersion + `) or set [providers.codex] binary`,
+		"problem  provider codex:  " + missing + " (needed: 1 chat of it)",
 		"problem  secrets_key:     " + key + " has mode 0644: it must be 0600 (or 0400)",
+		"ok       profile default: in LXD ([lxd] profiles)",
+		"ok       forge github.com: github at https://api.github.com; no project's repository is on this host",
 	} {
 		if !strings.Contains(squash(r.stdout), squash(want)) {
 			t.Errorf("doctor output lacks\n%q:\n%s", want, r.stdout)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"remote/api"
 )
@@ -19,7 +20,7 @@ func init() {
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [-pool NAME] [--json]", Summary: "create a project", Run: runProjectCreate},
+	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [-pool NAME] [-repo URL [-ref REF] [-token-secret KEY]] [--json]", Summary: "create a project (-repo: a git repository cloned into /workspace)", Run: runProjectCreate},
 	"list":        {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
 	"show":        {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
 	"start":       {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
@@ -85,9 +86,19 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Credentials, "credentials", "", "`mode`: shared (the host user's logins, default) or project (the container's own)")
 	fs.StringVar(&req.Checkpoints, "checkpoints", "", "`turn` (a snapshot before each turn, the default) or off")
 	fs.StringVar(&req.Pool, "pool", "", "LXD storage `pool` of the container's root disk (default: [projects] pool, else the profile's)")
+	var repo api.ProjectRepo
+	fs.StringVar(&repo.URL, "repo", "", "git repository `URL` (https, no credentials) cloned into /workspace at the container's first preparation")
+	fs.StringVar(&repo.Ref, "ref", "", "branch or tag of -repo to check out (default: the repository's HEAD)")
+	fs.StringVar(&repo.TokenSecret, "token-secret", "", "`KEY` of the project secret holding the token git and the forge get (set it with project secret set; never the token itself)")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
+	}
+	switch {
+	case repo.URL != "":
+		req.Repo = &repo
+	case repo.Ref != "" || repo.TokenSecret != "":
+		return usagef("-ref and -token-secret need -repo URL")
 	}
 	req.Name, req.Ports, req.Autostart = args[0], ports, autostart
 	p, err := e.Client.CreateProject(ctx, req)
@@ -150,6 +161,12 @@ func printProject(e *env, p api.Project) error {
 	if p.Pool != "" {
 		fmt.Fprintf(tw, "pool:\t%s\n", p.Pool)
 	}
+	if r := p.Repo; r != nil {
+		fmt.Fprintf(tw, "repo:\t%s\n", oneLine(r.URL, 2048))
+		fmt.Fprintf(tw, "repo ref:\t%s\n", dash(oneLine(r.Ref, 200)))
+		// The secret's name; its value never leaves the daemon.
+		fmt.Fprintf(tw, "repo token secret:\t%s\n", dash(r.TokenSecret))
+	}
 	fmt.Fprintf(tw, "created:\t%s\n", p.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	return tw.Flush()
 }
@@ -186,7 +203,19 @@ func runProjectRm(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.Client.DeleteProject(ctx, args[0], *purge)
+	if !*purge {
+		return e.Client.DeleteProject(ctx, args[0], false)
+	}
+	// Deleting the container takes LXD up to a minute: say what is going
+	// on, on stderr, so stdout stays empty for scripts.
+	fmt.Fprintf(e.Stderr, "removing project %s and its container… ", oneLine(args[0], 100))
+	start := time.Now()
+	if err := e.Client.DeleteProject(ctx, args[0], true); err != nil {
+		fmt.Fprintln(e.Stderr, "failed")
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "done in %s\n", time.Since(start).Round(time.Second))
+	return nil
 }
 
 func runProjectSecret(ctx context.Context, e *env, args []string) error {

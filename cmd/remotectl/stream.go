@@ -245,7 +245,11 @@ func (r *renderer) event(ev api.Event) {
 		r.notice("? interaction %s %s", ev.InteractionID, ev.Status)
 	case api.EventSystem:
 		if ev.Subtype != "" {
-			r.notice("[%s]", ev.Subtype)
+			if d := systemDetail(ev); d != "" {
+				r.notice("[%s %s]", ev.Subtype, d)
+			} else {
+				r.notice("[%s]", ev.Subtype)
+			}
 		}
 	case api.EventTurnStatus:
 		if ev.Status != "" {
@@ -286,4 +290,36 @@ func toolSummary(input json.RawMessage) string {
 		}
 	}
 	return compact(input, 80)
+}
+
+// systemDetail is what a daemon system event's data says, on one line:
+// the branch and commit of a push, the number and URL of a pull request,
+// the repository, ref and commit of a clone or git's message when it
+// failed (shapes in docs/api.md, "system"). "" for other subtypes (a
+// CLI's own system events carry its raw line) and for data it cannot read.
+func systemDetail(ev api.Event) string {
+	var d struct { // JSON keys match the field names, case aside
+		URL, Ref, SHA, Branch, Error, Member, Snapshot, Reason string
+		Number                                                 int
+	}
+	if len(ev.Data) == 0 || json.Unmarshal(ev.Data, &d) != nil {
+		return ""
+	}
+	d.SHA = d.SHA[:min(len(d.SHA), 12)]
+	var s string
+	switch ev.Subtype {
+	case api.SubtypePushed:
+		s = d.Branch + " at " + d.SHA
+	case api.SubtypePullRequest:
+		s = fmt.Sprintf("#%d %s", d.Number, d.URL)
+	case api.SubtypeRepoCloned:
+		s = d.URL + " " + d.Ref + " at " + d.SHA // oneLine drops the space of an empty ref
+	case api.SubtypeRepoCloneFailed:
+		s = d.URL + ": " + d.Error
+	case api.SubtypeContainerEvacuated:
+		s = d.Member
+	case api.SubtypeCheckpointFailed:
+		s = d.Snapshot + ": " + d.Reason
+	}
+	return oneLine(s, 300)
 }

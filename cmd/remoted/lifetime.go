@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -247,6 +249,9 @@ func (d *remoted) newServer() error {
 			CLIStore:       d.projects.CLIStore,
 			Images:         d.projects.Images,
 			Warm:           d.projects.Warm,
+			Profiles:       d.projects.Profiles,
+			Uses:           d.store,
+			Forges:         doctorForges(cfg.Forges),
 		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
@@ -367,4 +372,13 @@ func (d *remoted) reload() {
 		d.srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	d.log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
+}
+
+// doctorForges lists the [forges."<host>"] tables for the doctor, by host.
+func doctorForges(forges map[string]config.Forge) []doctor.Forge {
+	out := make([]doctor.Forge, 0, len(forges))
+	for _, host := range slices.Sorted(maps.Keys(forges)) {
+		out = append(out, doctor.Forge{Host: host, Kind: forges[host].Kind, API: forges[host].API})
+	}
+	return out
 }

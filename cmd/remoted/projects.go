@@ -37,8 +37,10 @@ type projectWiring struct {
 	Containers providers.ContainerLaunchers // LXD exec launchers
 	// CLIStore is the CLI store project containers mount.
 	CLIStore *clistore.Store
-	// Images checks the default image for the doctor.
-	Images doctor.ImageChecker
+	// Images checks the default image for the doctor; Profiles the
+	// [lxd] profiles.
+	Images   doctor.ImageChecker
+	Profiles doctor.ProfileChecker
 	// Warm is the warm container pool (nil: [projects] warm = 0).
 	Warm *warm.Pool
 	// Run connects to LXD when it was unreachable at start-up, starts the
@@ -139,12 +141,17 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		return projectWiring{}, err
 	}
 	opts := lxdOptions(cfg.LXD)
+	profiles := cfg.LXD.Profiles
+	if len(profiles) == 0 {
+		profiles = []string{"default"} // as the preparer does
+	}
 	return projectWiring{
 		Chats:    projectapi.ProjectChatCheck{Store: st},
 		CLIStore: cliStore,
 		Routes: []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")},
 			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}, repos},
 		Images:     prep,
+		Profiles:   lxdconn.Profiles{Conn: conn, Names: profiles},
 		Warm:       pool,
 		Preparer:   prep,
 		Containers: connLaunchers{conn: conn},

@@ -1,16 +1,22 @@
 // Package doctor owns GET /v1/doctor (remotectl doctor): host checks of
-// LXD, the socket, the host user and allowed roots, free space, provider
-// readiness and the secrets key. It joins the route table as a
+// LXD (its default image and [lxd] profiles), the socket, the host user
+// and allowed roots, free space, provider readiness (a problem only for a
+// provider a chat or project uses), the [forges] tables and the secrets
+// key. It joins the route table as a
 // daemon.RouteProvider; package daemon must never import it.
 package doctor
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +54,37 @@ type Doctor struct {
 	Images ImageChecker
 	// Warm is the warm container pool (nil: [projects] warm = 0).
 	Warm *warm.Pool
+	// Profiles looks the [lxd] profiles new containers get up in LXD
+	// (nil: not checked).
+	Profiles ProfileChecker
+	// Uses reads the chats and projects that exist, for which providers
+	// are in use and which forges project repositories need (nil: every
+	// provider counts as used, no repository is known).
+	Uses Uses
+	// Forges are the [forges."<host>"] tables, one line each.
+	Forges []Forge
+}
+
+// ProfileChecker looks LXD profiles up; *provisioning.Preparer implements
+// it. CheckProfile's error is of class NotFound when LXD has no such
+// profile, Unavailable when LXD cannot be asked.
+type ProfileChecker interface {
+	Profiles() []string
+	CheckProfile(ctx context.Context, name string) error
+}
+
+// Uses is what the doctor reads of the store; *store.Store implements it.
+// SecretKeys lists the names of a project's secrets, never their values.
+type Uses interface {
+	Chats() ([]api.Chat, error)
+	Projects() ([]api.Project, error)
+	SecretKeys(project string) ([]api.SecretInfo, error)
+}
+
+// Forge is one [forges."<host>"] table: the host of clone URLs, the API's
+// kind and base URL.
+type Forge struct {
+	Host, Kind, API string
 }
 
 // ImageChecker looks images up in LXD; *provisioning.Preparer implements
@@ -70,6 +107,10 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 	var checks []api.DoctorCheck
 	add := func(name, level, format string, args ...any) {
 		checks = append(checks, api.DoctorCheck{Name: name, Level: level, Detail: fmt.Sprintf(format, args...)})
+	}
+	chats, projects, usesErr := d.uses()
+	if usesErr != nil {
+		add("store", api.DoctorWarn, "cannot read the chats and projects (%v): every provider that is not ready counts as used", usesErr)
 	}
 	// LXD.
 	if d.LXD == nil {
@@ -97,6 +138,21 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 			add("image", api.DoctorWarn, "default image %s: %v", name, err)
 		}
 	}
+	// The profiles new containers get (only when LXD answers, as for the
+	// image).
+	if d.Profiles != nil {
+		for _, name := range d.Profiles.Profiles() {
+			switch err := d.Profiles.CheckProfile(ctx, name); {
+			case err == nil:
+				add("profile "+name, api.DoctorOK, "in LXD ([lxd] profiles)")
+			case errdefs.IsNotFound(err):
+				add("profile "+name, api.DoctorProblem, "[lxd] profiles names %q, which LXD does not have: new containers cannot be made (create it, or remove it from [lxd] profiles)", name)
+			case !errdefs.IsUnavailable(err):
+				add("profile "+name, api.DoctorWarn, "%v", err)
+			}
+		}
+	}
+	checks = append(checks, forgeChecks(d.Forges, projects, d.Uses)...)
 	// Socket.
 	if d.SocketPath != "" {
 		var stt syscall.Stat_t
@@ -156,29 +212,44 @@ func (d *Doctor) Check(ctx context.Context) api.DoctorReport {
 	} else {
 		add("state_dir", api.DoctorOK, "%s, %s free", d.StateDir, human(free))
 	}
-	// Providers.
+	// Providers. One that is enabled but not ready is a problem only when
+	// something needs it (a chat of it, a project naming it as its
+	// default); else a warning: every provider is enabled by default, and
+	// an operator who uses one CLI has no reason to install the others.
 	if d.Registry != nil {
+		enabled, ready, unknown := 0, 0, []string{}
 		for _, e := range d.Registry.List() {
 			name := "provider " + string(e.ID)
 			if e.Provider == nil {
 				add(name, api.DoctorOK, "disabled in config")
 				continue
 			}
+			enabled++
 			r := prompt.ReadinessOf(ctx, e.Provider)
 			switch {
 			case r == nil:
+				unknown = append(unknown, string(e.ID))
 				add(name, api.DoctorOK, "enabled (readiness not reported by this adapter)")
-			case !r.Ready && missingCredential(e.Provider):
-				// Enabled by default, used only with its key: a host
-				// without it is not broken, its prompts are refused.
-				add(name, api.DoctorWarn, "%s", r.Action)
 			case !r.Ready:
-				add(name, api.DoctorProblem, "%s", r.Action)
+				if use := providerUse(string(e.ID), chats, projects, usesErr); use != "" {
+					add(name, api.DoctorProblem, "%s (needed: %s)", r.Action, use)
+				} else {
+					add(name, api.DoctorWarn, "%s (no chat or project uses it; [providers.%s] enabled = false leaves it out)", r.Action, e.ID)
+				}
 			case r.Action != "":
+				ready++
 				add(name, api.DoctorWarn, "%s %s, %s; %s", r.Binary, r.Version, r.Auth, r.Action)
 			default:
+				ready++
 				add(name, api.DoctorOK, "%s %s (tested), logged in: %s", r.Binary, r.Version, r.Auth)
 			}
+		}
+		switch {
+		case enabled == 0 || ready > 0:
+		case len(unknown) == 0:
+			add("providers", api.DoctorProblem, "no enabled provider is ready: no chat can run (install and log in one of them, see the provider lines)")
+		default:
+			add("providers", api.DoctorWarn, "no enabled provider reports ready (%s cannot say): install and log in one of them, see the provider lines", strings.Join(unknown, ", "))
 		}
 	}
 	checks = append(checks, cliStoreChecks(d.CLIStore)...)
@@ -263,9 +334,133 @@ func lxdWhere(st api.LXDInfo) string {
 	return ""
 }
 
-// missingCredential reports whether p lacks a credential every run needs
-// from the daemon's config (MiniMax without MINIMAX_API_KEY).
-func missingCredential(p providers.Provider) bool {
-	cc, ok := p.(providers.CredentialChecker)
-	return ok && cc.MissingCredential() != ""
+// uses reads the chats and projects (none without Uses).
+func (d *Doctor) uses() ([]api.Chat, []api.Project, error) {
+	if d.Uses == nil {
+		return nil, nil, nil
+	}
+	chats, err := d.Uses.Chats()
+	if err != nil {
+		return nil, nil, err
+	}
+	projects, err := d.Uses.Projects()
+	if err != nil {
+		return nil, nil, err
+	}
+	return chats, projects, nil
+}
+
+// providerUse says what needs provider id: how many chats are of it and
+// how many projects name it as their default; "" when nothing does. When
+// the store could not be read everything counts as needing it. Counts,
+// never names: any allowed peer reads the doctor.
+func providerUse(id string, chats []api.Chat, projects []api.Project, err error) string {
+	if err != nil {
+		return "the store could not be read"
+	}
+	nc, np := 0, 0
+	for _, c := range chats {
+		if c.Provider == id {
+			nc++
+		}
+	}
+	for _, p := range projects {
+		if p.Provider == id {
+			np++
+		}
+	}
+	var parts []string
+	if nc > 0 {
+		parts = append(parts, plural(nc, "chat", "chats")+" of it")
+	}
+	if np > 0 {
+		parts = append(parts, plural(np, "project", "projects")+" with it as default provider")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// forgeChecks are one line per [forges."<host>"] table (its kind and API,
+// and for the projects whose repository is on that host whether each names
+// a token secret that is set: counts and the secret's name only, never a
+// value, never another user's project name), and a warning per repository
+// host without a table (its pull requests are refused).
+func forgeChecks(forges []Forge, projects []api.Project, uses Uses) []api.DoctorCheck {
+	type tally struct{ repos, noSecret, unset int }
+	byHost := map[string]*tally{}
+	for _, p := range projects {
+		if p.Repo == nil {
+			continue
+		}
+		u, err := url.Parse(p.Repo.URL)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		host := strings.ToLower(u.Host)
+		t := byHost[host]
+		if t == nil {
+			t = &tally{}
+			byHost[host] = t
+		}
+		t.repos++
+		switch {
+		case p.Repo.TokenSecret == "":
+			t.noSecret++
+		case !secretSet(uses, p.Name, p.Repo.TokenSecret):
+			t.unset++
+		}
+	}
+	var out []api.DoctorCheck
+	known := map[string]bool{}
+	for _, f := range forges {
+		known[f.Host] = true
+		level, detail := api.DoctorOK, fmt.Sprintf("%s at %s", f.Kind, f.API)
+		switch t := byHost[f.Host]; {
+		case t == nil:
+			detail += "; no project's repository is on this host"
+		default:
+			detail += fmt.Sprintf("; %s with a repository here", plural(t.repos, "project", "projects"))
+			if set := t.repos - t.noSecret - t.unset; set > 0 {
+				detail += fmt.Sprintf(", %d with its token secret set", set)
+			}
+			if t.unset > 0 {
+				level = api.DoctorWarn
+				detail += fmt.Sprintf(", %d naming a token secret that is not set (remotectl project secret set NAME KEY)", t.unset)
+			}
+			if t.noSecret > 0 {
+				level = api.DoctorWarn
+				detail += fmt.Sprintf(", %d without repo.tokenSecret", t.noSecret)
+			}
+			if level == api.DoctorWarn {
+				detail += ": their pushes and pull requests are refused"
+			}
+		}
+		out = append(out, api.DoctorCheck{Name: "forge " + f.Host, Level: level, Detail: detail})
+	}
+	for _, host := range slices.Sorted(maps.Keys(byHost)) {
+		if !known[host] {
+			out = append(out, api.DoctorCheck{Name: "forge " + host, Level: api.DoctorWarn, Detail: fmt.Sprintf(
+				"%s with a repository on %s, which has no [forges.%q] table: their pull requests are refused", plural(byHost[host].repos, "project", "projects"), host, host)})
+		}
+	}
+	return out
+}
+
+// secretSet reports whether the project has a secret named key (its
+// name only: SecretKeys never returns values).
+func secretSet(uses Uses, project, key string) bool {
+	if uses == nil {
+		return false
+	}
+	keys, err := uses.SecretKeys(project)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(keys, func(k api.SecretInfo) bool { return k.Key == key })
 }

@@ -3,6 +3,7 @@ package doctor_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,9 +12,12 @@ import (
 
 	"remote/api"
 	"remote/daemon/doctor"
+	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/providers"
+	"remote/providers/codex"
 	"remote/provisioning"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/warm"
@@ -171,4 +175,146 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestDoctorProfiles: the doctor asks the real LXD for each [lxd] profile
+// new containers get (lxdconn.Profiles, what remoted wires): one LXD has
+// is ok, one it lacks is a problem naming it and the key; LXD unreachable
+// adds no profile line.
+func TestDoctorProfiles(t *testing.T) {
+	cl := testkit.LXD(t)
+	missing := testkit.ContainerName("noprofile")
+	profiles := func(conn *lxdconn.Conn) map[string]api.DoctorCheck {
+		t.Helper()
+		out := map[string]api.DoctorCheck{}
+		d := &doctor.Doctor{Profiles: lxdconn.Profiles{Conn: conn, Names: []string{"default", missing}}}
+		for _, c := range d.Check(context.Background()).Checks {
+			if strings.HasPrefix(c.Name, "profile ") {
+				out[c.Name] = c
+			}
+		}
+		return out
+	}
+	got := profiles(lxdconn.NewConn(cl))
+	if c := got["profile default"]; c.Level != api.DoctorOK || c.Detail != "in LXD ([lxd] profiles)" {
+		t.Errorf("default: %+v", c)
+	}
+	want := fmt.Sprintf("[lxd] profiles names %q, which LXD does not have: new containers cannot be made (create it, or remove it from [lxd] profiles)", missing)
+	if c := got["profile "+missing]; c.Level != api.DoctorProblem || c.Detail != want {
+		t.Errorf("missing: %+v\nwant %q", c, want)
+	}
+	if got := profiles(lxdconn.NewConn(nil)); len(got) != 0 {
+		t.Errorf("unreachable: %+v", got)
+	}
+}
+
+// TestAttackDoctorForgesNameNoProject: one line per [forges."<host>"] table with its kind
+// and API and, for the projects (in the real store) whose repository is
+// on that host, how many have their token secret set, name one not set
+// or name none (a warning: their pushes and pull requests are refused);
+// a repository host without a table is a warning naming the key. Any
+// allowed peer reads the doctor: the lines never carry a secret's value
+// or a project's name (another user's).
+func TestAttackDoctorForgesNameNoProject(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "remoted.db"), store.Options{Key: bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const token = "ghp-token-value-never-shown"
+	for _, p := range []api.Project{
+		{Name: "alpha-secret-project", Repo: &api.ProjectRepo{URL: "https://github.com/o/a.git", TokenSecret: "GH_TOKEN"}},
+		{Name: "beta", Repo: &api.ProjectRepo{URL: "https://github.com/o/b.git", TokenSecret: "GH_TOKEN"}},
+		{Name: "gamma", Repo: &api.ProjectRepo{URL: "https://github.com/o/c.git"}},
+		{Name: "delta", Repo: &api.ProjectRepo{URL: "https://gitea.example.com:3000/o/d.git", TokenSecret: "T"}},
+		{Name: "epsilon", Repo: &api.ProjectRepo{URL: "https://git.internal/o/e.git", TokenSecret: "T"}},
+		{Name: "plain"},
+	} {
+		p.Owner, p.Container, p.Status, p.CreatedAt = "alice", "remote-"+p.Name, "missing", time.Now()
+		if err := st.CreateProject(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range [][2]string{{"alpha-secret-project", "GH_TOKEN"}, {"delta", "T"}} {
+		if err := st.PutSecret(s[0], s[1], token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &doctor.Doctor{Uses: st, Forges: []doctor.Forge{
+		{Host: "github.com", Kind: "github", API: "https://api.github.com"},
+		{Host: "gitea.example.com:3000", Kind: "gitea", API: "https://gitea.example.com:3000/api/v1"},
+		{Host: "gitlab.com", Kind: "gitlab", API: "https://gitlab.com/api/v4"},
+	}}
+	var got []api.DoctorCheck
+	for _, c := range d.Check(context.Background()).Checks {
+		if strings.HasPrefix(c.Name, "forge ") {
+			got = append(got, c)
+		}
+	}
+	want := []api.DoctorCheck{
+		{Name: "forge github.com", Level: api.DoctorWarn, Detail: "github at https://api.github.com; 3 projects with a repository here, 1 with its token secret set, 1 naming a token secret that is not set (remotectl project secret set NAME KEY), 1 without repo.tokenSecret: their pushes and pull requests are refused"},
+		{Name: "forge gitea.example.com:3000", Level: api.DoctorOK, Detail: "gitea at https://gitea.example.com:3000/api/v1; 1 project with a repository here, 1 with its token secret set"},
+		{Name: "forge gitlab.com", Level: api.DoctorOK, Detail: "gitlab at https://gitlab.com/api/v4; no project's repository is on this host"},
+		{Name: "forge git.internal", Level: api.DoctorWarn, Detail: `1 project with a repository on git.internal, which has no [forges."git.internal"] table: their pull requests are refused`},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("forge lines:\n%+v\nwant\n%+v", got, want)
+	}
+	for _, c := range got {
+		if strings.Contains(c.Detail, token) || strings.Contains(c.Detail, "alpha") {
+			t.Errorf("a forge line shows a secret's value or a project's name: %+v", c)
+		}
+	}
+}
+
+// TestDoctorProviderUse: the real Codex adapter with a binary that is not
+// there: unused, a warning (every provider is enabled by default); the
+// default provider of a project, or of a chat, a problem saying what
+// needs it. With no enabled provider ready a "providers" problem says no
+// chat can run.
+func TestDoctorProviderUse(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "remoted.db"), store.Options{Key: bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := prompt.NewRegistry()
+	reg.Set(map[providers.ProviderID]providers.Provider{
+		providers.Codex: codex.New(providers.AdapterConfig{Binary: "codex-not-installed-here"}),
+	}, map[providers.ProviderID]bool{providers.Claude: true}, []providers.ProviderID{providers.Claude, providers.Codex})
+	d := &doctor.Doctor{Registry: reg, Uses: st}
+	lines := func() map[string]api.DoctorCheck {
+		out := map[string]api.DoctorCheck{}
+		for _, c := range d.Check(context.Background()).Checks {
+			out[c.Name] = c
+		}
+		return out
+	}
+	got := lines()
+	if c := got["provider codex"]; c.Level != api.DoctorWarn || !strings.HasSuffix(c.Detail, "or set [providers.codex] binary (no chat or project uses it; [providers.codex] enabled = false leaves it out)") {
+		t.Errorf("unused: %+v", c)
+	}
+	if c := got["provider claude"]; c.Level != api.DoctorOK || c.Detail != "disabled in config" {
+		t.Errorf("disabled: %+v", c)
+	}
+	if c := got["providers"]; c.Level != api.DoctorProblem || !strings.HasPrefix(c.Detail, "no enabled provider is ready: no chat can run") {
+		t.Errorf("none ready: %+v", c)
+	}
+	if err := st.CreateProject(api.Project{Name: "p", Owner: "alice", Container: "remote-p", Status: "missing", Provider: "codex", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if c := lines()["provider codex"]; c.Level != api.DoctorProblem || !strings.HasSuffix(c.Detail, "(needed: 1 project with it as default provider)") {
+		t.Errorf("a project's default: %+v", c)
+	}
+	for _, id := range []string{"c0ffee000001", "c0ffee000002"} {
+		if err := st.CreateChat(api.Chat{ID: id, Owner: "bob", Provider: "codex", Cwd: "/tmp"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := lines()["provider codex"]; c.Level != api.DoctorProblem || !strings.HasSuffix(c.Detail, "(needed: 2 chats of it, 1 project with it as default provider)") {
+		t.Errorf("chats and a project: %+v", c)
+	}
+	if rep := d.Check(context.Background()); rep.OK {
+		t.Error("report OK with a provider a chat needs missing")
+	}
 }
