@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"remote/internal/testkit"
 )
 
 // TestOrdinaryUserDaemon runs remoted as an ordinary user (nobody, uid
@@ -22,9 +24,7 @@ import (
 // connect. The clients are curl processes under those uids, so the
 // daemon reads their real peer credentials.
 func TestOrdinaryUserDaemon(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("running remoted and its clients as other users needs root")
-	}
+	testkit.NeedsRoot(t, "running remoted and its clients as other users")
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed as the clients of other uids")
 	}
