@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test test-latest vet fmt clean vendor-web run lint mutate breakages help image
+.PHONY: all build test test-short test-latest vet fmt clean vendor-web run lint mutate breakages help image
 
 all: build ## same as build
 
@@ -26,6 +26,13 @@ build: ## build remoted, remotectl, remote-web and the static remote-shim into b
 test: ## set up LXD, the test image, the pinned CLIs and Chromium, then run every test
 	mkdir -p build
 	scripts/test
+
+# The quick subset for newcomers: every test that needs neither root, LXD,
+# an agent CLI nor a browser (go test -short: the testkit helpers for those
+# skip at once, CI or not; CI is unset so nothing fails for a missing
+# component). No installs, no root, no race detector. CONTRIBUTING.md "Test".
+test-short: ## the tests that need no root, LXD, agent CLI or browser (go test -short, ~2 min)
+	env -u CI $(GO) test -short -timeout 10m ./...
 
 # Builds the development image (Debian 12 with git, Python, Node.js and a C
 # toolchain; debootstrap, cached under build/image) and imports it into the

@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -188,9 +189,7 @@ func peerClient(sock string) int {
 }
 
 func TestPeerCredentials(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("switching the client to nobody needs root")
-	}
+	testkit.NeedsRoot(t, "switching the client to nobody")
 	ts := newTestServer(t, nil)
 	// Open the socket's directory and file to everyone, so only the
 	// daemon's peer check can refuse nobody.

@@ -13,6 +13,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/prompt"
+	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/runner"
 )
@@ -47,9 +48,7 @@ func (p *idProvider) Run(ctx context.Context, req providers.RunRequest, emit fun
 // TestLooseChatRunsAsHostUser: with [agent] host_user = nobody the agent
 // process runs with nobody's uid and HOME, in the chat's cwd (S8).
 func TestLooseChatRunsAsHostUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("running agents as another user needs root")
-	}
+	testkit.NeedsRoot(t, "running agents as another user")
 	nobody, err := runner.LookupHostUser("nobody")
 	if err != nil {
 		t.Skipf("no nobody user: %v", err)
@@ -85,9 +84,7 @@ func TestLooseChatRunsAsHostUser(t *testing.T) {
 // the cwd check runs with the host user's rights and every refusal is the
 // same message. A directory the user can enter is still accepted.
 func TestAttackCwdOracle(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the oracle needs a root daemon and another host user")
-	}
+	testkit.NeedsRoot(t, "the oracle needs a root daemon and another host user")
 	nobody, err := runner.LookupHostUser("nobody")
 	if err != nil {
 		t.Skipf("no nobody user: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -89,9 +90,7 @@ func peerScript(sock string) int {
 // answers in order.
 func asNobody(t *testing.T, ts *testServer) func(reqs ...peerRequest) []peerAnswer {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("running the client as nobody needs root")
-	}
+	testkit.NeedsRoot(t, "running the client as nobody")
 	if err := os.Chmod(filepath.Dir(ts.sock), 0o711); err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +278,15 @@ func TestFrontendMayAssertUser(t *testing.T) {
 // TestCallerName covers the identity rules with fake user lookups.
 func TestCallerName(t *testing.T) {
 	daemonUID := uint32(os.Getuid())
-	names := map[uint32]string{1000: "bob", 1001: "Bad Name"}
-	a := Access{UIDs: []int{1000, 1001, 1002}, Frontends: []int{990}, nameOf: func(uid uint32) (string, error) {
+	// The ordinary uids are not the daemon's own, whoever runs the test
+	// (make test-short as uid 1000 or 1001).
+	base := uint32(1000)
+	if daemonUID >= 990 && daemonUID <= 1002 {
+		base = 101000
+	}
+	bobUID, badUID, nameless, frontend := base, base+1, base+2, base-10
+	names := map[uint32]string{bobUID: "bob", badUID: "Bad Name"}
+	a := Access{UIDs: []int{int(bobUID), int(badUID), int(nameless)}, Frontends: []int{int(frontend)}, nameOf: func(uid uint32) (string, error) {
 		if n, ok := names[uid]; ok {
 			return n, nil
 		}
@@ -296,15 +302,15 @@ func TestCallerName(t *testing.T) {
 		{"root names a user", 0, "alice", "alice", 0},
 		{"root without header", 0, "", "", http.StatusUnauthorized},
 		{"daemon's uid names a user", daemonUID, "alice", "alice", 0},
-		{"frontend names a user", 990, "alice", "alice", 0},
-		{"frontend without header", 990, "", "", http.StatusUnauthorized},
-		{"user without header is itself", 1000, "", "bob", 0},
-		{"user naming itself", 1000, "bob", "bob", 0},
-		{"user naming another", 1000, "alice", "", http.StatusForbidden},
-		{"user naming root", 1000, "root", "", http.StatusForbidden},
-		{"invalid header", 1000, "a b", "", http.StatusBadRequest},
-		{"uid without a name", 1002, "", "", http.StatusForbidden},
-		{"login name the API cannot hold", 1001, "", "", http.StatusForbidden},
+		{"frontend names a user", frontend, "alice", "alice", 0},
+		{"frontend without header", frontend, "", "", http.StatusUnauthorized},
+		{"user without header is itself", bobUID, "", "bob", 0},
+		{"user naming itself", bobUID, "bob", "bob", 0},
+		{"user naming another", bobUID, "alice", "", http.StatusForbidden},
+		{"user naming root", bobUID, "root", "", http.StatusForbidden},
+		{"invalid header", bobUID, "a b", "", http.StatusBadRequest},
+		{"uid without a name", nameless, "", "", http.StatusForbidden},
+		{"login name the API cannot hold", badUID, "", "", http.StatusForbidden},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Peer{UID: tt.uid, Allowed: a.Allows(tt.uid, tt.uid), MayAssert: a.MayAssert(tt.uid)}
@@ -325,7 +331,7 @@ func TestCallerName(t *testing.T) {
 			}
 		})
 	}
-	if !a.Allows(990, 990) {
+	if !a.Allows(frontend, frontend) {
 		t.Error("a frontend uid is not allowed to connect")
 	}
 }

@@ -40,9 +40,7 @@ type userFixture struct {
 
 func newUserFixture(t *testing.T) *userFixture {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("acting for another host user needs a root daemon")
-	}
+	testkit.NeedsRoot(t, "acting for another host user needs a root daemon")
 	cl := testkit.LXD(t)
 	base, err := os.MkdirTemp("", "rdhome")
 	if err != nil {

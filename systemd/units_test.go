@@ -225,6 +225,7 @@ func TestSocketUnitSettings(t *testing.T) {
 // TestSysusersAndTmpfiles applies both snippets to a scratch root with the
 // real systemd tools and checks what they create.
 func TestSysusersAndTmpfiles(t *testing.T) {
+	testkit.Short(t, "root")
 	if os.Geteuid() != 0 {
 		testkit.Missing(t, "root (systemd-tmpfiles chowns to root)")
 	}

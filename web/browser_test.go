@@ -32,6 +32,7 @@ const browserTimeout = 3 * time.Minute
 // newBrowser starts a fresh headless chromium and returns a tab context.
 func newBrowser(t testing.TB) context.Context {
 	t.Helper()
+	testkit.Short(t, "Chromium")
 	if fi, err := os.Stat(chromiumPath); err != nil || fi.Mode()&0o111 == 0 {
 		testkit.Missing(t, "%s not installed (scripts/install-browser)", chromiumPath)
 	}

@@ -24,6 +24,7 @@ import (
 // same addresses; it is deleted when the test ends, after the containers.
 func proxyProfile(t *testing.T, ports ...int) string {
 	t.Helper()
+	testkit.LXD(t)
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(t, "lxc client: %v", err)
 	}

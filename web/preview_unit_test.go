@@ -244,3 +244,48 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestPreviewSessionOutlivesItsLink: the preview session a one-minute
+// link opens lives as long as the login session that opened it (the
+// page's session lifetime, here one hour from login), not the link's
+// minute: its cookie's Max-Age says so and the preview still answers
+// minutes later; it ends when the login session does.
+func TestPreviewSessionOutlivesItsLink(t *testing.T) {
+	h := newHarness(t, false) // SessionTTL one hour, the link's one minute
+	c := h.loggedIn(t)
+	h.clock.add(10 * time.Minute) // the login session has 50 minutes left
+	resp, b := get(t, c, h.srv.URL+"/preview/p-"+testUser+"/8080", map[string]string{"Sec-Fetch-Site": "same-origin"})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("mint: %d %s", resp.StatusCode, b)
+	}
+	u := mustURL(t, loc)
+	origin := u.Scheme + "://" + u.Host
+	for range 3 { // enter, confirm, session
+		if resp, b = get(t, c, loc, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("GET %s: %d %s", loc, resp.StatusCode, b)
+		}
+		loc = resp.Header.Get("Location")
+	}
+	var ck string
+	for _, v := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(v, PreviewCookie+"=") {
+			ck = v
+		}
+	}
+	if !strings.Contains(ck, "; Max-Age=3000;") && !strings.HasSuffix(ck, "; Max-Age=3000") {
+		t.Fatalf("preview cookie %q: want Max-Age=3000 (the login session's 50 minutes left, not the link's minute)", ck)
+	}
+	const want = "app p-alice:8080 / user=alice"
+	opened := h.clock.now()
+	for _, step := range []time.Duration{2 * time.Minute, 47*time.Minute + 59*time.Second} {
+		h.clock.add(step)
+		if resp, b := get(t, c, origin+"/", nil); resp.StatusCode != http.StatusOK || string(b) != want {
+			t.Fatalf("preview %v after it opened: %d %s; want 200 until the login session ends", h.clock.now().Sub(opened), resp.StatusCode, b)
+		}
+	}
+	h.clock.add(time.Second) // the login session ends: so does the preview
+	if resp, b := get(t, c, origin+"/", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("preview after the login session ended: %d %s", resp.StatusCode, b)
+	}
+}

@@ -29,7 +29,8 @@ import (
 // It runs only with -tags lxdrestart, as its own serial step of
 // scripts/test: stopping LXD under `go test ./...` would break every other
 // package's LXD tests running in parallel. LXD is always brought back in
-// t.Cleanup, even when the test fails.
+// t.Cleanup, even when the test fails, and the cleanup waits (bounded)
+// until it answers again, running scripts/lxd-setup when it does not.
 //
 // While LXD is down: /v1/info says unreachable, start/stop/exec answer 503
 // `unavailable` naming LXD, stored projects still read, and a loose chat
@@ -48,6 +49,10 @@ func TestRealLXDRestart(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testkit.Missing(t, "stopping LXD needs root (uid %d)", os.Geteuid())
 	}
+	// Runs last of the cleanups (after the project's purge and the
+	// restore below): LXD is left answering, or the test says why not.
+	l := &lxdControl{t: t, root: testkit.Root()}
+	t.Cleanup(l.ensureAnswering)
 	fake := fakeanthropic.New(t, fakeanthropic.Reply{Blocks: []fakeanthropic.Block{fakeanthropic.TextBlock("loose chats do not need lxd")}, Sticky: true})
 	dir, err := os.MkdirTemp("", "rdlxdrs")
 	if err != nil {
@@ -114,7 +119,6 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_N
 	t.Cleanup(func() { restoreStopped(t, stoppedBefore, proj.Container) })
 
 	// The outage.
-	l := &lxdControl{t: t, root: testkit.Root()}
 	t.Cleanup(l.restore)
 	down := time.Now()
 	l.stop()
@@ -379,17 +383,65 @@ func (l *lxdControl) setup() error {
 	return nil
 }
 
-// restore brings LXD back if the test stopped it and did not restart it.
+// restore brings LXD back if the test stopped it and did not restart it,
+// then waits until it answers (ensureAnswering).
 func (l *lxdControl) restore() {
 	l.mu.Lock()
 	stopped := l.stopped
 	l.mu.Unlock()
-	if !stopped {
+	if stopped {
+		if err := l.setup(); err != nil {
+			l.t.Errorf("restoring LXD: %v", err)
+		}
+	}
+	l.ensureAnswering()
+}
+
+// ensureAnswering leaves LXD answering for the steps after this test
+// (scripts/test's systemd and cluster steps): it waits, bounded, for
+// `lxc query /1.0` to answer; when it does not, it runs scripts/lxd-setup
+// (which restarts an LXD that runs but does not answer, printing why) and
+// waits again, and the test fails saying what did not answer. One CI run
+// left LXD not answering after this test, and every later test failed
+// with "remoted did not reach LXD in 2m".
+func (l *lxdControl) ensureAnswering() {
+	l.t.Helper()
+	wait := func(limit time.Duration) error {
+		deadline := time.Now().Add(limit)
+		for {
+			err := lxdAnswers()
+			if err == nil || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	err := wait(2 * time.Minute)
+	if err == nil {
 		return
 	}
-	if err := l.setup(); err != nil {
-		l.t.Errorf("restoring LXD: %v", err)
+	l.t.Logf("LXD does not answer after the test (%v); running scripts/lxd-setup", err)
+	if serr := l.setup(); serr != nil {
+		l.t.Errorf("LXD does not answer after the test (%v), and scripts/lxd-setup failed: %v", err, serr)
+		return
 	}
+	if err := wait(time.Minute); err != nil {
+		l.t.Errorf("LXD still does not answer after scripts/lxd-setup: %v", err)
+	}
+}
+
+// lxdAnswers asks LXD for /1.0 with `lxc query`, bounded by 10 s.
+func lxdAnswers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "lxc", "query", "/1.0").CombinedOutput()
+	if ctx.Err() != nil {
+		return fmt.Errorf("lxc query /1.0: no answer within 10s")
+	}
+	if err != nil {
+		return fmt.Errorf("lxc query /1.0: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // lxdDaemonPids finds the LXD daemon's processes in /proc: argv[0] named

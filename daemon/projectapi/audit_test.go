@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -108,14 +109,15 @@ func TestAuditStateChangingRequests(t *testing.T) {
 	c.Close()
 
 	got := auditLines(t, logs.String())
+	uid := float64(os.Getuid()) // the test's client is this process
 	want := []map[string]any{
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "PUT /v1/projects/{name}/secrets/{key}", "user": "alice", "status": 204.0, "peer_uid": 0.0, "name": "p", "key": "API_TOKEN"},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "PUT /v1/projects/{name}/secrets/{key}", "user": "bob", "status": 404.0, "peer_uid": 0.0, "name": "p", "key": "API_TOKEN"},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "POST /v1/chats", "user": "alice", "status": 201.0, "peer_uid": 0.0},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "DELETE /v1/chats/{id}", "user": "alice", "status": 204.0, "peer_uid": 0.0, "id": chat.ID},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "GET /ws/chat/{id}", "user": "alice", "status": 404.0, "peer_uid": 0.0, "id": chat.ID},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "POST /v1/chats", "user": "alice", "status": 201.0, "peer_uid": 0.0},
-		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "GET /ws/chat/{id}", "user": "alice", "status": 101.0, "peer_uid": 0.0, "id": live.ID},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "PUT /v1/projects/{name}/secrets/{key}", "user": "alice", "status": 204.0, "peer_uid": uid, "name": "p", "key": "API_TOKEN"},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "PUT /v1/projects/{name}/secrets/{key}", "user": "bob", "status": 404.0, "peer_uid": uid, "name": "p", "key": "API_TOKEN"},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "POST /v1/chats", "user": "alice", "status": 201.0, "peer_uid": uid},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "DELETE /v1/chats/{id}", "user": "alice", "status": 204.0, "peer_uid": uid, "id": chat.ID},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "GET /ws/chat/{id}", "user": "alice", "status": 404.0, "peer_uid": uid, "id": chat.ID},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "POST /v1/chats", "user": "alice", "status": 201.0, "peer_uid": uid},
+		{"@level": "info", "@message": "request", "@module": "api.audit", "route": "GET /ws/chat/{id}", "user": "alice", "status": 101.0, "peer_uid": uid, "id": live.ID},
 	}
 	for _, m := range got {
 		if _, ok := m["peer_pid"].(float64); !ok {

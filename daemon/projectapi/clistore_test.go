@@ -330,6 +330,7 @@ func (ts *testServer) raw(method, path, body string) (int, string) {
 // proxyProfileTB is proxyProfile for tests and benchmarks.
 func proxyProfileTB(t testing.TB, port int) string {
 	t.Helper()
+	testkit.LXD(t)
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(t, "lxc client: %v", err)
 	}
@@ -505,9 +506,7 @@ func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 // run: 403, the selection unchanged. Root acting as itself (remotectl as
 // root: its own name, or none) selects.
 func TestAttackCLIStoreThroughFrontend(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the frontend is root here: the test needs uid 0")
-	}
+	testkit.NeedsRoot(t, "the frontend is root here: the test needs uid 0")
 	st := testStore(t, providers.Codex)
 	cloneVersion(t, st, providers.Codex, providers.TestedCodexVersion, "0.170.0")
 	ts := storeServer(t, st)

@@ -46,6 +46,7 @@ func lxcCommand(args ...string) func() ([]byte, error) {
 // container the daemon (re)creates with it reaches the fake model server.
 func proxyProfile(t *testing.T, port int) string {
 	t.Helper()
+	testkit.LXD(t)
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(t, "lxc client: %v", err)
 	}

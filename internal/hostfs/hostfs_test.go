@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"remote/internal/testkit"
 )
 
 var nobody = User{UID: 65534, GID: 65534}
@@ -16,9 +18,7 @@ var nobody = User{UID: 65534, GID: 65534}
 // userHome makes a home directory owned by nobody, reachable by it.
 func userHome(t *testing.T) string {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("acting for another user needs root")
-	}
+	testkit.NeedsRoot(t, "acting for another user")
 	base, err := os.MkdirTemp("", "hostfs")
 	if err != nil {
 		t.Fatal(err)

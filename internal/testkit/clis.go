@@ -17,9 +17,13 @@ func Root() string {
 // prerequisites must be present: tests fail instead of skipping.
 func InCI() bool { return os.Getenv("CI") != "" }
 
-// Missing skips the test on a developer machine, or fails it in CI.
+// Missing skips the test on a developer machine, or fails it in CI. In a
+// -short run (make test-short) it skips, CI or not.
 func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: integration prerequisite missing: "+format, args...)
+	}
 	if InCI() {
 		t.Fatalf("CI: integration prerequisite missing: "+format, args...)
 	}
@@ -70,6 +74,7 @@ func PinnedCLIs() bool {
 
 func binary(t testing.TB, override, rel string) string {
 	t.Helper()
+	Short(t, "an agent CLI")
 	if p := os.Getenv(override); p != "" {
 		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 || !filepath.IsAbs(p) {
 			t.Fatalf("%s=%q: not an executable absolute path", override, p)

@@ -28,6 +28,7 @@ var (
 // missing, the test is skipped locally and fails in CI (see Missing).
 func LXD(t testing.TB) *lxdexec.Client {
 	t.Helper()
+	Short(t, "LXD")
 	lxdOnce.Do(func() {
 		// Generous: a busy LXD can take many seconds to answer even GET
 		// /1.0 (its database waits on the disk).

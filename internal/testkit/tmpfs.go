@@ -14,6 +14,7 @@ import (
 // test is Missing: skipped on a developer machine, failed in CI.
 func Tmpfs(t testing.TB, size int64) string {
 	t.Helper()
+	Short(t, "root (to mount a tmpfs)")
 	dir, err := os.MkdirTemp("", "tmpfs")
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,9 @@ func TestFromBuildInfo(t *testing.T) {
 // go build arguments and returns the directory.
 func goBuild(t *testing.T, args ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds remoted, remotectl and remote-web (make test runs it)")
+	}
 	dir := t.TempDir()
 	goBin, err := exec.LookPath("go")
 	if err != nil {

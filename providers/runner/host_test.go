@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -131,9 +132,7 @@ func TestHostLauncherLookPath(t *testing.T) {
 
 func TestHostLauncherCredential(t *testing.T) {
 	t.Parallel()
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch user")
-	}
+	testkit.NeedsRoot(t, "to switch user")
 	if _, err := exec.LookPath("id"); err != nil {
 		t.Skip("no id binary")
 	}

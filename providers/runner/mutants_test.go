@@ -18,14 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
 func needRootAndSh(t *testing.T) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch user")
-	}
+	testkit.NeedsRoot(t, "to switch user")
 	for _, b := range []string{"sh", "id", "sleep"} {
 		if _, err := exec.LookPath(b); err != nil {
 			t.Skipf("no %s binary", b)

@@ -475,6 +475,7 @@ func TestAttackCancelInContainerLeavesNothing(t *testing.T) {
 // path does.
 func TestShimHostRunsAsTheHostUser(t *testing.T) {
 	t.Parallel()
+	testkit.Short(t, "root")
 	if os.Getuid() != 0 {
 		testkit.Missing(t, "root (to run as another user)")
 	}
