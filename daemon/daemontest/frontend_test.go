@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/daemon/daemontest"
 	"remote/providers"
 )
@@ -484,4 +485,91 @@ func rename(d *daemontest.Daemon, chatID, title string) error {
 		return fmt.Errorf("rename: %s", resp.Status)
 	}
 	return nil
+}
+
+// A prompt frame refused for a lasting reason (here: the loose chat's
+// directory is gone) is not answered prompt_rejected, which this frontend
+// takes for "a run holds the chat" and re-sends at once, forever: each
+// prompt is accepted and ends as a run of its own (its user event, an
+// error saying why, the closing sync). The tab sends each prompt once and
+// ends idle; POST /prompt keeps answering the refusal.
+func TestFrontendPromptRefusedForGoodIsARunOfItsOwn(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	cwd := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cwd); err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", "one", "two")
+	b := newTab(t, d, chat.ID, "tab B")
+	settle(t, a, b)
+	if frames, accepted, rejected := a.counts(); frames != 2 || accepted != 2 || rejected != 0 {
+		t.Errorf("tab A sent %d prompt frames (%d accepted, %d rejected) for 2 prompts, want 2 accepted: a refused prompt is re-sent", frames, accepted, rejected)
+	}
+	n, evs := userCounts(t, d, chat.ID)
+	if n["one"] != 1 || n["two"] != 1 {
+		t.Errorf("user events %v, want one and two once each", n)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Type)
+		if ev.Type == api.EventError && !strings.Contains(ev.Message, "the prompt could not start: ") {
+			t.Errorf("error %q does not say the prompt could not start", ev.Message)
+		}
+	}
+	if want := []string{"user", "error", "user", "error"}; !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "three"}); err == nil {
+		t.Errorf("POST /prompt in a chat whose directory is gone: accepted, want its 4xx refusal")
+	}
+	if n, _ := userCounts(t, d, chat.ID); n["three"] != 0 {
+		t.Errorf("a prompt refused over HTTP stored %d user events", n["three"])
+	}
+}
+
+// TestAttackRefusedPromptBypassesChatBound: a chat at its max_chat_bytes
+// refuses prompts; a socket prompt refused so is recorded as a run of its
+// own, but its user event keeps at most 1 KiB of the text, so a client
+// cannot grow a full chat by 512 KiB a frame through its refusals.
+func TestAttackRefusedPromptBypassesChatBound(t *testing.T) {
+	const bound = 16 << 10
+	d := daemontest.New(t, daemontest.Options{Configure: func(o *daemon.Options) { o.MaxChatBytes = bound }})
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", strings.Repeat("x", bound)) // echoed: the chat is full
+	settle(t, a)
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "more"}); err == nil {
+		t.Fatal("a full chat took a prompt over HTTP")
+	}
+	_, before := userCounts(t, d, chat.ID)
+	big := strings.Repeat("y", 400<<10)
+	a.mu.Lock()
+	a.queue = append(a.queue, big)
+	a.sendIfIdleLocked()
+	a.mu.Unlock()
+	settle(t, a)
+	_, evs := userCounts(t, d, chat.ID)
+	added := evs[len(before):]
+	if len(added) != 2 || added[0].Type != api.EventUser || added[1].Type != api.EventError {
+		t.Fatalf("the refused prompt stored %d events, want its user and error events", len(added))
+	}
+	if n := len(added[0].Text); n > 1<<10 {
+		t.Errorf("the refused prompt's user event keeps %d bytes of its text in a full chat, want at most 1 KiB", n)
+	}
+	if !strings.Contains(added[1].Message, "max_chat_bytes") {
+		t.Errorf("error %q does not name the bound", added[1].Message)
+	}
 }

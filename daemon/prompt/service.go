@@ -216,7 +216,7 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
 	if err := s.guard.BeforeRun(chat); err != nil {
-		return "", err
+		return "", storageRefusal{err}
 	}
 	p, err := s.reg.Get(chat.Provider)
 	if err != nil {
