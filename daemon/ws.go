@@ -191,11 +191,12 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, sub *runhub.
 			case errors.Is(rerr, runhub.ErrPromptAlreadyRunning):
 				err = rerr // a run took the chat meanwhile
 			default:
-				s.log.Error("record a refused prompt", "chat", chatID, "error", rerr)
+				s.log.Warn("a refused prompt could not be recorded", "chat", chatID, "error", rerr)
 			}
 		}
 		switch {
-		case acked:
+		case acked: // accepted, then its record failed: say why, once
+			_ = ws.send(transientError(s.publicMessage(err)))
 		case msg.ClientID != "":
 			_ = ws.send(s.promptAckOf(msg.ClientID, qid, err))
 		case err != nil:

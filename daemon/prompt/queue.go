@@ -171,12 +171,16 @@ const refusedTextBytes = 1 << 10
 // accepted (docs/api.md) sees it end like any other run instead of being
 // refused again and again. The user event keeps the text (cut to
 // maxPromptBytes, or to 1 KiB when storage refused the prompt) and a
-// valid synthetic marker. locked, when not nil, is called once the run
+// valid synthetic marker; nothing is recorded once the service stops.
+// locked, when not nil, is called once the run
 // lock is taken, before anything is stored (the socket acknowledges the
 // prompt there, so its ack precedes the user event). It fails with
 // runhub.ErrPromptAlreadyRunning when a run holds the chat, and with the
 // store's error when the record cannot be stored.
 func (s *Service) Refused(chatID string, in Input, cause error, why string, locked func()) error {
+	if s.stopping.Load() { // the store closes after the runs end
+		return fmt.Errorf("record a refused prompt in chat %s: %w", chatID, errDaemonStopping)
+	}
 	limit := maxPromptBytes
 	if errors.As(cause, new(storageRefusal)) || errors.Is(cause, errdefs.ErrResourceExhausted) || errors.Is(cause, store.ErrNoSpace) {
 		limit = refusedTextBytes
