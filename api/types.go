@@ -65,6 +65,11 @@ type Event struct {
 	// Snapshot and Project name the LXD snapshot of a checkpoint event.
 	Snapshot string `json:"snapshot,omitempty"`
 	Project  string `json:"project,omitempty"`
+	// LastSeq, on a sync only, is the seq of the last stored event sent
+	// to that connection before it: a client that applies stored events
+	// later than it reads them (once per animation frame) applies the
+	// sync once it has applied that event (docs/api.md).
+	LastSeq int64 `json:"lastSeq,omitempty"`
 }
 
 // Chat event types (docs/api.md).

@@ -123,7 +123,6 @@ func TestBadInput(t *testing.T) {
 			{websocket.TextMessage, `{"type":"dance"}`, `unknown message type "dance"`},
 			{websocket.TextMessage, `{"type":"prompt","text":"x","bogus":1}`, `unknown field "bogus"`},
 			{websocket.TextMessage, `{"text":"x"}`, "type: required"},
-			{websocket.TextMessage, `{"type":"prompt","text":""}`, "text"},
 			{websocket.TextMessage, `{"type":"cancel"}`, "no prompt is currently running"}, // exactly, see below
 			{websocket.TextMessage, `{"type":"interaction_response","interactionId":"1","result":{}}`, "no prompt is currently running"},
 			{websocket.BinaryMessage, `{"type":"cancel"}`, "binary frames"},
@@ -142,14 +141,6 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("frame %s: then %+v, want a closing sync", f.data, ev)
 				}
 			}
-		}
-		// A prompt rejected with a clientId gets prompt_rejected, to this socket only.
-		ws.WriteJSON(api.ClientMessage{Type: "prompt", Text: " ", ClientID: "c9"})
-		if ev := readEvent(t, ws); ev.Subtype != api.SubtypePromptRejected || ev.Message == "" || string(ev.Data) != `{"clientId":"c9","code":"bad_request"}` {
-			t.Errorf("rejection: %+v", ev)
-		}
-		if ev := readEvent(t, ws); ev.Type != api.EventSync || ev.Running {
-			t.Errorf("after the rejection: %+v, want a closing sync", ev)
 		}
 		// An oversized frame closes the connection (read limit 1 MiB).
 		ws.WriteMessage(websocket.TextMessage, []byte(big))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"remote/api"
@@ -43,13 +44,23 @@ func TestChatSocketSyntheticPrompt(t *testing.T) {
 		t.Fatalf("stored user event %s lacks \"synthetic\":\"autotest\"", raw)
 	}
 
-	// A malformed marker is refused with a message naming the field.
+	// A malformed marker is refused with a message naming the field: the
+	// prompt is accepted and ends as a run of its own (prompt_rejected is
+	// only "a run is active", which the frontend re-sends on idle).
 	if err := c.WriteMessage(1, []byte(`{"type":"prompt","text":"hi","clientId":"c2","synthetic":"a b"}`)); err != nil {
 		t.Fatal(err)
 	}
-	ev := readEvent(t, c)
-	if ev.Subtype != "prompt_rejected" || ev.Message != "synthetic: must be 1 to 64 letters, digits, '.', '_' or '-'" {
-		t.Fatalf("bad synthetic answered %+v", ev)
+	evs = readUntilIdle(t, c)
+	if !slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Subtype == "prompt_accepted" }) {
+		t.Fatalf("bad synthetic answered %v, want a prompt_accepted", types(evs))
+	}
+	stored = ts.events(chat.ID)
+	last := stored[len(stored)-1]
+	if u := stored[len(stored)-2]; u.Type != "user" || u.Synthetic != "" || u.Text != "hi" {
+		t.Fatalf("refused prompt's user event %+v, want text hi without the malformed marker", u)
+	}
+	if last.Type != "error" || last.Message != "the prompt could not start: synthetic: must be 1 to 64 letters, digits, '.', '_' or '-'" {
+		t.Fatalf("bad synthetic ended with %+v", last)
 	}
 }
 
@@ -61,10 +72,12 @@ func containsField(raw []byte, key, value string) bool {
 	return m[key] == value
 }
 
-// TestChatSocketRefusedPromptCloses: a prompt refused before its run starts
-// (here: the loose chat's working directory is gone) is answered with
-// prompt_rejected and then a closing sync on that connection, so a page
-// that went "streaming" on send goes idle again.
+// TestChatSocketRefusedPromptCloses: a prompt refused before its run
+// starts for a lasting reason (here: the loose chat's working directory
+// is gone) is accepted and recorded as a run of its own, with or without
+// a clientId: sync running:true, its user event, an error saying why and
+// the closing sync, to every follower; never prompt_rejected, which a
+// client re-sends (docs/api.md).
 func TestChatSocketRefusedPromptCloses(t *testing.T) {
 	ts := newTestServer(t, []providers.Provider{&fakeProvider{id: "claude"}})
 	cwd := filepath.Join(ts.dir, "work")
@@ -87,23 +100,35 @@ func TestChatSocketRefusedPromptCloses(t *testing.T) {
 	defer c.Close()
 	readEvent(t, c) // sync after replay
 
-	for _, tc := range []struct{ frame, first string }{
-		{`{"type":"prompt","text":"hi","clientId":"c1"}`, "system/prompt_rejected"},
-		{`{"type":"prompt","text":"hi"}`, "error"},
+	for _, tc := range []struct {
+		frame string
+		want  []string
+	}{
+		{`{"type":"prompt","text":"hi","clientId":"c1"}`, []string{"system/prompt_accepted", "sync", "user", "error", "sync"}},
+		{`{"type":"prompt","text":"hi"}`, []string{"sync", "user", "error", "sync"}},
 	} {
 		if err := c.WriteMessage(1, []byte(tc.frame)); err != nil {
 			t.Fatal(err)
 		}
-		first, second := readEvent(t, c), readEvent(t, c)
-		if got := types([]api.Event{first}); got[0] != tc.first {
-			t.Fatalf("%s: first answer %+v, want %s", tc.frame, first, tc.first)
+		evs := readUntilIdle(t, c)
+		got := types(evs)
+		// The ack goes to this connection once the run lock is taken,
+		// before the user event; the lock's sync may come before it.
+		if len(got) > 1 && got[1] == "system/prompt_accepted" {
+			got[0], got[1] = got[1], got[0]
 		}
-		if second.Type != "sync" || second.Running {
-			t.Fatalf("%s: then %+v, want a closing sync (running false)", tc.frame, second)
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("%s: answered %v, want %v", tc.frame, got, tc.want)
+		}
+		if first := evs[slices.IndexFunc(evs, func(ev api.Event) bool { return ev.Type == "sync" })]; !first.Running {
+			t.Fatalf("%s: first sync %+v, want running", tc.frame, first)
+		}
+		if e := evs[len(evs)-2]; e.Type != "error" || !strings.HasPrefix(e.Message, "the prompt could not start: ") || !strings.Contains(e.Message, cwd) {
+			t.Fatalf("%s: error %+v, want it to say the prompt could not start and why", tc.frame, e)
 		}
 	}
-	if n := len(ts.events(chat.ID)); n != 0 {
-		t.Fatalf("a refused prompt stored %d events", n)
+	if got := types(ts.events(chat.ID)); !slices.Equal(got, []string{"user", "error", "user", "error"}) {
+		t.Fatalf("stored %v, want each refused prompt as a run of its own", got)
 	}
 }
 

@@ -176,7 +176,9 @@ func TestFaultDiskFullRun(t *testing.T) {
 	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"}); st != http.StatusInsufficientStorage || errorCode(t, body) != api.CodeStorageFull {
 		t.Fatalf("prompt in the failed chat on a full disk: %d %s", st, body)
 	}
-	// The chat socket's prompt is refused the same way.
+	// The chat socket's prompt is refused the same way, and recorded as a
+	// run of its own saying why (not prompt_rejected, which a client
+	// re-sends at once).
 	c, _, err := ts.dialWS("/ws/chat/"+other.ID, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +188,13 @@ func TestFaultDiskFullRun(t *testing.T) {
 	if err := c.WriteJSON(api.ClientMessage{Type: "prompt", Text: "hi", ClientID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	if ack := readEvent(t, c); ack.Subtype != api.SubtypePromptRejected || string(ack.Data) != `{"clientId":"c1","code":"storage_full"}` ||
-		!strings.Contains(ack.Message, "below [daemon] min_free (64 KiB)") {
-		t.Fatalf("socket prompt on a full disk: %+v", ack)
+	evs := readUntilIdle(t, c)
+	if !slices.ContainsFunc(evs, func(ev api.Event) bool { return ev.Subtype == api.SubtypePromptAccepted }) {
+		t.Fatalf("socket prompt on a full disk answered %v, want prompt_accepted", types(evs))
+	}
+	if rec := ts.events(other.ID); len(rec) != 2 || rec[0].Text != "hi" || rec[1].Type != api.EventError ||
+		!strings.HasPrefix(rec[1].Message, "the prompt could not start: storage full: ") || !strings.Contains(rec[1].Message, "below [daemon] min_free (64 KiB)") {
+		t.Fatalf("socket prompt on a full disk recorded %+v", rec)
 	}
 	// Other writes: never a bare 500.
 	if st, body := ts.do("POST", "/v1/chats", "alice", api.CreateChatRequest{Provider: "claude", Cwd: ts.dir, Title: strings.Repeat("t", 199)}); st != http.StatusCreated && (st != http.StatusInsufficientStorage || errorCode(t, body) != api.CodeStorageFull) {

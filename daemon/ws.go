@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon/prompt"
 	"remote/daemon/runhub"
 	"remote/providers"
 )
@@ -170,17 +171,34 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, sub *runhub.
 	switch msg.Type {
 	case msgPrompt:
 		qid, err := s.socketPrompt(ctx, chatID, msg)
-		switch {
-		case msg.ClientID != "":
-			ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
-			ack.Data, _ = jsonMarshal(ackData(msg.ClientID, qid))
-			if err != nil {
-				ack.Subtype = api.SubtypePromptRejected
-				ack.Message = s.publicMessage(err)
-				_, body := ToHTTP(err) // the HTTP route's code, e.g. storage_full
-				ack.Data, _ = jsonMarshal(map[string]string{"clientId": msg.ClientID, "code": body.Code})
+		acked := false
+		if err != nil && !errors.Is(err, runhub.ErrPromptAlreadyRunning) {
+			// Refused for a lasting reason (its directory gone, the CLI
+			// logged out, bad input...): a client re-sends a prompt that
+			// comes back prompt_rejected (docs/api.md), so it is accepted
+			// and recorded as a run of its own; the ack precedes its
+			// user event.
+			in := prompt.Input{Text: msg.Text, Mode: msg.Mode, Skills: msg.Skills, Synthetic: msg.Synthetic}
+			rerr := s.svc.Refused(chatID, in, err, s.publicMessage(err), func() {
+				if msg.ClientID != "" {
+					acked = true
+					_ = ws.send(s.promptAckOf(msg.ClientID, "", nil))
+				}
+			})
+			switch {
+			case rerr == nil:
+				return
+			case errors.Is(rerr, runhub.ErrPromptAlreadyRunning):
+				err = rerr // a run took the chat meanwhile
+			default:
+				s.log.Warn("a refused prompt could not be recorded", "chat", chatID, "error", rerr)
 			}
-			_ = ws.send(ack)
+		}
+		switch {
+		case acked: // accepted, then its record failed: say why, once
+			_ = ws.send(transientError(s.publicMessage(err)))
+		case msg.ClientID != "":
+			_ = ws.send(s.promptAckOf(msg.ClientID, qid, err))
 		case err != nil:
 			_ = ws.send(transientError(s.publicMessage(err)))
 		}
@@ -204,6 +222,21 @@ func (s *Server) handleClientFrame(ctx context.Context, ws *wsConn, sub *runhub.
 	default:
 		_ = ws.send(transientError(fmt.Sprintf("unknown message type %q (want prompt, cancel or interaction_response)", msg.Type)))
 	}
+}
+
+// promptAckOf is the answer to a prompt frame with a clientId:
+// prompt_accepted (with the queue id of a queued prompt) when err is nil,
+// else prompt_rejected with the HTTP route's message and code.
+func (s *Server) promptAckOf(clientID, qid string, err error) api.Event {
+	ack := api.Event{T: time.Now().UnixMilli(), Type: api.EventSystem, Subtype: api.SubtypePromptAccepted}
+	if err == nil {
+		ack.Data, _ = jsonMarshal(ackData(clientID, qid))
+		return ack
+	}
+	_, body := ToHTTP(err) // e.g. prompt_already_running
+	ack.Subtype, ack.Message = api.SubtypePromptRejected, s.publicMessage(err)
+	ack.Data, _ = jsonMarshal(map[string]string{"clientId": clientID, "code": body.Code})
+	return ack
 }
 
 // publicMessage is the envelope message of err (internal errors hidden).

@@ -39,6 +39,11 @@ type Provider interface {
 // CapabilityRequest scopes a capability query (a project may narrow models).
 type CapabilityRequest struct {
 	ProjectID string
+	// Cached asks for an answer from what the adapter already knows: a
+	// model catalogue still being fetched (Codex's model/list) is not
+	// waited for; the cached one, or the fallback, is declared. A
+	// prompt's admission asks so (it never waits for a catalogue).
+	Cached bool
 }
 
 // SkillsStrategy says how selected skills reach the prompt (S7).

@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/daemon/daemontest"
 	"remote/providers"
 )
@@ -28,8 +29,16 @@ import (
 // queue of prompts and sends the first one whenever it believes the chat
 // idle; it marks the chat streaming when it sends a prompt, on a sync with
 // running:true and on any live stored event other than complete or error
-// (the reducer takes them for run activity), and idle only on a sync
-// without running. It reconnects with since set to the last seq it saw.
+// (the reducer takes them for run activity; complete and error end it),
+// and idle on a sync without running. It reconnects with since set to the
+// last seq it saw.
+//
+// Like that frontend it applies frames without a seq (sync, acks,
+// transient errors) as it reads them, but buffers stored events and
+// flushes them to the reducer once per animation frame: every 16 ms, or,
+// for a hidden tab (browsers pause animation frames there), only when the
+// test calls frame. A sync whose lastSeq it has not applied yet waits for
+// the flush that applies that event (docs/api.md).
 type tab struct {
 	t      *testing.T
 	d      *daemontest.Daemon
@@ -42,20 +51,89 @@ type tab struct {
 	streaming bool
 	awaiting  string // clientId of the prompt frame not yet answered
 	queue     []string
-	lastSeq   int64
-	seen      []string // every event's type, "sync:running" for a running sync
-	frames    int      // prompt frames sent
+	lastSeq   int64      // the last seq read (the since of a reconnect)
+	applied   int64      // the last seq the reducer applied
+	pending   []tabEvent // stored events read, not yet flushed
+	heldSync  *api.Event // a sync waiting for the flush of its lastSeq
+	hidden    bool       // animation frames only when the test calls frame
+	seen      []string   // every event's type as applied, "sync:running" for a running sync
+	frames    int        // prompt frames sent
 	accepted  int
 	rejected  int
 	changed   chan struct{}
 	readerEnd chan struct{}
+	stop      chan struct{}
+}
+
+// tabEvent is a stored event as read: live when it came after the sync
+// that follows the replay.
+type tabEvent struct {
+	ev   api.Event
+	live bool
 }
 
 func newTab(t *testing.T, d *daemontest.Daemon, chatID, name string, queue ...string) *tab {
-	tb := &tab{t: t, d: d, chatID: chatID, name: name, queue: queue, changed: make(chan struct{}, 1)}
+	return openTab(t, d, chatID, name, false, queue...)
+}
+
+// newHiddenTab is a tab in the background: its stored events are flushed
+// only when the test calls frame.
+func newHiddenTab(t *testing.T, d *daemontest.Daemon, chatID, name string, queue ...string) *tab {
+	return openTab(t, d, chatID, name, true, queue...)
+}
+
+func openTab(t *testing.T, d *daemontest.Daemon, chatID, name string, hidden bool, queue ...string) *tab {
+	tb := &tab{t: t, d: d, chatID: chatID, name: name, queue: queue, hidden: hidden,
+		changed: make(chan struct{}, 1), stop: make(chan struct{})}
 	tb.connect()
 	t.Cleanup(tb.close)
+	if !hidden {
+		go tb.animate()
+		t.Cleanup(func() { close(tb.stop) })
+	}
 	return tb
+}
+
+// animate runs the visible tab's animation frames.
+func (tb *tab) animate() {
+	tick := time.NewTicker(16 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tb.stop:
+			return
+		case <-tick.C:
+			tb.frame()
+		}
+	}
+}
+
+// frame is one animation frame: the buffered stored events go through the
+// reducer, then a sync held for them is applied.
+func (tb *tab) frame() {
+	tb.mu.Lock()
+	if len(tb.pending) == 0 {
+		tb.mu.Unlock()
+		return
+	}
+	for _, p := range tb.pending {
+		tb.reduce(p.ev, p.live)
+	}
+	tb.pending = nil
+	if h := tb.heldSync; h != nil && h.LastSeq <= tb.applied {
+		tb.heldSync = nil
+		tb.applySync(*h)
+	}
+	tb.sendIfIdleLocked()
+	tb.mu.Unlock()
+	tb.notify()
+}
+
+func (tb *tab) notify() {
+	select {
+	case tb.changed <- struct{}{}:
+	default:
+	}
 }
 
 // connect opens the chat socket with since = the last seq seen.
@@ -108,43 +186,65 @@ func (tb *tab) read(conn *websocket.Conn, end chan struct{}) {
 			return
 		}
 		tb.mu.Lock()
-		tb.apply(ev)
+		tb.receive(ev)
 		tb.sendIfIdleLocked()
 		tb.mu.Unlock()
-		select {
-		case tb.changed <- struct{}{}:
-		default:
-		}
+		tb.notify()
 	}
 }
 
-// apply is the frontend's reducer.
-func (tb *tab) apply(ev api.Event) {
+// receive is the frontend's socket handler: stored events are buffered
+// for the next animation frame, anything else is applied at once.
+func (tb *tab) receive(ev api.Event) {
 	if ev.Seq > 0 {
 		if ev.Seq != tb.lastSeq+1 {
 			tb.t.Errorf("%s: event seq %d after %d: a gap or a duplicate", tb.name, ev.Seq, tb.lastSeq)
 		}
 		tb.lastSeq = ev.Seq
+		tb.pending = append(tb.pending, tabEvent{ev, tb.synced})
+		return
 	}
-	seen := ev.Type
-	if ev.Running {
-		seen += ":running"
-	}
-	tb.seen = append(tb.seen, seen)
 	switch {
 	case ev.Type == api.EventSync:
 		tb.synced = true
-		tb.streaming = ev.Running
+		if ev.LastSeq > tb.applied {
+			tb.heldSync = &ev // applied after the frame that applies lastSeq
+			return
+		}
+		tb.heldSync = nil
+		tb.applySync(ev)
 	case ev.Type == api.EventSystem && ev.Subtype == api.SubtypePromptAccepted:
 		if clientID(ev) == tb.awaiting && tb.awaiting != "" {
 			tb.queue = tb.queue[1:]
 		}
 		tb.awaiting = ""
 		tb.accepted++
+		tb.seen = append(tb.seen, ev.Subtype)
 	case ev.Type == api.EventSystem && ev.Subtype == api.SubtypePromptRejected:
 		tb.awaiting = "" // it stays queued and is sent again on idle
 		tb.rejected++
-	case ev.Seq > 0 && tb.synced && ev.Type != api.EventComplete && ev.Type != api.EventError:
+		tb.seen = append(tb.seen, ev.Subtype)
+	}
+}
+
+func (tb *tab) applySync(ev api.Event) {
+	seen := ev.Type
+	if ev.Running {
+		seen += ":running"
+	}
+	tb.seen = append(tb.seen, seen)
+	tb.streaming = ev.Running
+}
+
+// reduce is the frontend's reducer of stored events.
+func (tb *tab) reduce(ev api.Event, live bool) {
+	tb.applied = ev.Seq
+	tb.seen = append(tb.seen, ev.Type)
+	switch {
+	case !live:
+	case ev.Type == api.EventComplete || ev.Type == api.EventError:
+		tb.streaming = false
+	default:
 		tb.streaming = true
 	}
 }
@@ -228,6 +328,9 @@ func settle(t *testing.T, tabs ...*tab) {
 		tb.waitFor(fmt.Sprintf("every event (seq %d)", last), func() bool { return tb.lastSeq >= last })
 	}
 	time.Sleep(200 * time.Millisecond) // what the daemon sends after its last event
+	for _, tb := range tabs {
+		tb.frame() // a hidden tab shown again; a visible one has flushed already
+	}
 	for _, tb := range tabs {
 		tb.mu.Lock()
 		if tb.streaming || len(tb.queue) > 0 {
@@ -484,4 +587,213 @@ func rename(d *daemontest.Daemon, chatID, title string) error {
 		return fmt.Errorf("rename: %s", resp.Status)
 	}
 	return nil
+}
+
+// A prompt frame refused for a lasting reason (here: the loose chat's
+// directory is gone) is not answered prompt_rejected, which this frontend
+// takes for "a run holds the chat" and re-sends at once, forever: each
+// prompt is accepted and ends as a run of its own (its user event, an
+// error saying why, the closing sync). The tab sends each prompt once and
+// ends idle; POST /prompt keeps answering the refusal.
+func TestFrontendPromptRefusedForGoodIsARunOfItsOwn(t *testing.T) {
+	d := daemontest.New(t, daemontest.Options{})
+	cwd := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cwd); err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", "one", "two")
+	b := newTab(t, d, chat.ID, "tab B")
+	settle(t, a, b)
+	if frames, accepted, rejected := a.counts(); frames != 2 || accepted != 2 || rejected != 0 {
+		t.Errorf("tab A sent %d prompt frames (%d accepted, %d rejected) for 2 prompts, want 2 accepted: a refused prompt is re-sent", frames, accepted, rejected)
+	}
+	n, evs := userCounts(t, d, chat.ID)
+	if n["one"] != 1 || n["two"] != 1 {
+		t.Errorf("user events %v, want one and two once each", n)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Type)
+		if ev.Type == api.EventError && !strings.Contains(ev.Message, "the prompt could not start: ") {
+			t.Errorf("error %q does not say the prompt could not start", ev.Message)
+		}
+	}
+	if want := []string{"user", "error", "user", "error"}; !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "three"}); err == nil {
+		t.Errorf("POST /prompt in a chat whose directory is gone: accepted, want its 4xx refusal")
+	}
+	if n, _ := userCounts(t, d, chat.ID); n["three"] != 0 {
+		t.Errorf("a prompt refused over HTTP stored %d user events", n["three"])
+	}
+}
+
+// gatedProvider is a scripted provider whose readiness check (what every
+// start asks before taking the chat) blocks while its gate is shut, so a
+// queued prompt's start can be held with the chat idle.
+type gatedProvider struct {
+	*daemontest.Provider
+	mu      sync.Mutex
+	gate    chan struct{} // nil: open
+	waiting chan struct{} // closed when a start waits at the shut gate
+}
+
+func (p *gatedProvider) shut() {
+	p.mu.Lock()
+	p.gate, p.waiting = make(chan struct{}), make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *gatedProvider) open() {
+	p.mu.Lock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *gatedProvider) Readiness(ctx context.Context) providers.Readiness {
+	p.mu.Lock()
+	gate, waiting := p.gate, p.waiting
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-waiting:
+		default:
+			close(waiting)
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	return providers.Readiness{Ready: true, BinaryFound: true, LoggedIn: true}
+}
+
+// idleWithQueue returns a daemon and a chat that is idle with the queued
+// prompt "two" (its queue id) whose start waits at the provider's shut
+// gate; the gate opens when the test ends.
+func idleWithQueue(t *testing.T) (*daemontest.Daemon, *gatedProvider, api.Chat, string) {
+	t.Helper()
+	p := &gatedProvider{Provider: daemontest.Claude()}
+	d := daemontest.New(t, daemontest.Options{Providers: []providers.Provider{p}})
+	t.Cleanup(p.open)
+	release := make(chan struct{})
+	p.SetRun(func(ctx context.Context, req providers.RunRequest, emit func(providers.Event)) error {
+		if strings.HasSuffix(req.Prompt, "one") {
+			<-release
+		}
+		emit(providers.Event{Type: providers.EventRunCompleted})
+		return nil
+	})
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "two", Queue: true})
+	if err != nil || r.QueueID == "" {
+		t.Fatalf("queue a prompt: %+v, %v", r, err)
+	}
+	p.shut()
+	close(release)
+	<-p.waiting // "one" ended; "two" waits to start, the chat idle
+	if d.Server.Hub().Running(chat.ID) {
+		t.Fatal("the chat runs while its queued prompt waits at the gate")
+	}
+	return d, p, chat, r.QueueID
+}
+
+// An event stored outside a run while the chat is idle (here: a queued
+// prompt removed, DELETE /v1/chats/{id}/queue/{qid}) is followed by the
+// closing sync, and that sync reaches a tab that flushes stored events per
+// animation frame so that it ends idle: applied after the event, never
+// before it. The tab is hidden (no animation frame until the test runs
+// one), so the event and the sync are both read before the flush.
+func TestFrontendUnqueueWhileIdleEndsIdle(t *testing.T) {
+	d, p, chat, qid := idleWithQueue(t)
+	a := newHiddenTab(t, d, chat.ID, "tab A")
+	a.waitFor("the sync after replay", func() bool { return a.synced })
+	a.frame()
+	a.waitFor("idle after the replay", func() bool { return a.heldSync == nil && !a.streaming })
+
+	if err := d.Client("alice").Unqueue(context.Background(), chat.ID, qid); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	from := len(a.seen)
+	a.mu.Unlock()
+	a.waitFor("the unqueued event read", func() bool {
+		return len(a.pending) > 0 && a.pending[len(a.pending)-1].ev.Type == api.EventUnqueued
+	})
+	a.waitFor("a sync after the unqueued event", func() bool {
+		return a.heldSync != nil || len(a.seen) > from
+	})
+	a.frame()
+	a.mu.Lock()
+	got, streaming := slices.Clone(a.seen[from:]), a.streaming
+	a.mu.Unlock()
+	if want := []string{"unqueued", "sync"}; !slices.Equal(got, want) {
+		t.Errorf("the tab applied %q, want %q", got, want)
+	}
+	if streaming {
+		t.Errorf("the tab is streaming after a queued prompt was removed from an idle chat (applied %q)", got)
+	}
+	p.open()
+	if q, err := d.Client("alice").Queue(context.Background(), chat.ID); err != nil || len(q) != 0 {
+		t.Errorf("queue after: %v, %v", q, err)
+	}
+}
+
+// TestAttackRefusedPromptBypassesChatBound: a chat at its max_chat_bytes
+// refuses prompts; a socket prompt refused so is recorded as a run of its
+// own, but its user event keeps at most 1 KiB of the text, so a client
+// cannot grow a full chat by 512 KiB a frame through its refusals.
+func TestAttackRefusedPromptBypassesChatBound(t *testing.T) {
+	const bound = 16 << 10
+	d := daemontest.New(t, daemontest.Options{Configure: func(o *daemon.Options) { o.MaxChatBytes = bound }})
+	c := d.Client("alice")
+	ctx := context.Background()
+	chat, err := c.CreateChat(ctx, api.CreateChatRequest{Provider: "claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTab(t, d, chat.ID, "tab A", strings.Repeat("x", bound)) // echoed: the chat is full
+	settle(t, a)
+	if _, err := c.Prompt(ctx, chat.ID, api.PromptRequest{Text: "more"}); err == nil {
+		t.Fatal("a full chat took a prompt over HTTP")
+	}
+	_, before := userCounts(t, d, chat.ID)
+	big := strings.Repeat("y", 400<<10)
+	a.mu.Lock()
+	a.queue = append(a.queue, big)
+	a.sendIfIdleLocked()
+	a.mu.Unlock()
+	settle(t, a)
+	_, evs := userCounts(t, d, chat.ID)
+	added := evs[len(before):]
+	if len(added) != 2 || added[0].Type != api.EventUser || added[1].Type != api.EventError {
+		t.Fatalf("the refused prompt stored %d events, want its user and error events", len(added))
+	}
+	if n := len(added[0].Text); n > 1<<10 {
+		t.Errorf("the refused prompt's user event keeps %d bytes of its text in a full chat, want at most 1 KiB", n)
+	}
+	if !strings.Contains(added[1].Message, "max_chat_bytes") {
+		t.Errorf("error %q does not name the bound", added[1].Message)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"remote/api"
 	"remote/daemon/runhub"
@@ -64,10 +65,10 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, errDaemonStopping)
 	}
 	if n, limit := promptBytes(in), s.queue.Prompt; limit > 0 && n > limit {
-		return "", "", errdefs.InvalidArgument("text: a queued prompt of %d bytes is over [daemon] max_queued_prompt_bytes (%s)", n, storageguard.FormatBytes(limit))
+		return "", "", storageRefusal{errdefs.InvalidArgument("text: a queued prompt of %d bytes is over [daemon] max_queued_prompt_bytes (%s)", n, storageguard.FormatBytes(limit))}
 	}
 	if err := s.guard.Space(chat.Owner); err != nil {
-		return "", "", err
+		return "", "", storageRefusal{err}
 	}
 	now := time.Now().UTC()
 	q := api.QueuedPrompt{ID: runhub.NewID(6), Text: in.Text, Mode: in.Mode, Skills: slices.Clone(in.Skills), Synthetic: in.Synthetic, CreatedAt: now}
@@ -85,7 +86,7 @@ func (s *Service) Enqueue(ctx context.Context, chatID string, in Input) (runID, 
 		return nil
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("queue prompt in chat %s: %w", chatID, err)
+		return "", "", storageRefusal{fmt.Errorf("queue prompt in chat %s: %w", chatID, err)}
 	}
 	s.hub.Stored(chatID, stored)
 	s.hub.Sync(chatID)
@@ -133,24 +134,98 @@ func (s *Service) unqueue(chatID, qid, why string) error {
 // (that run starts the queue when it ends), and with errQueuedGone when q
 // was removed meanwhile.
 func (s *Service) failQueued(chatID string, q api.QueuedPrompt, cause error) error {
+	user := api.Event{Type: api.EventUser, ID: q.ID, Text: q.Text, Synthetic: q.Synthetic}
+	err := s.failedRun(chatID, user, fmt.Sprintf("the queued prompt could not start: %v", cause),
+		func(fn func(*api.Chat) ([]api.Event, error)) ([]api.Event, error) {
+			_, evs, err := s.store.TakeQueued(chatID, q.ID, fn)
+			return evs, err
+		})
+	if errors.Is(err, store.ErrNotQueued) {
+		return errQueuedGone
+	}
+	if err != nil && !errors.Is(err, runhub.ErrPromptAlreadyRunning) {
+		return fmt.Errorf("end queued prompt %s that could not start: %w", q.ID, err)
+	}
+	return err
+}
+
+// storageRefusal marks a prompt refused by a bound on what the store
+// may hold (free space, a chat's or user's bytes, the queue's bounds):
+// its record (Refused) must not store what the bound refused.
+type storageRefusal struct{ error }
+
+func (e storageRefusal) Unwrap() error { return e.error }
+
+// refusedTextBytes bounds the text a refused prompt's user event keeps
+// when the refusal is about storage (a full disk, a chat, user or queue
+// over its bound): the record of the refusal stays small and never stores what the
+// bound refused.
+const refusedTextBytes = 1 << 10
+
+// Refused records a chat socket's prompt that could not start for a
+// reason other than another run holding the chat (why is the public
+// message of that refusal, cause the refusal itself) as a run of its own,
+// as a queued prompt that cannot start is: the run lock (sync
+// running:true), its user event and an error event saying why, then the
+// closing sync. A client that re-sends a refused prompt until it is
+// accepted (docs/api.md) sees it end like any other run instead of being
+// refused again and again. The user event keeps the text (cut to
+// maxPromptBytes, or to 1 KiB when storage refused the prompt) and a
+// valid synthetic marker; nothing is recorded once the service stops.
+// locked, when not nil, is called once the run
+// lock is taken, before anything is stored (the socket acknowledges the
+// prompt there, so its ack precedes the user event). It fails with
+// runhub.ErrPromptAlreadyRunning when a run holds the chat, and with the
+// store's error when the record cannot be stored.
+func (s *Service) Refused(chatID string, in Input, cause error, why string, locked func()) error {
+	if s.stopping.Load() { // the store closes after the runs end
+		return fmt.Errorf("record a refused prompt in chat %s: %w", chatID, errDaemonStopping)
+	}
+	limit := maxPromptBytes
+	if errors.As(cause, new(storageRefusal)) || errors.Is(cause, errdefs.ErrResourceExhausted) || errors.Is(cause, store.ErrNoSpace) {
+		limit = refusedTextBytes
+	}
+	user := api.Event{Type: api.EventUser, Text: cutUTF8(in.Text, limit)}
+	if syntheticPattern.MatchString(in.Synthetic) {
+		user.Synthetic = in.Synthetic
+	}
+	return s.failedRun(chatID, user, "the prompt could not start: "+why,
+		func(fn func(*api.Chat) ([]api.Event, error)) ([]api.Event, error) {
+			if locked != nil {
+				locked()
+			}
+			_, evs, err := s.store.UpdateChatAndAppend(chatID, fn)
+			return evs, err
+		})
+}
+
+// cutUTF8 returns s cut to at most n bytes at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// failedRun stores user and an error event saying msg as a run of its
+// own under the chat's run lock, through write (one transaction).
+func (s *Service) failedRun(chatID string, user api.Event, msg string, write func(func(*api.Chat) ([]api.Event, error)) ([]api.Event, error)) error {
 	run, err := s.hub.StartRun(chatID, func(error) {})
 	if err != nil {
 		return err
 	}
 	defer s.hub.FinishRun(run)
 	now := time.Now()
-	_, evs, err := s.store.TakeQueued(chatID, q.ID, func(c *api.Chat) ([]api.Event, error) {
+	user.T = now.UnixMilli()
+	evs, err := write(func(c *api.Chat) ([]api.Event, error) {
 		c.LastMessageAt = now
-		return []api.Event{
-			{Type: api.EventUser, ID: q.ID, Text: q.Text, Synthetic: q.Synthetic, T: now.UnixMilli()},
-			{Type: api.EventError, Message: fmt.Sprintf("the queued prompt could not start: %v", cause), T: now.UnixMilli()},
-		}, nil
+		return []api.Event{user, {Type: api.EventError, Message: msg, T: now.UnixMilli()}}, nil
 	})
-	if errors.Is(err, store.ErrNotQueued) {
-		return errQueuedGone
-	}
 	if err != nil {
-		return fmt.Errorf("end queued prompt %s that could not start: %w", q.ID, err)
+		return err
 	}
 	s.hub.Stored(chatID, evs...)
 	return nil

@@ -216,13 +216,15 @@ func (s *Service) start(ctx context.Context, chatID string, in Input, qid string
 		return "", fmt.Errorf("load chat %s: %w", chatID, err)
 	}
 	if err := s.guard.BeforeRun(chat); err != nil {
-		return "", err
+		return "", storageRefusal{err}
 	}
 	p, err := s.reg.Get(chat.Provider)
 	if err != nil {
 		return "", err
 	}
-	caps, err := p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project})
+	// Cached: admission never waits for a model catalogue being fetched
+	// (the run reports a model the provider does not know).
+	caps, err := p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project, Cached: true})
 	if err != nil {
 		return "", fmt.Errorf("%s capabilities: %w: %w", chat.Provider, errdefs.ErrUnavailable, err)
 	}
@@ -747,7 +749,7 @@ func (s *Service) recoverSession(ctx context.Context, t *turn, lost string) erro
 	em.daemonEvent(api.Event{Type: api.EventSystem, Subtype: api.SubtypeSessionRecovered, Data: data})
 	em.watch.retry()
 	if t.attach != nil { // a re-attached run did not ask for them at start-up
-		caps, err := t.p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project})
+		caps, err := t.p.Capabilities(ctx, providers.CapabilityRequest{ProjectID: chat.Project, Cached: true})
 		if err != nil {
 			return fmt.Errorf("%s capabilities: %w", chat.Provider, err)
 		}

@@ -361,8 +361,10 @@ func (h *Hub) Subscribers(chatID string) int {
 
 // Follow replays every stored event of chatID with seq > since, sends
 // {"type":"sync","running":..}, then live events until ctx ends (nil) or
-// send fails (its error). The subscription is registered before the replay
-// is read and live events are de-duplicated by seq, so nothing is missed or
+// send fails (its error). Every sync it sends carries LastSeq, the seq of
+// the last event it sent before it (docs/api.md). The subscription is
+// registered before the replay is read and live events are de-duplicated
+// by seq, so nothing is missed or
 // repeated even while a run streams. A follower that falls more than the
 // queue length behind gets an error wrapping ErrSlowSubscriber and can
 // resume with since = the last seq it received.
@@ -491,7 +493,14 @@ func (h *Hub) followSub(ctx context.Context, s *Subscription, since int64, repla
 	if err != nil || stopped {
 		return err
 	}
-	if err := send(syncEvent(running)); err != nil {
+	// sent is the seq of the last event sent: every sync covers it.
+	var sent int64
+	if last > since {
+		sent = last
+	}
+	first := syncEvent(running)
+	first.LastSeq = sent
+	if err := send(first); err != nil {
 		return err
 	}
 	deliver := func(ev api.Event) error {
@@ -499,7 +508,10 @@ func (h *Hub) followSub(ctx context.Context, s *Subscription, since int64, repla
 			if ev.Seq <= last {
 				return nil
 			}
-			last = ev.Seq
+			last, sent = ev.Seq, ev.Seq
+		}
+		if ev.Type == api.EventSync {
+			ev.LastSeq = sent
 		}
 		return send(ev)
 	}

@@ -294,3 +294,60 @@ func TestFollowerGetsEventsStoredBesideARun(t *testing.T) {
 		t.Fatalf("the follower got %q, want %q", seen, want)
 	}
 }
+
+// TestSyncCarriesLastSeq: every sync a follower gets names the last event
+// sent to it before the sync: after the replay the last replayed one
+// (none when nothing was replayed, even with a since past the end), and
+// later the last live one, so a client that applies events once per
+// animation frame applies the sync after them (docs/api.md).
+func TestSyncCarriesLastSeq(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	h := NewHub(st, nil, nil, 0)
+	for i, tc := range []struct {
+		since int64
+		want  []int64 // LastSeq of the sync after the replay, then of one after a live event
+	}{
+		{0, []int64{2, 3}},
+		{2, []int64{0, 3}},
+		{9, []int64{0, 0}}, // the live event (seq 3) is not past since: not sent
+	} {
+		chat := fmt.Sprintf("abc%d", i)
+		if err := st.CreateChat(api.Chat{ID: chat, Owner: "u", Provider: "claude"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := h.Append(chat, api.Event{Type: api.EventQueued}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		sub := h.Subscribe(chat)
+		replayed := make(chan struct{})
+		got := make(chan []int64, 1)
+		go func() {
+			var syncs []int64
+			_ = sub.FollowRaw(ctx, tc.since, nil, func(ev api.Event) error {
+				if ev.Type == api.EventSync {
+					if syncs = append(syncs, ev.LastSeq); len(syncs) == 1 {
+						close(replayed)
+					} else {
+						got <- syncs
+						return errDone
+					}
+				}
+				return nil
+			})
+		}()
+		<-replayed
+		if _, err := h.Append(chat, api.Event{Type: api.EventUnqueued}); err != nil {
+			t.Fatal(err)
+		}
+		h.Sync(chat)
+		if syncs := <-got; !slices.Equal(syncs, tc.want) {
+			t.Errorf("since %d: syncs with lastSeq %v, want %v", tc.since, syncs, tc.want)
+		}
+		cancel()
+		sub.Close()
+	}
+}

@@ -151,8 +151,8 @@ func (p *Provider) ID() providers.ProviderID { return providers.Codex }
 // the app-server, run as the host user), cached for ModelsTTL and then
 // refreshed in the background; when that fails, the fallback Models and
 // Efforts, tried again a minute later.
-func (p *Provider) Capabilities(ctx context.Context, _ providers.CapabilityRequest) (providers.Capabilities, error) {
-	models, def, efforts := p.catalog(ctx)
+func (p *Provider) Capabilities(ctx context.Context, req providers.CapabilityRequest) (providers.Capabilities, error) {
+	models, def, efforts := p.catalog(ctx, !req.Cached)
 	return providers.Capabilities{
 		Label: "Codex", Models: models, DefaultModel: def, Efforts: efforts,
 		Resume: true, Fork: true, PlanMode: true, Skills: providers.SkillsDollarMention, CredentialSync: true,
@@ -163,10 +163,11 @@ func (p *Provider) Capabilities(ctx context.Context, _ providers.CapabilityReque
 // catalog returns the cached model/list (the fallback before the first
 // answer). Once due it is asked again in the background, one at a time:
 // only the very first call waits for the CLI (the daemon makes it at
-// start-up), so a prompt never waits for an app-server's start.
-func (p *Provider) catalog(ctx context.Context) (models []string, def string, efforts []string) {
+// start-up), and only when wait is set: a prompt's admission (a Cached
+// capability request) never waits for an app-server's start.
+func (p *Provider) catalog(ctx context.Context, wait bool) (models []string, def string, efforts []string) {
 	p.modelsMu.Lock()
-	first := p.modelsNext.IsZero() && p.modelsDone == nil
+	first := wait && p.modelsNext.IsZero() && p.modelsDone == nil
 	if p.modelsDone == nil && time.Now().After(p.modelsNext) {
 		p.modelsDone = make(chan struct{})
 		go p.refreshModels(context.WithoutCancel(ctx), p.modelsDone)

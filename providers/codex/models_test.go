@@ -2,7 +2,10 @@ package codex
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,4 +69,57 @@ func TestModelsFallback(t *testing.T) {
 	if !slices.Equal(caps.Models, Models) || !slices.Equal(caps.Efforts, Efforts) {
 		t.Errorf("caps %+v", caps)
 	}
+}
+
+// blockingLauncher stands in for the host: every start (model/list's
+// app-server) waits until release, then fails.
+type blockingLauncher struct {
+	started  chan struct{}
+	once     sync.Once
+	release  chan struct{}
+	returned atomic.Bool // a start ended (released, or model/list timed out)
+}
+
+func (l *blockingLauncher) Start(ctx context.Context, _ providers.Command) (providers.Process, error) {
+	l.once.Do(func() { close(l.started) })
+	select {
+	case <-l.release:
+	case <-ctx.Done():
+	}
+	l.returned.Store(true)
+	return nil, errors.New("no app-server here")
+}
+
+// A Cached capability request (a prompt's admission) never waits for the
+// model/list under way, even the very first one on a fresh daemon: it
+// answers the fallback catalogue while the CLI is asked in the background;
+// an uncached one (the first caller) still waits for the answer.
+func TestCachedCapabilitiesDoNotWaitForModelList(t *testing.T) {
+	l := &blockingLauncher{started: make(chan struct{}), release: make(chan struct{})}
+	p := New(providers.AdapterConfig{Binary: "codex", Host: l, Env: map[string]string{"CODEX_HOME": t.TempDir()}})
+	answered := make(chan providers.Capabilities, 1)
+	go func() {
+		caps, _ := p.Capabilities(context.Background(), providers.CapabilityRequest{Cached: true})
+		answered <- caps
+	}()
+	<-l.started // model/list is under way, and blocked
+	select {
+	case caps := <-answered:
+		if l.returned.Load() {
+			t.Fatal("a Cached capability request waited for model/list to end")
+		}
+		if !slices.Equal(caps.Models, Models) {
+			t.Errorf("models %v while model/list runs, want the fallback %v", caps.Models, Models)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a Cached capability request waited for model/list")
+	}
+	p.modelsMu.Lock()
+	done := p.modelsDone
+	p.modelsMu.Unlock()
+	if done == nil {
+		t.Fatal("no model/list under way after the first request")
+	}
+	close(l.release)
+	<-done
 }
