@@ -21,26 +21,18 @@ import (
 	"remote/provisioning"
 )
 
-// ProjectFiles writes files in containers through LXD's file API;
-// *lxdconn.Conn implements it. Nothing is read or described through it
-// (LXD's helper would open a FIFO the container's root put there, and
-// block on it in LXD's own cgroup): ContainerFS does that.
-type ProjectFiles interface {
-	ListDir(ctx context.Context, instance, path string) ([]string, error)
-	StatFile(ctx context.Context, instance, path string) (*lxdexec.FileInfo, error)
-	PullFile(ctx context.Context, instance, path string) (io.ReadCloser, *lxdexec.FileInfo, error)
-	PushFile(ctx context.Context, instance, path string, content io.Reader, opts lxdexec.FileOptions) error
-	DeleteFile(ctx context.Context, instance, path string) error
-}
-
-// ContainerFS describes and reads paths from inside a container, by
-// lstat, opening regular files only (O_NOFOLLOW|O_NONBLOCK, then fstat),
-// in a process the context kills; *containerfs.ContainerFiles implements it.
-// A refusal is an *fsop.Err.
+// ContainerFS describes, reads and writes paths from inside a container,
+// by lstat, opening regular files only (O_NOFOLLOW|O_NONBLOCK, then
+// fstat) and writing through a new file renamed into place, in a process
+// the context kills; *containerfs.ContainerFiles implements it. A refusal
+// is an *fsop.Err. The file routes never use LXD's file API, whose
+// host-side helper (forkfile, in LXD's own cgroup) opens what it is
+// asked for and blocks for good on a FIFO the container's root put there.
 type ContainerFS interface {
 	Stat(ctx context.Context, instance, path string) (*fsop.Entry, error)
 	List(ctx context.Context, instance, dir string, max int) ([]fsop.Entry, bool, error)
 	Open(ctx context.Context, instance, path string) (io.ReadCloser, *fsop.Entry, error)
+	Write(ctx context.Context, instance, path string, r io.Reader, size int64, uid, gid int) error
 }
 
 // WorkspaceRoot is the only directory the file routes reach.
@@ -137,8 +129,8 @@ func (p *Projects) fileTarget(r *http.Request, raw string) (api.Project, string,
 	if err != nil {
 		return api.Project{}, "", err
 	}
-	if p.o.Files == nil || p.o.FS == nil {
-		return api.Project{}, "", errdefs.Unavailable("file routes are off: the daemon has no LXD file access or no remote-shim to run in containers ([agent] shim_binary)")
+	if p.o.FS == nil {
+		return api.Project{}, "", errdefs.Unavailable("file routes are off: the daemon has no remote-shim to run in containers ([agent] shim_binary)")
 	}
 	fp, err := WorkspacePath(raw)
 	if err != nil {
@@ -301,10 +293,11 @@ func attachment(name string) string {
 
 // uploadFile serves PUT /v1/projects/{name}/files/raw?path=: the body,
 // declared as application/octet-stream with its Content-Length, streamed
-// into the file (created or replaced) owned by [projects] container_uid
-// and container_gid. A body over [projects] max_upload_bytes is refused
-// before anything is written; an upload that fails midway removes the
-// partial file.
+// from inside the container into a new file renamed over the path
+// (created or replaced), owned by [projects] container_uid and
+// container_gid. A body over [projects] max_upload_bytes is refused
+// before anything is written; an upload that fails midway leaves the
+// path as it was.
 func (p *Projects) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	proj, fp, err := p.fileTarget(r, r.URL.Query().Get("path"))
 	if err != nil {
@@ -344,25 +337,19 @@ func (p *Projects) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		return fileError(proj, fp, err)
 	}
 	// The server ends the body at Content-Length; a client that sends
-	// less makes the read fail, and so the push.
+	// less makes the read fail, and so the write, which then removes its
+	// temporary file: the file stays as it was.
 	body := &countingReader{r: r.Body}
-	err = p.o.Files.PushFile(r.Context(), proj.Container, fp, body,
-		lxdexec.FileOptions{UID: p.o.FileUID, GID: p.o.FileGID})
-	if err == nil && body.n != r.ContentLength {
-		err = fmt.Errorf("upload ended after %d of %d bytes", body.n, r.ContentLength)
-	}
+	err = p.o.FS.Write(r.Context(), proj.Container, fp, body, r.ContentLength, p.o.FileUID, p.o.FileGID)
 	if err != nil {
-		if body.n > 0 || !errors.Is(err, lxdexec.ErrNotFound) {
-			// Nothing partial stays behind (LXD's file API cannot write
-			// to a temporary name and rename it).
-			cleanup, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-			if derr := p.o.Files.DeleteFile(cleanup, proj.Container, fp); derr != nil && !errors.Is(derr, lxdexec.ErrNotFound) {
-				p.log.Warn("remove partial upload", "project", proj.Name, "path", fp, "error", derr)
-			}
-			cancel()
-		}
-		if errors.Is(err, lxdexec.ErrNotFound) {
+		if errors.As(err, &fe) && fe.Kind == fsop.KindNotFound {
 			return fmt.Errorf("path %q in project %q: its directory: %w", fp, proj.Name, errdefs.ErrNotFound)
+		}
+		if errors.As(err, &fe) && fe.Kind == fsop.KindWrongType {
+			return errdefs.InvalidArgument("path %q: is a %s; an upload writes regular files only", fp, fe.Type)
+		}
+		if body.n != r.ContentLength {
+			return fmt.Errorf("upload to %q in project %q ended after %d of %d bytes: %w", fp, proj.Name, body.n, r.ContentLength, err)
 		}
 		return fileError(proj, fp, err)
 	}

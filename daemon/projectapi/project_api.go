@@ -65,11 +65,9 @@ type ProjectsOptions struct {
 	// [projects] allowed_pools, allowed_images, allowed_targets; nil
 	// allows the default only.
 	Pools, Images, Targets []string
-	// Files writes files in containers through LXD's file API, FS
-	// describes and reads them from inside (the file routes answer 503
-	// without both).
-	Files ProjectFiles
-	FS    ContainerFS
+	// FS describes, reads and writes files from inside containers (the
+	// file routes answer 503 without it).
+	FS ContainerFS
 	// MaxFileOpsPerUser and MaxFileOpsPerProject bound the file requests
 	// in flight (listings, downloads, uploads; 429 past them); 0: 8 and 4.
 	MaxFileOpsPerUser, MaxFileOpsPerProject int

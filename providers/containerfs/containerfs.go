@@ -158,7 +158,7 @@ func (c *ContainerFiles) start(ctx context.Context, instance string, args ...str
 		if err != nil {
 			return nil, err
 		}
-		op, code, detail, err := c.run(ctx, instance, bin, args)
+		op, code, detail, err := c.run(ctx, instance, bin, args, nil)
 		if err == nil {
 			return op, nil
 		}
@@ -173,14 +173,28 @@ func (c *ContainerFiles) start(ctx context.Context, instance string, args ...str
 	}
 }
 
-func (c *ContainerFiles) run(ctx context.Context, instance, bin string, args []string) (*filesOp, int, string, error) {
+// run execs bin files args... and reads its reply line; stdin, when set,
+// is copied to the exec's stdin meanwhile (else stdin is closed at once).
+func (c *ContainerFiles) run(ctx context.Context, instance, bin string, args []string, stdin io.Reader) (*filesOp, int, string, error) {
 	ectx, cancel := context.WithCancel(ctx)
 	ex, err := c.LXD.Exec(ectx, instance, lxdexec.ExecRequest{Command: append([]string{bin, "files"}, args...), Cwd: "/", KillGrace: time.Second})
 	if err != nil {
 		cancel()
 		return nil, 0, "", err
 	}
-	ex.Stdin().Close()
+	if stdin == nil {
+		ex.Stdin().Close()
+	} else {
+		go func() {
+			if _, err := io.Copy(ex.Stdin(), stdin); err != nil {
+				// The helper then reads a short upload and removes
+				// its temporary file; stop it now.
+				cancel()
+				return
+			}
+			ex.Stdin().Close()
+		}()
+	}
 	op := &filesOp{ex: ex, cancel: cancel, out: bufio.NewReaderSize(ex.Stdout(), 64<<10), errEnd: make(chan struct{})}
 	var stderr bytes.Buffer
 	go func() {
@@ -267,6 +281,31 @@ func (c *ContainerFiles) List(ctx context.Context, instance, dir string, max int
 		return nil, false, err
 	}
 	return r.Entries, r.Truncated, nil
+}
+
+// Write replaces or creates the regular file p with exactly size bytes
+// of r, owned by uid:gid (see fsop.Write: a temporary file renamed over
+// p, which is never opened; anything but a regular file at p is refused
+// as an *fsop.Err of KindWrongType). It runs the helper a Stat just ran
+// (a helper LXD cannot run fails the upload: r cannot be read twice).
+// Cancelling ctx stops the write and removes the temporary file.
+func (c *ContainerFiles) Write(ctx context.Context, instance, p string, r io.Reader, size int64, uid, gid int) error {
+	if size < 0 || uid < 0 || gid < 0 {
+		return fmt.Errorf("write %s: bad size %d or owner %d:%d", p, size, uid, gid)
+	}
+	bin, err := c.helper(ctx, instance, "")
+	if err != nil {
+		return err
+	}
+	op, _, detail, err := c.run(ctx, instance, bin, []string{"write", p, strconv.FormatInt(size, 10), strconv.Itoa(uid), strconv.Itoa(gid)}, r)
+	if err != nil {
+		if detail != "" {
+			err = fmt.Errorf("%w: %s", err, detail)
+		}
+		return fmt.Errorf("remote-shim files write in %s: %w", instance, err)
+	}
+	_, err = op.finish()
+	return err
 }
 
 // Open opens p for reading when it is a regular file (never opening

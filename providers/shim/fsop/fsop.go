@@ -1,8 +1,10 @@
 // Package fsop is the in-container side of the project file routes
-// (daemon/projectapi's files.go): `remote-shim files list|stat|read`
-// describe and read paths in a container from inside it, so that LXD's
-// host-side file helper (forkfile, in LXD's own cgroup) never opens a
-// path the container's root can turn into a FIFO, a socket or a device.
+// (daemon/projectapi's files.go): `remote-shim files list|stat|read|write`
+// describe, read and write paths in a container from inside it, so that
+// LXD's host-side file helper (forkfile, in LXD's own cgroup) never opens
+// a path the container's root can turn into a FIFO, a socket or a device.
+// A write goes to a new temporary file (O_EXCL) renamed over the target,
+// which is never opened.
 //
 // Every answer starts with one JSON line (Reply) on stdout; a read's
 // bytes follow it. Paths are only lstat'ed before they are opened, and
@@ -16,12 +18,15 @@
 package fsop
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -236,6 +241,76 @@ func Open(p string) (*os.File, *Entry, error) {
 	return os.NewFile(uintptr(fd), p), &e, nil
 }
 
+// uploadPrefix names an upload's temporary file, next to its target.
+const uploadPrefix = ".remote-upload-"
+
+// Write replaces (or creates) the regular file p with exactly size bytes
+// of r, owned by uid:gid, mode 0644: written to a new temporary file in
+// p's directory (O_CREAT|O_EXCL|O_NOFOLLOW: nothing existing is opened)
+// and renamed over p, so p is never opened either, a reader never sees a
+// partial file and an upload that breaks off leaves p as it was. A p
+// that exists as anything but a regular file is refused (KindWrongType),
+// before and after the copy. done, when set, runs once the temporary
+// file exists with the function removing it (for a signal handler).
+func Write(p string, size int64, uid, gid int, r io.Reader, done func(remove func())) (*Entry, error) {
+	check := func() error {
+		fi, err := os.Lstat(p)
+		if err == nil && !fi.Mode().IsRegular() {
+			return wrongType(p, TypeOf(fi.Mode()), TypeFile)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return errOf(p, err)
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(p)
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, uploadPrefix+hex.EncodeToString(rnd[:]))
+	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, errOf(dir, &fs.PathError{Op: "create", Path: tmp, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	remove := func() { _ = os.Remove(tmp) }
+	if done != nil {
+		done(remove)
+	}
+	fail := func(err error) (*Entry, error) {
+		f.Close()
+		remove()
+		return nil, err
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fail(errOf(p, err))
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(errOf(p, err))
+	}
+	n, err := io.CopyN(f, r, size)
+	if err != nil {
+		return fail(&Err{Kind: KindOther, Message: fmt.Sprintf("%s: upload ended after %d of %d bytes: %v", p, n, size, err)})
+	}
+	if err := f.Close(); err != nil {
+		remove()
+		return nil, errOf(p, err)
+	}
+	if err := check(); err != nil {
+		remove()
+		return nil, err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		remove()
+		return nil, errOf(p, err)
+	}
+	return Stat(p)
+}
+
 // WriteReply writes r as the answer's first line.
 func WriteReply(w io.Writer, r Reply) error {
 	b, err := json.Marshal(r)
@@ -256,16 +331,16 @@ func ReplyOf(err error) Reply {
 }
 
 // Serve runs one operation for remote-shim's `files` command: args are
-// "stat PATH", "list DIR MAX" or "read PATH". It writes the answer to
-// stdout and returns the process's exit code (0 done, 1 refused, 2 bad
-// arguments).
-func Serve(args []string, stdout io.Writer) int {
+// "stat PATH", "list DIR MAX", "read PATH" or "write PATH SIZE UID GID"
+// (the content on stdin). It writes the answer to stdout and returns the
+// process's exit code (0 done, 1 refused, 2 bad arguments).
+func Serve(args []string, stdin io.Reader, stdout io.Writer) int {
 	fail := func(err error) int {
 		_ = WriteReply(stdout, ReplyOf(err))
 		return 1
 	}
 	if len(args) < 2 || !filepath.IsAbs(args[1]) {
-		_ = WriteReply(stdout, Reply{Error: &Err{Kind: KindOther, Message: "usage: files stat|list|read ABSOLUTE-PATH [MAX]"}})
+		_ = WriteReply(stdout, Reply{Error: &Err{Kind: KindOther, Message: "usage: files stat|list|read|write ABSOLUTE-PATH [MAX | SIZE UID GID]"}})
 		return 2
 	}
 	p := args[1]
@@ -303,6 +378,34 @@ func Serve(args []string, stdout io.Writer) int {
 		if _, err := io.CopyN(stdout, f, e.Size); err != nil {
 			return 1
 		}
+	case args[0] == "write" && len(args) == 5:
+		var size int64
+		var uid, gid int
+		if _, err := fmt.Sscan(args[2], &size); err != nil || size < 0 {
+			return fail(fmt.Errorf("write: bad SIZE %q", args[2]))
+		}
+		if _, err := fmt.Sscan(args[3], &uid); err != nil || uid < 0 {
+			return fail(fmt.Errorf("write: bad UID %q", args[3]))
+		}
+		if _, err := fmt.Sscan(args[4], &gid); err != nil || gid < 0 {
+			return fail(fmt.Errorf("write: bad GID %q", args[4]))
+		}
+		// Killed (SIGTERM: the daemon's deadline, a client gone), the
+		// temporary file goes too.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+		defer signal.Stop(sigs)
+		e, err := Write(p, size, uid, gid, stdin, func(remove func()) {
+			go func() {
+				<-sigs
+				remove()
+				os.Exit(1)
+			}()
+		})
+		if err != nil {
+			return fail(err)
+		}
+		_ = WriteReply(stdout, Reply{Entry: e})
 	default:
 		_ = WriteReply(stdout, Reply{Error: &Err{Kind: KindOther, Message: fmt.Sprintf("files: unknown operation %q with %d arguments", args[0], len(args)-1)}})
 		return 2

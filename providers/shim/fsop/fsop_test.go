@@ -134,7 +134,7 @@ func TestServeRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if code := Serve([]string{"read", p}, &out); code != 0 {
+	if code := Serve([]string{"read", p}, nil, &out); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	head, rest, _ := strings.Cut(out.String(), "\n")
@@ -143,7 +143,80 @@ func TestServeRead(t *testing.T) {
 		t.Fatalf("%q: %+v %v", out.String(), r, err)
 	}
 	out.Reset()
-	if code := Serve([]string{"read", "relative"}, &out); code != 2 {
+	if code := Serve([]string{"read", "relative"}, nil, &out); code != 2 {
 		t.Errorf("relative path: exit %d", code)
+	}
+}
+
+// swapReader replaces p with a FIFO on its first read, then gives data.
+type swapReader struct {
+	t    *testing.T
+	p    string
+	data *strings.Reader
+	done bool
+}
+
+func (s *swapReader) Read(b []byte) (int, error) {
+	if !s.done {
+		s.done = true
+		os.Remove(s.p)
+		if err := syscall.Mkfifo(s.p, 0o644); err != nil {
+			s.t.Error(err)
+		}
+	}
+	return s.data.Read(b)
+}
+
+// TestAttackWriteOntoFIFO: an upload onto a FIFO is refused before
+// anything is read, and one whose target becomes a FIFO while it is
+// written is refused at the end: the FIFO is never opened (an open for
+// writing would wait for a reader for good), stays as it is, and no
+// temporary file is left.
+func TestAttackWriteOntoFIFO(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "target")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Write(p, 1, os.Getuid(), os.Getgid(), strings.NewReader("x"), nil)
+	wantWrongType(t, err, TypeFIFO)
+
+	q := filepath.Join(dir, "later")
+	if err := os.WriteFile(q, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Write(q, 3, os.Getuid(), os.Getgid(), &swapReader{t: t, p: q, data: strings.NewReader("new")}, nil)
+	wantWrongType(t, err, TypeFIFO)
+	if fi, err := os.Lstat(q); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", fi, err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 2 {
+		t.Errorf("left behind: %v", es)
+	}
+}
+
+// TestWriteReplaces: a write replaces the file whole, with its owner and
+// mode, and a short body leaves the old file as it was.
+func TestWriteReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("old content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(p, 10, os.Getuid(), os.Getgid(), strings.NewReader("short"), nil); err == nil {
+		t.Fatal("a short body was written")
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old content" {
+		t.Fatalf("after a short body: %q", b)
+	}
+	e, err := Write(p, 3, os.Getuid(), os.Getgid(), strings.NewReader("new"), nil)
+	if err != nil || e.Type != TypeFile || e.Size != 3 || e.Mode != 0o644 {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatalf("after the write: %q", b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left behind: %v", es)
 	}
 }
