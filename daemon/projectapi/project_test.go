@@ -161,7 +161,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 		e.warm = startWarm(t, e.conn, prep, o, log)
 		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images,
-			FS: &containerfs.ContainerFiles{LXD: e.conn, Shim: &runner.ShimConfig{Binary: testkit.ShimBinary(t)}},
+			FS:                &containerfs.ContainerFiles{LXD: e.conn, Shim: &runner.ShimConfig{Binary: testkit.ShimBinary(t)}},
 			MaxFileOpsPerUser: o.fileOpsPerUser, MaxFileOpsPerProject: o.fileOpsPerProject, PullOpenTimeout: o.pullOpen,
 			MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
 		if err != nil {
