@@ -6,7 +6,7 @@
 //	remote-shim serve --dir D [--detach] [--start-timeout 60s] [--linger 24h]
 //	remote-shim attach --dir D
 //	remote-shim version
-//	remote-shim files stat|list|read|write PATH [MAX | SIZE UID GID]
+//	remote-shim files stat|list|read|write|prune PATH [MAX | SIZE UID GID]
 //
 // serve creates run directory D and waits on D/shim.sock for the daemon's
 // start request (the command, its environment and user travel over the
@@ -48,7 +48,7 @@ const usage = `usage:
   remote-shim serve --dir D [--detach] [--start-timeout 60s] [--linger 24h]
   remote-shim attach --dir D
   remote-shim version
-  remote-shim files stat|list|read|write PATH [MAX | SIZE UID GID]
+  remote-shim files stat|list|read|write|prune PATH [MAX | SIZE UID GID]
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -156,3 +156,39 @@ func TestAttackFilesSubresource(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackFilesHelperReplaced: root in the container replaces the
+// daemon's copy of remote-shim for the file routes with a FIFO (or
+// removes it). LXD's exec cannot run it (126/127); the daemon pushes a
+// fresh copy to a new random name, never opening what is there, and the
+// routes keep working. Copies of earlier daemons do not pile up.
+func TestAttackFilesHelperReplaced(t *testing.T) {
+	e, p := filesEnv(t, projectEnvOpts{}, "fhelp")
+	// An earlier daemon's copy, and a FIFO named like one: removed (by
+	// name, unlinked) once this daemon has pushed its own.
+	lxdShell(t, e.lxd, p.Container, `echo kept > /workspace/a.txt && mkdir -p /usr/local/lib/remote && cd /usr/local/lib/remote &&
+		echo old > remote-shim-0123456789abcdef.files-earlier && mkfifo remote-shim-0123456789abcdef.files-fifo && echo mine > remote-shim-other`)
+	e.listFiles(t, p.Name, "")
+	if out := lxdShell(t, e.lxd, p.Container, "ls /usr/local/lib/remote/"); strings.Contains(out, "earlier") || strings.Contains(out, "files-fifo") || !strings.Contains(out, "remote-shim-other") {
+		t.Fatalf("after the first push: %q", out)
+	}
+	first := lxdShell(t, e.lxd, p.Container, "ls /usr/local/lib/remote/ | grep '\\.files-'")
+	if strings.Count(first, "\n") != 1 {
+		t.Fatalf("helpers in the container: %q", first)
+	}
+	for i, plant := range []string{"rm -f $f && mkfifo $f", "rm -f $f"} {
+		lxdShell(t, e.lxd, p.Container, "for f in /usr/local/lib/remote/*.files-*; do "+plant+"; done")
+		if f := findEntry(e.listFiles(t, p.Name, ""), "a.txt"); f == nil || f.Type != "file" {
+			t.Fatalf("listing after %q: %+v", plant, f)
+		}
+		status, body := e.do("GET", filesURL(p.Name, "/files/raw", "a.txt"), "alice", nil)
+		if status != 200 || string(body) != "kept\n" {
+			t.Fatalf("download after %q: %d %s", plant, status, body)
+		}
+		now := lxdShell(t, e.lxd, p.Container, "ls /usr/local/lib/remote/ | grep '\\.files-'")
+		if strings.Count(now, "\n") != 1 || now == first {
+			t.Fatalf("round %d: helpers %q (before %q): want one new copy, the planted one removed", i, now, first)
+		}
+		first = now
+	}
+}

@@ -108,7 +108,7 @@ func (c *ContainerFiles) helper(ctx context.Context, instance, stale string) (st
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
-	p := path.Join(runner.ContainerShimDir, "remote-shim-"+d+".files-"+hex.EncodeToString(rnd[:]))
+	p := path.Join(runner.ContainerShimDir, fsop.HelperPrefix+d+fsop.HelperMark+hex.EncodeToString(rnd[:]))
 	// Each level once, errors ignored (it exists): lxdexec's Mkdir would
 	// read a level back through LXD's file API to tell.
 	dir := ""
@@ -127,6 +127,10 @@ func (c *ContainerFiles) helper(ctx context.Context, instance, stale string) (st
 	c.mu.Lock()
 	c.helpers[instance] = p
 	c.mu.Unlock()
+	// Earlier daemons' copies (one per start) go; best effort.
+	if op, _, _, err := c.run(ctx, instance, p, []string{"prune", p}, nil); err == nil {
+		_, _ = op.finish()
+	}
 	return p, nil
 }
 

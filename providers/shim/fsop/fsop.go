@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -311,6 +312,44 @@ func Write(p string, size int64, uid, gid int, r io.Reader, done func(remove fun
 	return Stat(p)
 }
 
+// HelperPrefix and HelperMark name the copies of remote-shim the daemon
+// pushes for the file routes: remote-shim-<digest>.files-<random>.
+const (
+	HelperPrefix = "remote-shim-"
+	HelperMark   = ".files-"
+)
+
+// Prune unlinks the other copies for the file routes in self's directory
+// (earlier daemons' copies; self is the running one): names only, by
+// unlink, which opens nothing. It returns how many it removed.
+func Prune(self string) (int, error) {
+	dir, me := filepath.Split(self)
+	names, err := readNames(dir)
+	if err != nil {
+		return 0, errOf(dir, err)
+	}
+	n := 0
+	for _, name := range names {
+		if name == me || !strings.HasPrefix(name, HelperPrefix) || !strings.Contains(name, HelperMark) {
+			continue
+		}
+		if err := unix.Unlinkat(unix.AT_FDCWD, filepath.Join(dir, name), 0); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func readNames(dir string) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	d := os.NewFile(uintptr(fd), dir)
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
 // WriteReply writes r as the answer's first line.
 func WriteReply(w io.Writer, r Reply) error {
 	b, err := json.Marshal(r)
@@ -331,8 +370,8 @@ func ReplyOf(err error) Reply {
 }
 
 // Serve runs one operation for remote-shim's `files` command: args are
-// "stat PATH", "list DIR MAX", "read PATH" or "write PATH SIZE UID GID"
-// (the content on stdin). It writes the answer to stdout and returns the
+// "stat PATH", "list DIR MAX", "read PATH", "write PATH SIZE UID GID"
+// (the content on stdin) or "prune SELF" (see Prune). It writes the answer to stdout and returns the
 // process's exit code (0 done, 1 refused, 2 bad arguments).
 func Serve(args []string, stdin io.Reader, stdout io.Writer) int {
 	fail := func(err error) int {
@@ -340,7 +379,7 @@ func Serve(args []string, stdin io.Reader, stdout io.Writer) int {
 		return 1
 	}
 	if len(args) < 2 || !filepath.IsAbs(args[1]) {
-		_ = WriteReply(stdout, Reply{Error: &Err{Kind: KindOther, Message: "usage: files stat|list|read|write ABSOLUTE-PATH [MAX | SIZE UID GID]"}})
+		_ = WriteReply(stdout, Reply{Error: &Err{Kind: KindOther, Message: "usage: files stat|list|read|write|prune ABSOLUTE-PATH [MAX | SIZE UID GID]"}})
 		return 2
 	}
 	p := args[1]
@@ -378,6 +417,11 @@ func Serve(args []string, stdin io.Reader, stdout io.Writer) int {
 		if _, err := io.CopyN(stdout, f, e.Size); err != nil {
 			return 1
 		}
+	case args[0] == "prune" && len(args) == 2:
+		if _, err := Prune(p); err != nil {
+			return fail(err)
+		}
+		_ = WriteReply(stdout, Reply{})
 	case args[0] == "write" && len(args) == 5:
 		var size int64
 		var uid, gid int

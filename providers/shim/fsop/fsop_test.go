@@ -220,3 +220,29 @@ func TestWriteReplaces(t *testing.T) {
 		t.Errorf("left behind: %v", es)
 	}
 }
+
+// TestPrune: other copies for the file routes go (a FIFO among them,
+// unlinked, never opened); the running one and anything else stay.
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "remote-shim-aaaa.files-me")
+	for _, n := range []string{"remote-shim-aaaa.files-me", "remote-shim-bbbb.files-old", "remote-shim-aaaa", "other.files-x"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "remote-shim-cccc.files-fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Prune(self); err != nil || n != 2 {
+		t.Fatalf("Prune: %d %v", n, err)
+	}
+	var left []string
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != "other.files-x remote-shim-aaaa remote-shim-aaaa.files-me" {
+		t.Errorf("left: %v", left)
+	}
+}
