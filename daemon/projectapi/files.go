@@ -55,11 +55,12 @@ type fileSlots struct {
 	project map[string]int
 }
 
-// takeFileSlot holds one slot of the project's and its owner's, or
+// takeFileSlot holds one slot of the project's and the caller's, or
 // answers 429 (Retry-After: 1) naming the bound that is full: a page or a
 // client cannot pile up processes in a container, nor hold more than a
 // few open.
-func (p *Projects) takeFileSlot(w http.ResponseWriter, proj api.Project) (release func(), err error) {
+func (p *Projects) takeFileSlot(w http.ResponseWriter, r *http.Request, proj api.Project) (release func(), err error) {
+	user := daemon.UserFrom(r.Context())
 	s := &p.fileOps
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,11 +75,11 @@ func (p *Projects) takeFileSlot(w http.ResponseWriter, proj api.Project) (releas
 	if n := s.project[proj.Name]; n >= p.o.MaxFileOpsPerProject {
 		return nil, full(fmt.Sprintf("project %q", proj.Name), n)
 	}
-	if n := s.user[proj.Owner]; n >= p.o.MaxFileOpsPerUser {
-		return nil, full(fmt.Sprintf("user %q", proj.Owner), n)
+	if n := s.user[user]; n >= p.o.MaxFileOpsPerUser {
+		return nil, full(fmt.Sprintf("user %q", user), n)
 	}
 	s.project[proj.Name]++
-	s.user[proj.Owner]++
+	s.user[user]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -87,8 +88,8 @@ func (p *Projects) takeFileSlot(w http.ResponseWriter, proj api.Project) (releas
 			if s.project[proj.Name]--; s.project[proj.Name] <= 0 {
 				delete(s.project, proj.Name)
 			}
-			if s.user[proj.Owner]--; s.user[proj.Owner] <= 0 {
-				delete(s.user, proj.Owner)
+			if s.user[user]--; s.user[user] <= 0 {
+				delete(s.user, user)
 			}
 		})
 	}, nil
@@ -173,7 +174,7 @@ func (p *Projects) listFiles(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, err := p.takeFileSlot(w, proj)
+	release, err := p.takeFileSlot(w, r, proj)
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ func (p *Projects) downloadFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, err := p.takeFileSlot(w, proj)
+	release, err := p.takeFileSlot(w, r, proj)
 	if err != nil {
 		return err
 	}
@@ -318,7 +319,7 @@ func (p *Projects) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
 			Message: fmt.Sprintf("upload of %d bytes is larger than %d bytes ([projects] max_upload_bytes)", r.ContentLength, limit)}
 	}
-	release, err := p.takeFileSlot(w, proj)
+	release, err := p.takeFileSlot(w, r, proj)
 	if err != nil {
 		return err
 	}
