@@ -144,8 +144,9 @@ func (p *Projects) fileTarget(r *http.Request, raw string) (api.Project, string,
 	return proj, fp, nil
 }
 
-// fileError names the path in LXD's answers: a missing path is a 404, a
-// path of the wrong kind a 400; other failures keep their class.
+// fileError names the path in LXD's and remote-shim's answers: a
+// missing path is a 404, a path of the wrong kind a 400; other failures
+// keep their class.
 func fileError(proj api.Project, fp string, err error) error {
 	var fe *fsop.Err
 	switch {
