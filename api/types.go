@@ -21,6 +21,9 @@ const (
 	// CodeUnsupportedMediaType (415): a JSON body sent without
 	// Content-Type: application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeRateLimited (429): too many requests of a kind at once (the
+	// message names the bound); Retry-After says when to try again.
+	CodeRateLimited = "rate_limited"
 )
 
 // ErrorBody is the inside of the error envelope.

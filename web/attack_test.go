@@ -392,3 +392,33 @@ func TestAttackFileUploadBody(t *testing.T) {
 		t.Errorf("daemon saw %+v", got)
 	}
 }
+
+// TestAttackAPISubresource: a chat's Markdown renders
+// <img src="/v1/projects/p/files/raw?path=…"> (or a frame, a script...);
+// the browser sends it with the session cookie and Sec-Fetch-Dest naming
+// the sub-resource. remote-web refuses it before the daemon sees it (the
+// daemon never gets fetch metadata), so rendering a chat cannot start
+// downloads; a fetch, a followed link or download, a WebSocket, and a
+// client without fetch metadata pass.
+func TestAttackAPISubresource(t *testing.T) {
+	h := newHarness(t, false)
+	c := h.loggedIn(t)
+	u := h.srv.URL + "/v1/projects/p/files/raw?path=a"
+	for _, dest := range []string{"image", "script", "style", "iframe", "frame", "embed", "object", "audio", "video", "track", "font", "worker", "sharedworker", "manifest", "unknown"} {
+		before := h.daemon.count()
+		resp, b := do(t, c, http.MethodGet, u, "", map[string]string{"Sec-Fetch-Dest": dest, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "no-cors"})
+		if resp.StatusCode != 403 || h.daemon.count() != before || !strings.Contains(string(b), `Sec-Fetch-Dest \"`+dest+`\"`) {
+			t.Errorf("Sec-Fetch-Dest %s: %d %s (daemon saw it: %v), want 403", dest, resp.StatusCode, b, h.daemon.count() != before)
+		}
+	}
+	for _, dest := range []string{"", "empty", "document"} {
+		hdr := map[string]string{"Sec-Fetch-Site": "same-origin"}
+		if dest != "" {
+			hdr["Sec-Fetch-Dest"] = dest
+		}
+		before := h.daemon.count()
+		if resp, b := do(t, c, http.MethodGet, u, "", hdr); resp.StatusCode != 200 || h.daemon.count() != before+1 {
+			t.Errorf("Sec-Fetch-Dest %q: %d %s", dest, resp.StatusCode, b)
+		}
+	}
+}

@@ -125,8 +125,10 @@ func startStackSeeded(t testing.TB, model *fakeanthropic.Server, withCodex bool,
 // image and profiles are [lxd] image (default busybox) and profiles;
 // storeClaude runs project chats' Claude from the CLI store (the pinned
 // CLI imported into the state directory) instead of the host binary;
-// toml is appended to the configuration (e.g. [forges] tables).
+// toml is appended to the configuration (e.g. [forges] tables); shim
+// sets [agent] shim_binary (the file routes need remote-shim).
 type stackOpts struct {
+	shim                    bool
 	codex                   bool
 	seed                    func(stateDir string)
 	pageHost, previewDomain string
@@ -204,6 +206,9 @@ binary = %q
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-ant-test-dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }
 project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"]
 `, sock, filepath.Join(dir, "state"), dir, o.image, tomlList(append([]string{"default"}, o.profiles...)), binary, home, model.URL)
+	if o.shim {
+		cfg = strings.Replace(cfg, "[agent]\n", fmt.Sprintf("[agent]\nshim_binary = %q\n", testkit.ShimBinary(t)), 1)
+	}
 	if o.storeClaude {
 		// The host user's own Claude login stays on the host.
 		cfg += fmt.Sprintf("[[providers.claude.credentials]]\nhost = %q\ncontainer = \"/root/.claude/.credentials.json\"\n",
@@ -537,7 +542,7 @@ func TestE2ECodexApprovalAccept(t *testing.T) {
 func TestE2ETerminal(t *testing.T) {
 	cl := testkit.LXD(t)
 	model := fakeanthropic.New(t)
-	s := startStack(t, model, false)
+	s := startStackWith(t, model, stackOpts{shim: true})
 	name := strings.TrimPrefix(testkit.ContainerName("web"), "t-")
 	testkit.CleanupProjectContainers(t, cl, name)
 	ctx := loginStack(t, s)
@@ -596,6 +601,12 @@ func TestE2ETerminal(t *testing.T) {
 	}
 	if got != "uploaded through the page\n" {
 		t.Errorf("download through the page: %q", got)
+	}
+	// The same URL as an image (what a chat's Markdown would render) is
+	// refused: Chromium sends Sec-Fetch-Dest: image.
+	img, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new Promise(ok => { const i = new Image(); i.onload = () => ok('loaded'); i.onerror = () => ok('refused'); i.src = '`+href+`'; })`, chromedp.EvalAwaitPromise))
+	if err != nil || img != "refused" || !strings.Contains(s.wlogs.String(), "sec_fetch_dest=image") {
+		t.Errorf("the download as an image: %q %v; remote-web's log:\n%s", img, err, s.wlogs.String())
 	}
 	screenshot(t, ctx, "e2e-files")
 	steps(t, ctx, "stop the project",

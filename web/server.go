@@ -251,6 +251,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := sess.user
+	if d := r.Header.Get("Sec-Fetch-Dest"); !apiFetchDest(d) {
+		// A page's sub-resource (Markdown's image, a frame...) never
+		// reaches the API: rendering a chat cannot start downloads or
+		// listings (files/raw runs a process in the container).
+		s.log.Warn("API request as a page's sub-resource refused", "path", r.URL.Path, "sec_fetch_dest", d, "user", user)
+		writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("the API is not a page's sub-resource: Sec-Fetch-Dest %q is refused (follow the link or use fetch)", d))
+		return
+	}
 	if (isWebSocket(r) || !safeMethod(r.Method)) && !s.sameOrigin(r) {
 		s.log.Warn("cross-origin request refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "user", user)
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
@@ -641,6 +649,14 @@ func normalHost(h string) string {
 // (a type no cross-site form can send, and same-origin was checked
 // first). The daemon bounds its size ([projects] max_upload_bytes); the
 // proxy streams it.
+// apiFetchDest reports whether a request with this Sec-Fetch-Dest may
+// reach /v1/: a fetch or download (api.DownloadDestAllowed: "empty",
+// "document", none) or a WebSocket; never an image, script, style,
+// frame, media, font, worker or other sub-resource of a page.
+func apiFetchDest(dest string) bool {
+	return dest == "websocket" || api.DownloadDestAllowed(dest)
+}
+
 func isFileUpload(r *http.Request) bool {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/projects/")
 	name, tail, _ := strings.Cut(rest, "/")

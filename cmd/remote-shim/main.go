@@ -6,13 +6,16 @@
 //	remote-shim serve --dir D [--detach] [--start-timeout 60s] [--linger 24h]
 //	remote-shim attach --dir D
 //	remote-shim version
+//	remote-shim files stat|list|read|write|prune PATH [MAX | SIZE UID GID]
 //
 // serve creates run directory D and waits on D/shim.sock for the daemon's
 // start request (the command, its environment and user travel over the
 // socket, never in argv); --detach starts the server in a new session and
 // exits once it listens. attach bridges stdin and stdout to D's socket (the
 // daemon's way in from outside a container). The protocol and the layout
-// of D are package remote/providers/shim's.
+// of D are package remote/providers/shim's. files describes or reads one
+// path for the project file routes without opening anything but a regular
+// file (package remote/providers/shim/fsop).
 package main
 
 import (
@@ -34,6 +37,7 @@ import (
 
 	"remote/internal/version"
 	"remote/providers/shim"
+	"remote/providers/shim/fsop"
 )
 
 func main() {
@@ -44,6 +48,7 @@ const usage = `usage:
   remote-shim serve --dir D [--detach] [--start-timeout 60s] [--linger 24h]
   remote-shim attach --dir D
   remote-shim version
+  remote-shim files stat|list|read|write|prune PATH [MAX | SIZE UID GID]
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -56,6 +61,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "attach":
 		return attach(args[1:], stdin, stdout, stderr)
+	case "files":
+		return fsop.Serve(args[1:], stdin, stdout)
 	case "version":
 		fmt.Fprintf(stdout, "remote-shim %s (protocol %d)\n", version.String(), shim.ProtocolVersion)
 		return 0

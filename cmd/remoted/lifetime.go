@@ -187,17 +187,13 @@ func (d *remoted) wireProviders() error {
 		d.log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
 	}
 	d.hostUser = hostUser
-	if d.projects, err = wireProjects(d.cfg, d.store, d.lxd.conn, d.log.Named("projects")); err != nil {
+	shim := shimConfig(d.cfg, d.log)
+	d.shim = shim
+	if d.projects, err = wireProjects(d.cfg, d.store, d.lxd.conn, shim, d.log.Named("projects")); err != nil {
 		return fmt.Errorf("wire projects: %w", err)
 	}
 	if d.projects.Run != nil {
 		d.goJoined(d.projects.Run) // writes project status to the store
-	}
-	shim := shimConfig(d.cfg, d.log)
-	d.shim = shim
-	if cl, ok := d.projects.Containers.(connLaunchers); ok {
-		cl.shim = shim
-		d.projects.Containers = cl
 	}
 	d.ports = providers.AdapterConfig{
 		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim, Nice: d.cfg.Agent.Nice}, hostUser),

@@ -21,6 +21,7 @@ import (
 	"remote/internal/hostfs"
 	"remote/providers"
 	"remote/providers/clistore"
+	"remote/providers/containerfs"
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/gitrepo"
@@ -55,7 +56,7 @@ type projectWiring struct {
 // the container launchers from the config, the store and the daemon's LXD
 // connection (without a client while LXD is unreachable: project requests
 // then answer 503 until Run has connected).
-func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hclog.Logger) (projectWiring, error) {
+func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *runner.ShimConfig, log hclog.Logger) (projectWiring, error) {
 	hostHome := os.Getenv("HOME")
 	hostUser := hostfs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	if u, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
@@ -127,9 +128,13 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		return projectWiring{}, err
 	}
 	pools, images, targets := cfg.ProjectAllowlists()
+	var fs projectapi.ContainerFS // the file routes answer 503 without remote-shim
+	if shim != nil {
+		fs = &containerfs.ContainerFiles{LXD: conn, Shim: shim}
+	}
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
 		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
-		Files: conn, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
+		FS: fs, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
 		Warm: pool})
 	if err != nil {
 		return projectWiring{}, err
@@ -154,7 +159,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, log hc
 		Profiles:   lxdconn.Profiles{Conn: conn, Names: profiles},
 		Warm:       pool,
 		Preparer:   prep,
-		Containers: connLaunchers{conn: conn},
+		Containers: connLaunchers{conn: conn, shim: shim},
 		Run: func(ctx context.Context) {
 			conn.Dial(ctx, opts, log.Named("lxd"))
 			go pool.Run(ctx)

@@ -25,7 +25,7 @@ func TestCredentialSyncTimeoutReachesProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := wireProjects(cfg, st, lxdconn.NewConn(nil), testkit.Logger(t, "wire"))
+	w, err := wireProjects(cfg, st, lxdconn.NewConn(nil), nil, testkit.Logger(t, "wire"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,17 +17,22 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
+	"remote/providers/shim/fsop"
 	"remote/provisioning"
 )
 
-// ProjectFiles reaches files in containers through LXD's file API (never
-// exec); *lxdconn.Conn implements it.
-type ProjectFiles interface {
-	ListDir(ctx context.Context, instance, path string) ([]string, error)
-	StatFile(ctx context.Context, instance, path string) (*lxdexec.FileInfo, error)
-	PullFile(ctx context.Context, instance, path string) (io.ReadCloser, *lxdexec.FileInfo, error)
-	PushFile(ctx context.Context, instance, path string, content io.Reader, opts lxdexec.FileOptions) error
-	DeleteFile(ctx context.Context, instance, path string) error
+// ContainerFS describes, reads and writes paths from inside a container,
+// by lstat, opening regular files only (O_NOFOLLOW|O_NONBLOCK, then
+// fstat) and writing through a new file renamed into place, in a process
+// the context kills; *containerfs.ContainerFiles implements it. A refusal
+// is an *fsop.Err. The file routes never use LXD's file API, whose
+// host-side helper (forkfile, in LXD's own cgroup) opens what it is
+// asked for and blocks for good on a FIFO the container's root put there.
+type ContainerFS interface {
+	Stat(ctx context.Context, instance, path string) (*fsop.Entry, error)
+	List(ctx context.Context, instance, dir string, max int) ([]fsop.Entry, bool, error)
+	Open(ctx context.Context, instance, path string) (io.ReadCloser, *fsop.Entry, error)
+	Write(ctx context.Context, instance, path string, r io.Reader, size int64, uid, gid int) error
 }
 
 // WorkspaceRoot is the only directory the file routes reach.
@@ -38,8 +42,58 @@ const WorkspaceRoot = "/workspace"
 const (
 	maxFilePath    = 4096 // bytes of a path, as PATH_MAX
 	maxListEntries = 1000 // entries one listing describes
-	statParallel   = 8    // LXD HEAD requests in flight per listing
+	// Default bounds of file requests in flight (each one a process in the
+	// container): per user and per project.
+	defaultFileOpsPerUser    = 8
+	defaultFileOpsPerProject = 4
 )
+
+// fileSlots counts the file requests in flight per user and per project.
+type fileSlots struct {
+	mu      sync.Mutex
+	user    map[string]int
+	project map[string]int
+}
+
+// takeFileSlot holds one slot of the project's and the caller's, or
+// answers 429 (Retry-After: 1) naming the bound that is full: a page or a
+// client cannot pile up processes in a container, nor hold more than a
+// few open.
+func (p *Projects) takeFileSlot(w http.ResponseWriter, r *http.Request, proj api.Project) (release func(), err error) {
+	user := daemon.UserFrom(r.Context())
+	s := &p.fileOps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.user == nil {
+		s.user, s.project = map[string]int{}, map[string]int{}
+	}
+	full := func(what string, bound int) error {
+		w.Header().Set("Retry-After", "1")
+		return &daemon.Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited,
+			Message: fmt.Sprintf("too many file requests at once: %s has %d in flight, the most allowed; try again when one ends", what, bound)}
+	}
+	if n := s.project[proj.Name]; n >= p.o.MaxFileOpsPerProject {
+		return nil, full(fmt.Sprintf("project %q", proj.Name), n)
+	}
+	if n := s.user[user]; n >= p.o.MaxFileOpsPerUser {
+		return nil, full(fmt.Sprintf("user %q", user), n)
+	}
+	s.project[proj.Name]++
+	s.user[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.project[proj.Name]--; s.project[proj.Name] <= 0 {
+				delete(s.project, proj.Name)
+			}
+			if s.user[user]--; s.user[user] <= 0 {
+				delete(s.user, user)
+			}
+		})
+	}, nil
+}
 
 // WorkspacePath turns the path query parameter of a file route into an
 // absolute, clean path under /workspace: relative paths are taken from
@@ -76,8 +130,8 @@ func (p *Projects) fileTarget(r *http.Request, raw string) (api.Project, string,
 	if err != nil {
 		return api.Project{}, "", err
 	}
-	if p.o.Files == nil {
-		return api.Project{}, "", errdefs.Unavailable("file routes are off: the daemon has no LXD file access")
+	if p.o.FS == nil {
+		return api.Project{}, "", errdefs.Unavailable("file routes are off: the daemon has no remote-shim to run in containers ([agent] shim_binary)")
 	}
 	fp, err := WorkspacePath(raw)
 	if err != nil {
@@ -90,21 +144,28 @@ func (p *Projects) fileTarget(r *http.Request, raw string) (api.Project, string,
 	return proj, fp, nil
 }
 
-// fileError names the path in LXD's answers: a missing path is a 404, a
-// path of the wrong kind a 400; other failures keep their class.
+// fileError names the path in LXD's and remote-shim's answers: a
+// missing path is a 404, a path of the wrong kind a 400; other failures
+// keep their class.
 func fileError(proj api.Project, fp string, err error) error {
+	var fe *fsop.Err
 	switch {
-	case errors.Is(err, lxdexec.ErrNotFound):
+	case errors.Is(err, lxdexec.ErrNotFound), errors.As(err, &fe) && fe.Kind == fsop.KindNotFound:
 		return fmt.Errorf("path %q in project %q: %w", fp, proj.Name, errdefs.ErrNotFound)
 	case errors.Is(err, lxdexec.ErrBadRequest):
 		return errdefs.InvalidArgument("path %q in project %q: %v", fp, proj.Name, err)
+	case fe != nil && fe.Kind == fsop.KindWrongType:
+		return errdefs.InvalidArgument("path %q in project %q: is a %s", fp, proj.Name, fe.Type)
+	case fe != nil:
+		return fmt.Errorf("path %q in project %q: %v", fp, proj.Name, fe.Message)
 	}
 	return fmt.Errorf("files of project %q: %w", proj.Name, err)
 }
 
 // listFiles serves GET /v1/projects/{name}/files?path=: the directory's
-// entries as LXD describes them without opening them (HEAD), at most
-// maxListEntries, sorted by name. Without path it lists /workspace.
+// entries as lstat describes them from inside the container (never
+// opened: a FIFO is a "fifo"), at most maxListEntries, sorted by name.
+// Without path it lists /workspace.
 func (p *Projects) listFiles(w http.ResponseWriter, r *http.Request) error {
 	raw := r.URL.Query().Get("path")
 	if !r.URL.Query().Has("path") {
@@ -114,98 +175,105 @@ func (p *Projects) listFiles(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	info, err := p.o.Files.StatFile(ctx, proj.Container, dir)
+	release, err := p.takeFileSlot(w, r, proj)
 	if err != nil {
-		return fileError(proj, dir, err)
+		return err
 	}
-	if info.Type != lxdexec.FileTypeDirectory {
-		return errdefs.InvalidArgument("path %q: is a %s, not a directory (download it with GET /v1/projects/%s/files/raw)", dir, info.Type, proj.Name)
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), p.o.PullOpenTimeout)
+	defer cancel()
+	es, truncated, err := p.o.FS.List(ctx, proj.Container, dir, maxListEntries)
+	var fe *fsop.Err
+	if errors.As(err, &fe) && fe.Kind == fsop.KindWrongType {
+		return errdefs.InvalidArgument("path %q: is a %s, not a directory (download a file with GET /v1/projects/%s/files/raw)", dir, fe.Type, proj.Name)
 	}
-	names, err := p.o.Files.ListDir(ctx, proj.Container, dir)
 	if err != nil {
-		return fileError(proj, dir, err)
-	}
-	slices.Sort(names)
-	out := api.FileList{Path: dir, Entries: []api.FileEntry{}}
-	if len(names) > maxListEntries {
-		names, out.Truncated = names[:maxListEntries], true
-	}
-	entries := make([]*api.FileEntry, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, statParallel)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fi, err := p.o.Files.StatFile(ctx, proj.Container, path.Join(dir, name))
-			if errors.Is(err, lxdexec.ErrNotFound) {
-				return // gone since the listing
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			entries[i] = &api.FileEntry{Name: name, Type: fi.Type, Mode: fmt.Sprintf("%04o", uint32(fi.Mode.Perm())),
-				UID: fi.UID, GID: fi.GID, MTime: fi.ModTime.UTC()}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fileError(proj, dir, err)
-	}
-	for _, e := range entries {
-		if e != nil {
-			out.Entries = append(out.Entries, *e)
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			return &daemon.Error{Status: http.StatusGatewayTimeout, Code: api.CodeUnavailable,
+				Message: fmt.Sprintf("path %q: not listed within %s", dir, p.o.PullOpenTimeout)}
 		}
+		return fileError(proj, dir, err)
+	}
+	out := api.FileList{Path: dir, Entries: make([]api.FileEntry, 0, len(es)), Truncated: truncated}
+	for _, e := range es {
+		fe := api.FileEntry{Name: e.Name, Type: e.Type, Mode: fmt.Sprintf("%04o", e.Mode&0o777),
+			UID: e.UID, GID: e.GID, MTime: e.MTime.UTC()}
+		if e.Type == fsop.TypeFile {
+			fe.Size = &e.Size
+		}
+		out.Entries = append(out.Entries, fe)
 	}
 	return daemon.WriteJSON(w, http.StatusOK, out)
 }
 
-// downloadFile serves GET /v1/projects/{name}/files/raw?path=: the file's
-// bytes streamed from LXD's answer (never held in memory), as an
-// attachment.
+// downloadFile serves GET /v1/projects/{name}/files/raw?path=: a regular
+// file's bytes streamed from inside the container (never held in memory),
+// as an attachment. Anything else (a FIFO, socket, device, directory or
+// symlink) is refused without being opened, and a request a page makes
+// for a sub-resource (Sec-Fetch-Dest: image, script, iframe...) is
+// refused before anything runs.
 func (p *Projects) downloadFile(w http.ResponseWriter, r *http.Request) error {
+	if err := CheckDownloadDest(r.Header); err != nil {
+		return err
+	}
 	proj, fp, err := p.fileTarget(r, r.URL.Query().Get("path"))
 	if err != nil {
 		return err
 	}
+	release, err := p.takeFileSlot(w, r, proj)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	// The deadline kills the process in the container that opens the
+	// file (it cannot block on a FIFO: see fsop.Open).
 	opening := time.AfterFunc(p.o.PullOpenTimeout, cancel)
-	body, info, err := p.o.Files.PullFile(ctx, proj.Container, fp)
+	body, info, err := p.o.FS.Open(ctx, proj.Container, fp)
 	if !opening.Stop() {
 		if body != nil {
 			body.Close()
 		}
 		return &daemon.Error{Status: http.StatusGatewayTimeout, Code: api.CodeUnavailable,
-			Message: fmt.Sprintf("path %q: LXD did not open it within %s (a FIFO or device?)", fp, p.o.PullOpenTimeout)}
+			Message: fmt.Sprintf("path %q: not opened within %s", fp, p.o.PullOpenTimeout)}
 	}
-	if errors.Is(err, lxdexec.ErrIsDirectory) {
-		return errdefs.InvalidArgument("path %q: is a directory (list it with GET /v1/projects/%s/files)", fp, proj.Name)
+	var fe *fsop.Err
+	if errors.As(err, &fe) && fe.Kind == fsop.KindWrongType {
+		hint := ""
+		if fe.Type == fsop.TypeDirectory {
+			hint = fmt.Sprintf(" (list it with GET /v1/projects/%s/files)", proj.Name)
+		}
+		return errdefs.InvalidArgument("path %q: is a %s, not a file: only regular files are downloaded%s", fp, fe.Type, hint)
 	}
 	if err != nil {
 		return fileError(proj, fp, err)
 	}
 	defer body.Close()
-	if info.Type != lxdexec.FileTypeFile {
-		return errdefs.InvalidArgument("path %q: is a %s, not a file", fp, info.Type)
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", attachment(path.Base(fp)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	if info.Size >= 0 {
-		h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
-	}
+	h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(w, body); err != nil {
 		// The status is sent: the short body (against Content-Length) is
 		// what tells the client.
 		p.log.Debug("download ended early", "project", proj.Name, "path", fp, "error", err)
+	}
+	return nil
+}
+
+// CheckDownloadDest refuses a files/raw request a browser makes for a
+// page's sub-resource: Sec-Fetch-Dest other than "document" (a link
+// followed or a download), "empty" (fetch) or none (curl, remotectl), so
+// Markdown in a chat (an image, a frame...) never makes a download run.
+// remote-web checks it before proxying (it strips fetch metadata).
+func CheckDownloadDest(h http.Header) error {
+	if d := h.Get("Sec-Fetch-Dest"); !api.DownloadDestAllowed(d) {
+		return &daemon.Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
+			Message: fmt.Sprintf("files/raw is a download, not a sub-resource: Sec-Fetch-Dest %q is refused (open the file as a link)", d)}
 	}
 	return nil
 }
@@ -227,10 +295,11 @@ func attachment(name string) string {
 
 // uploadFile serves PUT /v1/projects/{name}/files/raw?path=: the body,
 // declared as application/octet-stream with its Content-Length, streamed
-// into the file (created or replaced) owned by [projects] container_uid
-// and container_gid. A body over [projects] max_upload_bytes is refused
-// before anything is written; an upload that fails midway removes the
-// partial file.
+// from inside the container into a new file renamed over the path
+// (created or replaced), owned by [projects] container_uid and
+// container_gid. A body over [projects] max_upload_bytes is refused
+// before anything is written; an upload that fails midway leaves the
+// path as it was.
 func (p *Projects) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	proj, fp, err := p.fileTarget(r, r.URL.Query().Get("path"))
 	if err != nil {
@@ -251,33 +320,38 @@ func (p *Projects) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
 			Message: fmt.Sprintf("upload of %d bytes is larger than %d bytes ([projects] max_upload_bytes)", r.ContentLength, limit)}
 	}
-	// A directory or a symlink is never replaced (nor, on a failed
-	// upload, removed): only a file or a new name is written.
-	if fi, err := p.o.Files.StatFile(r.Context(), proj.Container, fp); err == nil && fi.Type != lxdexec.FileTypeFile {
-		return errdefs.InvalidArgument("path %q: is a %s; an upload writes files only", fp, fi.Type)
-	} else if err != nil && !errors.Is(err, lxdexec.ErrNotFound) {
+	release, err := p.takeFileSlot(w, r, proj)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// A directory, symlink, FIFO, socket or device is never replaced
+	// (nor, on a failed upload, removed): only a file or a new name is
+	// written. The lstat is from inside the container: LXD's HEAD calls a
+	// FIFO a file, and LXD's write would then block opening it.
+	sctx, scancel := context.WithTimeout(r.Context(), p.o.PullOpenTimeout)
+	fi, err := p.o.FS.Stat(sctx, proj.Container, fp)
+	scancel()
+	var fe *fsop.Err
+	if err == nil && fi.Type != fsop.TypeFile {
+		return errdefs.InvalidArgument("path %q: is a %s; an upload writes regular files only", fp, fi.Type)
+	} else if err != nil && !(errors.As(err, &fe) && fe.Kind == fsop.KindNotFound) {
 		return fileError(proj, fp, err)
 	}
 	// The server ends the body at Content-Length; a client that sends
-	// less makes the read fail, and so the push.
+	// less makes the read fail, and so the write, which then removes its
+	// temporary file: the file stays as it was.
 	body := &countingReader{r: r.Body}
-	err = p.o.Files.PushFile(r.Context(), proj.Container, fp, body,
-		lxdexec.FileOptions{UID: p.o.FileUID, GID: p.o.FileGID})
-	if err == nil && body.n != r.ContentLength {
-		err = fmt.Errorf("upload ended after %d of %d bytes", body.n, r.ContentLength)
-	}
+	err = p.o.FS.Write(r.Context(), proj.Container, fp, body, r.ContentLength, p.o.FileUID, p.o.FileGID)
 	if err != nil {
-		if body.n > 0 || !errors.Is(err, lxdexec.ErrNotFound) {
-			// Nothing partial stays behind (LXD's file API cannot write
-			// to a temporary name and rename it).
-			cleanup, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
-			if derr := p.o.Files.DeleteFile(cleanup, proj.Container, fp); derr != nil && !errors.Is(derr, lxdexec.ErrNotFound) {
-				p.log.Warn("remove partial upload", "project", proj.Name, "path", fp, "error", derr)
-			}
-			cancel()
-		}
-		if errors.Is(err, lxdexec.ErrNotFound) {
+		if errors.As(err, &fe) && fe.Kind == fsop.KindNotFound {
 			return fmt.Errorf("path %q in project %q: its directory: %w", fp, proj.Name, errdefs.ErrNotFound)
+		}
+		if errors.As(err, &fe) && fe.Kind == fsop.KindWrongType {
+			return errdefs.InvalidArgument("path %q: is a %s; an upload writes regular files only", fp, fe.Type)
+		}
+		if body.n != r.ContentLength {
+			return fmt.Errorf("upload to %q in project %q ended after %d of %d bytes: %w", fp, proj.Name, body.n, r.ContentLength, err)
 		}
 		return fileError(proj, fp, err)
 	}

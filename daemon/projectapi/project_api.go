@@ -68,17 +68,21 @@ type ProjectsOptions struct {
 	// [projects] allowed_pools, allowed_images, allowed_targets; nil
 	// allows the default only.
 	Pools, Images, Targets []string
-	// Files reaches files in containers (the file routes answer 503
-	// without it).
-	Files ProjectFiles
+	// FS describes, reads and writes files from inside containers (the
+	// file routes answer 503 without it).
+	FS ContainerFS
+	// MaxFileOpsPerUser and MaxFileOpsPerProject bound the file requests
+	// in flight (listings, downloads, uploads; 429 past them); 0: 8 and 4.
+	MaxFileOpsPerUser, MaxFileOpsPerProject int
 	// MaxUploadBytes bounds one upload ([projects] max_upload_bytes;
 	// 0: no bound).
 	MaxUploadBytes int64
 	// FileUID and FileGID own uploaded files ([projects] container_uid,
 	// container_gid: the container user).
 	FileUID, FileGID int
-	// PullOpenTimeout bounds the wait for LXD to open a file to
-	// download (opening a FIFO blocks until a writer comes); 0: 30s.
+	// PullOpenTimeout bounds a listing, and the wait for a file to
+	// download to be opened in the container (the process there is
+	// killed at it); 0: 30s.
 	PullOpenTimeout time.Duration
 	// Warm is the warm container pool a new project on the default
 	// image and pool claims from ([projects] warm; nil: none).
@@ -90,6 +94,8 @@ type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
 	srv atomic.Pointer[daemon.Server] // set by Attach: chats for restore and fork
+
+	fileOps fileSlots // file requests in flight
 
 	previewOnce sync.Once       // previewTransport
 	previewTr   *http.Transport // dials the preview sockets only
@@ -113,6 +119,12 @@ func NewProjects(o ProjectsOptions) (*Projects, error) {
 	// The preparer clamps a project beyond the caps at its container's
 	// next start (a cap lowered since its limits were set).
 	o.Preparer.SetCaps(o.Limits)
+	if o.MaxFileOpsPerUser <= 0 {
+		o.MaxFileOpsPerUser = defaultFileOpsPerUser
+	}
+	if o.MaxFileOpsPerProject <= 0 {
+		o.MaxFileOpsPerProject = defaultFileOpsPerProject
+	}
 	return &Projects{o: o, log: o.Logger}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/providers/containerfs"
 	"remote/providers/runner"
 	"remote/provisioning"
 	"remote/provisioning/gitrepo"
@@ -97,6 +98,11 @@ type projectEnvOpts struct {
 	// uploads ([projects] container_uid, container_gid).
 	maxUpload        int64
 	fileUID, fileGID int
+	// fileOpsPerUser and fileOpsPerProject bound file requests in flight
+	// (0: the defaults).
+	fileOpsPerUser, fileOpsPerProject int
+	// pullOpen is ProjectsOptions.PullOpenTimeout (0: the default).
+	pullOpen time.Duration
 	// imageServers are [lxd.image_servers] (nil: none).
 	imageServers map[string]lxdimage.Server
 	// forges is [forges] (nil: none configured).
@@ -158,7 +164,9 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 		e.warm = startWarm(t, e.conn, prep, o, log)
 		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images, Limits: o.limits,
-			Files: e.conn, MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
+			FS:                &containerfs.ContainerFiles{LXD: e.conn, Shim: &runner.ShimConfig{Binary: testkit.ShimBinary(t)}},
+			MaxFileOpsPerUser: o.fileOpsPerUser, MaxFileOpsPerProject: o.fileOpsPerProject, PullOpenTimeout: o.pullOpen,
+			MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
 		if err != nil {
 			t.Fatal(err)
 		}

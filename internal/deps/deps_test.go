@@ -103,6 +103,8 @@ var rules = []rule{
 		Why: "procwait waits for a child's exit through the poller: the standard library and x/sys only"},
 	{From: "remote/internal/reaper", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/config", "remote/web", "remote/client", "remote/api", "remote/cmd"}, ThirdParty: []string{"golang.org/x/sys"}, Ours: []string{"remote/internal/procwait"},
 		Why: "reaper is the shim's part as its CLI's parent (subreaper, exit without reaping): the standard library, x/sys and procwait only"},
+	{From: "remote/providers/shim/fsop", Never: []string{module}, ThirdParty: []string{"golang.org/x/sys"},
+		Why: "fsop runs inside containers as remote-shim files (lstat, open regular files only): the standard library and x/sys only"},
 	{From: "remote/providers/shim/live", Never: []string{module}, ThirdParty: []string{},
 		Why: "the live window is memory blocks and spans: the standard library only"},
 	{From: "remote/internal/revert", Never: []string{module}, ThirdParty: []string{},

@@ -57,7 +57,8 @@ export class FilesView {
         } else if (f.type === 'file') {
           name = el('a', { href: this.url('/files/raw', p), download: f.name, class: 'download' }, f.name);
         } else {
-          name = el('span', { class: 'muted' }, f.name + ' →');
+          // A symlink, FIFO, socket or device: named, never a link.
+          name = el('span', { class: 'muted' }, f.type === 'symlink' ? f.name + ' →' : `${f.name} (${f.type})`);
         }
         rows.push(el('tr', { 'data-name': f.name }, el('td', {}, name), el('td', { class: 'muted' }, f.mode),
           el('td', { class: 'muted' }, f.mtime ? new Date(f.mtime).toLocaleString() : '')));
