@@ -407,7 +407,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if cur.Repo != nil {
 		var token string
 		secrets, token = gitrepo.TakeToken(secrets, cur.Repo.TokenSecret)
-		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, c.UUID, cur.ID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
+		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, cur.ID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
 		if sub != "" {
 			emit(systemEvent(sub, data))
 		}

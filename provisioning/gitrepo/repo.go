@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"sync"
 
 	"remote/api"
 	"remote/internal/errdefs"
@@ -121,9 +120,9 @@ printf '/.agents/\n/.remote-clone.*\n/.worktrees/\n' >> .git/info/exclude
 git rev-parse HEAD
 `
 
-// Cloner clones each container's repository once: a container (by LXD's
-// uuid) whose /workspace was found cloned is not asked again, and a
-// container whose /workspace holds a .git is never cloned into again.
+// Cloner clones each container's repository once: a container whose
+// /workspace holds a .git is never cloned into again (its own state is
+// the record, asked at each preparation: it survives restarts and forks).
 // The repository's server is reached from the host only (Remote): the
 // container gets the fetched commits as a bundle, never the token.
 type Cloner struct {
@@ -135,7 +134,6 @@ type Cloner struct {
 	// another chat of its project runs); nil: every chat works in
 	// /workspace as it is.
 	Chats func(chatID string) (Checkout, error)
-	done  sync.Map // container + "/" + uuid → true
 	zero  Remote
 }
 
@@ -158,9 +156,9 @@ func (c *Cloner) remote() *Remote {
 // the chat's cwd. An error there (a refusal of CheckOut) fails the turn.
 // tree, when not nil, is then called with the chat's working tree
 // recorded as a git tree (WriteTree), or the error recording it.
-func (c *Cloner) Ensure(ctx context.Context, container, uuid, key, chat string, repo api.ProjectRepo, token string,
+func (c *Cloner) Ensure(ctx context.Context, container, key, chat string, repo api.ProjectRepo, token string,
 	tree func(string, error)) (string, map[string]string, string, error) {
-	sub, data := c.ensure(ctx, container, uuid, key, repo, token)
+	sub, data := c.ensure(ctx, container, key, repo, token)
 	co := Checkout{Chat: chat}
 	if c.Chats != nil && chat != "" {
 		var err error
@@ -181,11 +179,7 @@ func (c *Cloner) Ensure(ctx context.Context, container, uuid, key, chat string, 
 	return sub, data, dir, nil
 }
 
-func (c *Cloner) ensure(ctx context.Context, container, uuid, key string, repo api.ProjectRepo, token string) (string, map[string]string) {
-	ckey := container + "/" + uuid
-	if _, ok := c.done.Load(ckey); ok {
-		return "", nil
-	}
+func (c *Cloner) ensure(ctx context.Context, container, key string, repo api.ProjectRepo, token string) (string, map[string]string) {
 	failed := func(msg string) (string, map[string]string) {
 		if repo.TokenSecret != "" && token == "" {
 			msg += fmt.Sprintf(" (project secret %q is not set)", repo.TokenSecret)
@@ -199,7 +193,6 @@ func (c *Cloner) ensure(ctx context.Context, container, uuid, key string, repo a
 		return failed(err.Error())
 	}
 	if strings.TrimSpace(string(res.out)) == "exists" {
-		c.done.Store(ckey, true)
 		return "", nil
 	}
 	f, err := c.remote().Fetch(ctx, key, repo.URL, repo.Ref, token)
@@ -216,7 +209,6 @@ func (c *Cloner) ensure(ctx context.Context, container, uuid, key string, repo a
 		return failed(fmt.Sprintf("git clone exited %d: %s", res.code, res.stderr))
 	}
 	out := strings.TrimSpace(string(res.out))
-	c.done.Store(ckey, true)
 	if out == "exists" {
 		return "", nil
 	}
