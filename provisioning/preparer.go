@@ -154,7 +154,11 @@ type Options struct {
 	// Checkouts says where a chat works in its project's repository
 	// (issue 26: its branch, its worktree); nil: in /workspace as it is.
 	Checkouts func(chatID string) (gitrepo.Checkout, error)
-	Logger    hclog.Logger
+	// Git runs on the host every git command that talks to a project's
+	// repository server (the token stays there); nil: a temporary mirror
+	// per clone. Share it with the repository routes.
+	Git    *gitrepo.Remote
+	Logger hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -230,7 +234,7 @@ func New(opts Options) (*Preparer, error) {
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts},
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -493,7 +497,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if cur.Repo != nil {
 		var token string
 		secrets, token = gitrepo.TakeToken(secrets, cur.Repo.TokenSecret)
-		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, c.UUID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
+		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, cur.ID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
 		if sub != "" {
 			emit(systemEvent(sub, data))
 		}

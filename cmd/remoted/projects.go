@@ -91,7 +91,12 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		return projectWiring{}, err
 	}
 	var repos *repoapi.Routes
+	// The git that talks to the projects' repositories runs here, on the
+	// host, with one bare mirror per project: the token never enters a
+	// container.
+	git := &gitrepo.Remote{Dir: filepath.Join(cfg.Daemon.StateDir, "git")}
 	prep, err := provisioning.New(provisioning.Options{
+		Git:          git,
 		ImageServers: servers,
 		LXD:          conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
@@ -139,7 +144,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	if err != nil {
 		return projectWiring{}, err
 	}
-	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
+	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
 		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
 		Forge: forgeFor(cfg.Forges)})
 	if err != nil {

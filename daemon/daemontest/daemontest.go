@@ -44,6 +44,7 @@ import (
 	"remote/providers/clistore"
 	"remote/providers/runner"
 	"remote/provisioning"
+	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 )
 
@@ -144,7 +145,9 @@ func New(t testing.TB, o Options) *Daemon {
 		lxdStatus = lxdInfo{lxdClient}
 	}
 	conn := lxdconn.NewConn(lxdClient)
+	git := &gitrepo.Remote{Dir: filepath.Join(d.StateDir, "git")}
 	prep, err := provisioning.New(provisioning.Options{
+		Git: git,
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: testkit.TestImage, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
 	})
@@ -159,7 +162,7 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: project routes: %v", err)
 	}
-	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Logger: log.Named("repo")})
+	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, Logger: log.Named("repo")})
 	if err != nil {
 		t.Fatalf("daemontest: repository routes: %v", err)
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	Store   ProjectStore
 	Starter Starter
 	Exec    gitrepo.Execer
+	// Git pushes and asks for the default branch from the host, with the
+	// token (which never enters the container); nil: a temporary mirror
+	// per push. The preparer's clones share it.
+	Git *gitrepo.Remote
 	// MaxPatchBytes bounds a diff's patch ([projects] max_diff_bytes);
 	// zero means DefaultMaxPatchBytes.
 	MaxPatchBytes int
@@ -75,6 +79,9 @@ type Routes struct {
 func New(o Options) (*Routes, error) {
 	if o.Store == nil || o.Starter == nil || o.Exec == nil {
 		return nil, errors.New("repoapi: store, starter and exec are required")
+	}
+	if o.Git == nil {
+		o.Git = &gitrepo.Remote{}
 	}
 	if o.MaxPatchBytes <= 0 {
 		o.MaxPatchBytes = DefaultMaxPatchBytes
@@ -288,7 +295,7 @@ func (rt *Routes) commitAndPush(ctx context.Context, t target, user, message, to
 	if p.AuthorEmail == "" {
 		p.AuthorEmail = user + "@localhost"
 	}
-	sha, err := gitrepo.CommitAndPush(ctx, rt.o.Exec, t.contain, p)
+	sha, err := gitrepo.CommitAndPush(ctx, rt.o.Exec, rt.o.Git, t.proj.ID, t.contain, p)
 	if err != nil {
 		return api.PushResult{}, err
 	}
@@ -373,7 +380,7 @@ func (rt *Routes) pullRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	base := cmp.Or(req.Base, t.repo.Ref)
 	if base == "" {
-		if base, err = gitrepo.DefaultBranch(r.Context(), rt.o.Exec, t.contain, t.repo.URL, token); err != nil {
+		if base, err = rt.o.Git.DefaultBranch(r.Context(), t.repo.URL, token); err != nil {
 			return err
 		}
 	}

@@ -143,7 +143,7 @@ func CheckOut(ctx context.Context, x Execer, container string, co Checkout) (str
 	if err := CheckBranch("branch", co.Branch); err != nil {
 		return "", err
 	}
-	env := gitEnv("", "")
+	env := gitEnv()
 	env["REMOTE_GIT_BRANCH"] = co.Branch
 	if co.Worktree {
 		env["REMOTE_GIT_WORKTREE"] = co.Dir()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,38 +27,21 @@ type Execer interface {
 // maxErrTail bounds the part of git's stderr kept for an error.
 const maxErrTail = 2 << 10
 
-// credentialHelper is the credential helper given to git in the exec's
-// environment: it answers only "get", and only for the repository's own
-// scheme and host (a remote rewritten by url.insteadOf in .git/config
-// gets nothing), with the token read from the exec's environment; it
-// prints the token to git's pipe, never to argv or a file.
-const credentialHelper = `!f(){ test "$1" = get || exit 0; p=; h=; ` +
-	`while read -r l; do case "$l" in protocol=*) p="${l#protocol=}";; host=*) h="${l#host=}";; esac; done; ` +
-	`test "$p" = "$REMOTE_GIT_PROTOCOL" && test "$h" = "$REMOTE_GIT_HOST" || exit 0; ` +
-	`echo username=x-access-token; echo "password=$REMOTE_GIT_TOKEN"; }; f`
-
-// gitEnv is the environment of every git exec: no system or global
-// config (the container's root may have planted helpers there), no
-// hooks, no fsmonitor, no prompt, the workspace trusted whoever owns it.
-// With token, it adds the credential helper (replacing every configured
-// one), restricted to the repository's scheme and host, and allows only
-// the http(s) transports, so no configured ssh or ext command runs with
-// the token in its environment.
-func gitEnv(token, repoURL string) map[string]string {
+// gitEnv is the environment of every git the daemon runs in a project's
+// container: no system or global config (the container's root may have
+// planted helpers there), no hooks, no fsmonitor, no prompt, the workspace
+// trusted whoever owns it, and no transport but reading a local bundle
+// (GIT_ALLOW_PROTOCOL, which a repository's protocol.*.allow cannot
+// widen). No token, credential helper or remote ever reaches the
+// container: everything that talks to the repository's server runs on
+// the host (Remote).
+func gitEnv() map[string]string {
 	env := map[string]string{
 		"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true",
-		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ALLOW_PROTOCOL": "file",
 	}
 	cfg := [][2]string{{"core.hooksPath", "/dev/null"}, {"core.fsmonitor", "false"}, {"safe.directory", Workspace},
-		{"protocol.allow", "never"}, {"protocol.https.allow", "always"}, {"protocol.http.allow", "always"}}
-	if token != "" {
-		u, _ := url.Parse(repoURL)
-		if u != nil {
-			env["REMOTE_GIT_PROTOCOL"], env["REMOTE_GIT_HOST"] = u.Scheme, u.Host
-		}
-		env["REMOTE_GIT_TOKEN"] = token
-		cfg = append(cfg, [2]string{"credential.helper", ""}, [2]string{"credential.helper", credentialHelper})
-	}
+		{"protocol.allow", "never"}, {"protocol.file.allow", "always"}, {"credential.helper", ""}}
 	env["GIT_CONFIG_COUNT"] = strconv.Itoa(len(cfg))
 	for i, kv := range cfg {
 		env["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = kv[0]
@@ -78,16 +60,28 @@ type result struct {
 	stderr    string
 }
 
-// run executes argv in /workspace of container with env, keeping at most
-// maxOut bytes of stdout; more ends the command (truncated).
+// run executes argv in container with env, keeping at most maxOut bytes
+// of stdout; more ends the command (truncated).
 func run(ctx context.Context, x Execer, container string, argv []string, env map[string]string, maxOut int) (result, error) {
+	return runIO(ctx, x, container, argv, env, nil, nil, maxOut)
+}
+
+// runIO is run with stdin written to the command (then closed), and its
+// stdout copied to out when out is not nil (maxOut then bounds nothing).
+func runIO(ctx context.Context, x Execer, container string, argv []string, env map[string]string,
+	stdin []byte, out io.Writer, maxOut int) (result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ex, err := x.Exec(ctx, container, lxdexec.ExecRequest{Command: argv, Env: env, Cwd: "/"})
 	if err != nil {
 		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
 	}
-	_ = ex.Stdin().Close()
+	go func() {
+		if len(stdin) > 0 {
+			_, _ = ex.Stdin().Write(stdin)
+		}
+		_ = ex.Stdin().Close()
+	}()
 	var res result
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -99,16 +93,27 @@ func run(ctx context.Context, x Execer, container string, argv []string, env map
 		}
 		res.stderr = strings.TrimSpace(string(b))
 	}()
-	out, _ := io.ReadAll(io.LimitReader(ex.Stdout(), int64(maxOut)+1))
-	if len(out) > maxOut {
-		res.out, res.truncated = out[:maxOut], true
-		cancel() // the rest is not read: end the command
+	var copyErr error
+	if out != nil {
+		if _, copyErr = io.Copy(out, ex.Stdout()); copyErr != nil {
+			cancel() // the rest is not wanted: end the command
+			_, _ = io.Copy(io.Discard, ex.Stdout())
+		}
 	} else {
-		res.out = out
+		b, _ := io.ReadAll(io.LimitReader(ex.Stdout(), int64(maxOut)+1))
+		if len(b) > maxOut {
+			res.out, res.truncated = b[:maxOut], true
+			cancel() // the rest is not read: end the command
+		} else {
+			res.out = b
+		}
 	}
 	wg.Wait()
 	code, err := ex.Wait()
 	res.code = code
+	if copyErr != nil {
+		return res, copyErr
+	}
 	if res.truncated {
 		return res, nil
 	}

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
-	"sync"
 
 	"remote/api"
 	"remote/internal/errdefs"
@@ -81,55 +81,84 @@ func TakeToken(secrets []providers.Secret, key string) ([]providers.Secret, stri
 	return out, token
 }
 
-// cloneScript clones $REMOTE_GIT_URL (at $REMOTE_GIT_REF) into /workspace,
-// which may already hold files (published skills): the clone goes to a
-// temporary directory without checkout, its .git moves into /workspace and
-// the tracked files are checked out there. A /workspace that already has
-// a .git is left as it is ("exists"). The base commit is kept as BaseRef;
-// what the daemon publishes (/.agents/) and the chats' worktrees are
-// excluded from the repository.
+// existsScript tells whether /workspace holds a repository already.
+const existsScript = `test -e /workspace/.git && echo exists || true`
+
+// cloneScript makes /workspace, which may already hold files (published
+// skills), a clone of the bundle the host fetched (Remote.Fetch), read
+// from stdin: no network, no token, no remote to talk to. The bundle's
+// refs/remote/clone becomes BaseRef and, for a branch
+// ($REMOTE_GIT_BRANCH), that branch checked out with origin's
+// tracking ref; a tag leaves HEAD detached at it. A /workspace that
+// already has a .git is left as it is ("exists"). What the daemon
+// publishes (/.agents/) and the chats' worktrees are excluded from the
+// repository.
 const cloneScript = `set -e
 mkdir -p /workspace
 cd /workspace
-if [ -e .git ]; then echo exists; exit 0; fi
+if [ -e .git ]; then cat >/dev/null; echo exists; exit 0; fi
 tmp=$(mktemp -d /workspace/.remote-clone.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-if [ -n "$REMOTE_GIT_REF" ]; then
-  git clone -q --no-checkout --branch "$REMOTE_GIT_REF" "$REMOTE_GIT_URL" "$tmp"
+cat > "$tmp/clone.bundle"
+git init -q "$tmp/r"
+git -C "$tmp/r" fetch -q --no-tags "$tmp/clone.bundle" "refs/remote/clone:` + BaseRef + `"
+mv "$tmp/r/.git" .git
+b="$REMOTE_GIT_BRANCH"
+if [ -n "$b" ]; then
+  git update-ref "refs/heads/$b" ` + BaseRef + `
+  git symbolic-ref HEAD "refs/heads/$b"
+  git remote add origin "$REMOTE_GIT_URL"
+  git update-ref "refs/remotes/origin/$b" ` + BaseRef + `
+  git config "branch.$b.remote" origin
+  git config "branch.$b.merge" "refs/heads/$b"
 else
-  git clone -q --no-checkout "$REMOTE_GIT_URL" "$tmp"
+  git remote add origin "$REMOTE_GIT_URL"
+  git update-ref --no-deref HEAD ` + BaseRef + `
 fi
-mv "$tmp/.git" .git
 git reset -q --hard
-git update-ref ` + BaseRef + ` HEAD
 printf '/.agents/\n/.remote-clone.*\n/.worktrees/\n' >> .git/info/exclude
 git rev-parse HEAD
 `
 
-// Cloner clones each container's repository once: a container (by LXD's
-// uuid) whose /workspace was found cloned is not asked again.
+// Cloner clones each container's repository once: a container whose
+// /workspace holds a .git is never cloned into again (its own state is
+// the record, asked at each preparation: it survives restarts and forks).
+// The repository's server is reached from the host only (Remote): the
+// container gets the fetched commits as a bundle, never the token.
 type Cloner struct {
 	X Execer
+	// Remote fetches from the repository on the host; nil: a zero Remote
+	// (a temporary mirror per clone).
+	Remote *Remote
 	// Chats returns where a chat works (its branch, its worktree, whether
 	// another chat of its project runs); nil: every chat works in
 	// /workspace as it is.
 	Chats func(chatID string) (Checkout, error)
-	done  sync.Map // container + "/" + uuid → true
+	zero  Remote
+}
+
+// remote is c.Remote, else its own zero Remote.
+func (c *Cloner) remote() *Remote {
+	if c.Remote != nil {
+		return c.Remote
+	}
+	return &c.zero
 }
 
 // Ensure clones repo into container's /workspace unless it has a .git
 // already. It returns the event to store: repo_cloned {url, ref, sha},
 // repo_clone_failed {url, error} with git's message (sanitized: never the
 // token), or "" when there was nothing to do. A failed clone is tried
-// again by the next preparation.
+// again by the next preparation. key names the project's mirror on the
+// host (Remote).
 //
 // Then chat's branch is made ready (CheckOut) and its directory returned:
 // the chat's cwd. An error there (a refusal of CheckOut) fails the turn.
 // tree, when not nil, is then called with the chat's working tree
 // recorded as a git tree (WriteTree), or the error recording it.
-func (c *Cloner) Ensure(ctx context.Context, container, uuid, chat string, repo api.ProjectRepo, token string,
+func (c *Cloner) Ensure(ctx context.Context, container, key, chat string, repo api.ProjectRepo, token string,
 	tree func(string, error)) (string, map[string]string, string, error) {
-	sub, data := c.ensure(ctx, container, uuid, repo, token)
+	sub, data := c.ensure(ctx, container, key, repo, token)
 	co := Checkout{Chat: chat}
 	if c.Chats != nil && chat != "" {
 		var err error
@@ -139,6 +168,9 @@ func (c *Cloner) Ensure(ctx context.Context, container, uuid, chat string, repo 
 	}
 	dir, err := CheckOut(ctx, c.X, container, co)
 	if err != nil {
+		if sub == api.SubtypeRepoCloneFailed && errdefs.IsFailedPrecondition(err) {
+			return sub, data, "", errdefs.FailedPrecondition("the project's repository could not be cloned: %s", data["error"])
+		}
 		return sub, data, "", err
 	}
 	if tree != nil {
@@ -147,20 +179,29 @@ func (c *Cloner) Ensure(ctx context.Context, container, uuid, chat string, repo 
 	return sub, data, dir, nil
 }
 
-func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.ProjectRepo, token string) (string, map[string]string) {
-	key := container + "/" + uuid
-	if _, ok := c.done.Load(key); ok {
-		return "", nil
-	}
-	env := gitEnv(token, repo.URL)
-	env["REMOTE_GIT_URL"], env["REMOTE_GIT_REF"] = repo.URL, repo.Ref
-	res, err := run(ctx, c.X, container, []string{"sh", "-c", cloneScript}, env, 4096)
+func (c *Cloner) ensure(ctx context.Context, container, key string, repo api.ProjectRepo, token string) (string, map[string]string) {
 	failed := func(msg string) (string, map[string]string) {
 		if repo.TokenSecret != "" && token == "" {
 			msg += fmt.Sprintf(" (project secret %q is not set)", repo.TokenSecret)
 		}
 		return api.SubtypeRepoCloneFailed, map[string]string{"url": repo.URL, "error": sanitize(msg, token)}
 	}
+	// A clone already there is never fetched again: nothing from the
+	// repository's server is needed.
+	res, err := run(ctx, c.X, container, []string{"sh", "-c", existsScript}, gitEnv(), 64)
+	if err != nil {
+		return failed(err.Error())
+	}
+	if strings.TrimSpace(string(res.out)) == "exists" {
+		return "", nil
+	}
+	f, err := c.remote().Fetch(ctx, key, repo.URL, repo.Ref, token)
+	if err != nil {
+		return failed(err.Error())
+	}
+	env := gitEnv()
+	env["REMOTE_GIT_URL"], env["REMOTE_GIT_BRANCH"] = repo.URL, f.Branch
+	res, err = runIO(ctx, c.X, container, []string{"sh", "-c", cloneScript}, env, f.Bundle, nil, 4096)
 	switch {
 	case err != nil:
 		return failed(err.Error())
@@ -168,7 +209,6 @@ func (c *Cloner) ensure(ctx context.Context, container, uuid string, repo api.Pr
 		return failed(fmt.Sprintf("git clone exited %d: %s", res.code, res.stderr))
 	}
 	out := strings.TrimSpace(string(res.out))
-	c.done.Store(key, true)
 	if out == "exists" {
 		return "", nil
 	}
@@ -199,7 +239,7 @@ const writeTreeScript = "set -e\ncd \"$REMOTE_GIT_DIR\" 2>/dev/null || exit 3\n"
 // worktree) in container as a git tree and returns its id; an error when
 // dir is not a git working tree.
 func WriteTree(ctx context.Context, x Execer, container, dir string) (string, error) {
-	env := gitEnv("", "")
+	env := gitEnv()
 	env["REMOTE_GIT_DIR"] = dir
 	res, err := run(ctx, x, container, []string{"sh", "-c", writeTreeScript}, env, 4096)
 	if err != nil {
@@ -246,7 +286,7 @@ func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxP
 	if base != "" && !shaRE.MatchString(base) || head != "" && !shaRE.MatchString(head) {
 		return api.Diff{}, fmt.Errorf("diff %q..%q: not object ids", base, head)
 	}
-	env := gitEnv("", "")
+	env := gitEnv()
 	env["REMOTE_DIFF_BASE"], env["REMOTE_DIFF_HEAD"], env["REMOTE_GIT_DIR"] = base, head, dir
 	res, err := run(ctx, x, container, []string{"sh", "-c", filesScript}, env, 64<<20)
 	if err != nil {
@@ -270,7 +310,7 @@ func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxP
 	if err != nil {
 		return api.Diff{}, err
 	}
-	res, err = run(ctx, x, container, append(append([]string{"git", "-C", Workspace}, diffArgs...), base, head), gitEnv("", ""), maxPatch)
+	res, err = run(ctx, x, container, append(append([]string{"git", "-C", Workspace}, diffArgs...), base, head), gitEnv(), maxPatch)
 	if err != nil {
 		return api.Diff{}, err
 	}
@@ -285,7 +325,7 @@ type Push struct {
 	URL, Branch, Message string
 	AuthorName           string
 	AuthorEmail          string
-	Token                string
+	Token                string // given to the host's git only (Remote), never to the container
 	// Dir is the chat's working tree ("": /workspace); Busy: another
 	// chat of the project runs, so /workspace must not switch branch.
 	Dir  string
@@ -309,13 +349,31 @@ git diff --cached --quiet || git commit -q -m "$REMOTE_GIT_MESSAGE"
 git rev-parse HEAD
 `
 
+// bundleScript writes to stdout a bundle of $REMOTE_GIT_BRANCH in
+// $REMOTE_GIT_DIR, leaving out the commits the host's mirror has
+// ($REMOTE_GIT_HAVE, those the container knows too).
+const bundleScript = `set -e
+cd "$REMOTE_GIT_DIR"
+set -- "refs/heads/$REMOTE_GIT_BRANCH"
+for h in $REMOTE_GIT_HAVE; do
+  if git cat-file -e "$h^{commit}" 2>/dev/null; then set -- "$@" "^$h"; fi
+done
+git bundle create -q - "$@"
+`
+
 // CommitAndPush commits what is uncommitted in container's /workspace on
 // p.Branch and pushes the branch to p.URL; it returns the pushed commit.
-// The commit runs without the token in its environment (git add may run
-// the repository's filters); only git push gets it.
-func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (string, error) {
+// Only the commit runs in the container (git add may run the
+// repository's filters), with no token; the branch then leaves the
+// container as a bundle and g pushes it from the host (Remote), to
+// refs/heads/p.Branch of p.URL and nothing else, whatever the
+// container's git config says. key names the project's mirror.
+func CommitAndPush(ctx context.Context, x Execer, g *Remote, key, container string, p Push) (string, error) {
+	if err := CheckBranch("branch", strings.TrimPrefix(p.Branch, ReservedBranchPrefix)); err != nil {
+		return "", err
+	}
 	p.Dir = cmp.Or(p.Dir, Workspace)
-	env := gitEnv("", "")
+	env := gitEnv()
 	env["REMOTE_GIT_BRANCH"], env["REMOTE_GIT_MESSAGE"], env["REMOTE_GIT_DIR"] = p.Branch, p.Message, p.Dir
 	if p.Busy {
 		env["REMOTE_GIT_BUSY"] = "1"
@@ -334,33 +392,25 @@ func CommitAndPush(ctx context.Context, x Execer, container string, p Push) (str
 	if res.code != 0 || !shaRE.MatchString(sha) {
 		return "", errdefs.FailedPrecondition("commit on %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, ""))
 	}
-	res, err = run(ctx, x, container, []string{"git", "-C", p.Dir, "push", "-q", "--", p.URL, "HEAD:refs/heads/" + p.Branch},
-		gitEnv(p.Token, p.URL), 4096)
-	if err != nil {
-		return "", err
+	bundle := func(haves []string, w io.Writer) error {
+		env := gitEnv()
+		env["REMOTE_GIT_BRANCH"], env["REMOTE_GIT_DIR"], env["REMOTE_GIT_HAVE"] = p.Branch, p.Dir, strings.Join(haves, " ")
+		res, err := runIO(ctx, x, container, []string{"sh", "-c", bundleScript}, env, nil, w, 0)
+		if err != nil {
+			return err
+		}
+		if res.code != 0 {
+			return errdefs.FailedPrecondition("bundle %s for the push: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, ""))
+		}
+		return nil
 	}
-	if res.code != 0 {
-		return "", errdefs.FailedPrecondition("push %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, p.Token))
+	if g == nil {
+		g = &Remote{}
+	}
+	if err := g.push(ctx, key, p.URL, p.Branch, sha, p.Token, bundle); err != nil {
+		return "", err
 	}
 	return sha, nil
-}
-
-// DefaultBranch asks the repository at url for its default branch (the
-// branch its HEAD names, `git ls-remote --symref`), with token through
-// the credential helper. A repository whose HEAD names no branch is a
-// failed precondition.
-func DefaultBranch(ctx context.Context, x Execer, container, url, token string) (string, error) {
-	res, err := run(ctx, x, container, []string{"git", "-C", Workspace, "ls-remote", "--symref", url, "HEAD"}, gitEnv(token, url), 64<<10)
-	if err != nil {
-		return "", err
-	}
-	if res.code != 0 || res.truncated {
-		return "", errdefs.FailedPrecondition("ask the repository for its default branch: git exited %d: %s", res.code, sanitize(res.stderr, token))
-	}
-	if b, ok := parseSymref(string(res.out)); ok {
-		return b, nil
-	}
-	return "", errdefs.FailedPrecondition("the repository's HEAD names no branch: give the pull request's base")
 }
 
 // parseSymref finds "ref: refs/heads/BRANCH\tHEAD" in ls-remote --symref

@@ -1,0 +1,141 @@
+package projectapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"remote/api"
+)
+
+// hostileSetup is what the hostile agent runs: every command on its PATH
+// shadowed by a wrapper in /usr/local/bin, and git in /usr/bin replaced,
+// each appending its argv and environment to /var/tmp/.collected before
+// running the real one; .git/config rewritten (credential helpers,
+// insteadOf to ext::, protocol.*.allow, core.sshCommand, core.fsmonitor,
+// a hooks path of its own with every hook); and a /proc scanner left
+// running in a session of its own, appending every process's environment
+// and argv to /var/tmp/.scan.
+const hostileSetup = `set -e
+for d in /usr/bin /bin /usr/sbin /sbin; do
+  for f in "$d"/*; do
+    n=${f##*/}
+    case "$n" in dash|sh|bash|*.real) continue;; esac
+    [ -e "/usr/local/bin/$n" ] && continue
+    printf '#!/bin/dash\n{ echo "== %s $*"; env; } >> /var/tmp/.collected 2>/dev/null\nexec %s "$@"\n' "$n" "$f" > "/usr/local/bin/$n"
+    chmod +x "/usr/local/bin/$n"
+  done
+done
+mv /usr/bin/git /usr/bin/git.real
+printf '#!/bin/dash\n{ echo "== git $*"; env; } >> /var/tmp/.collected 2>/dev/null\nexec /usr/bin/git.real "$@"\n' > /usr/bin/git
+chmod +x /usr/bin/git
+rm -f /usr/local/bin/git
+mkdir -p /var/tmp/hooks
+for h in pre-commit post-commit pre-push post-checkout reference-transaction post-index-change; do
+  printf '#!/bin/dash\nenv >> /var/tmp/.hooks\n' > /var/tmp/hooks/$h; chmod +x /var/tmp/hooks/$h
+done
+g=/usr/bin/git.real
+$g config core.hooksPath /var/tmp/hooks
+$g config credential.helper '!f(){ env >> /var/tmp/.helper; }; f'
+$g config --add url.'ext::sh -c env>>/var/tmp/.ext #'.insteadOf "$REPO"
+$g config protocol.ext.allow always
+$g config core.sshCommand 'env >> /var/tmp/.ssh #'
+$g config core.fsmonitor 'env >> /var/tmp/.fsmonitor #'
+setsid sh -c 'while :; do for p in /proc/[0-9]*; do tr "\0" "\n" < $p/environ; tr "\0" " " < $p/cmdline; echo; done >> /var/tmp/.scan 2>/dev/null; sleep 1; done' </dev/null >/dev/null 2>&1 &
+echo PLANTED`
+
+// TestAttackHostileAgentNeverSeesTheToken: over ten turns an agent that
+// replaces every binary on its PATH and git itself with environment
+// dumpers, rewrites .git/config (helpers, insteadOf, protocol.*, core.*,
+// hooks) and leaves a /proc scanner running, then makes the daemon clone
+// again (it moves .git away, as a restart or a failed clone would leave
+// /workspace), then the user pushes and opens a pull request. The push
+// lands; the token is in nothing the agent collected, in no file of the
+// container and in no file of its snapshots (its checkpoints). Before
+// the clone and the push ran on the host (gitrepo.Remote), the re-clone
+// ran the clone script with the token in its environment, and the
+// wrappers collected it.
+func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
+	const token = "tok_hostile_0123456789abcdef"
+	e := newRepoEnv(t, token)
+	url := e.git.NewRepo(t, "acme/calc", map[string]string{"calc.py": calcPy, "test_calc.py": testCalcPy})
+	proj, chat := e.chatWithRepo(t, api.ProjectRepo{URL: url, TokenSecret: "GIT_TOKEN"}, token)
+	turns := []string{
+		"true",
+		// The fake agent runs a prompt's last line: the script goes whole.
+		"export REPO=" + url + "; echo " + base64.StdEncoding.EncodeToString([]byte(hostileSetup)) + " | base64 -d | sh",
+		"sed -i 's/a - b/a + b/' calc.py",
+		"mv .git /var/tmp/stolen-git", // the next turn clones again
+		"git status --short; echo RECLONED",
+		"rm -rf .git && mv /var/tmp/stolen-git .git && git status --short",
+		"echo more >> notes.txt",
+		"git log --oneline | head -3",
+		"python3 -B -c 'import test_calc; test_calc.test_add()' && echo PASSES",
+		"ls /var/tmp",
+	}
+	var text strings.Builder
+	for i, p := range turns {
+		evs := e.prompt(t, chat.ID, "alice", p)
+		for _, ev := range evs {
+			text.WriteString(ev.Text)
+		}
+		if i == 4 {
+			if _, ok := eventOf(evs, api.EventSystem, api.SubtypeRepoCloned); !ok {
+				t.Errorf("turn %d: no second clone: %+v", i+1, evs)
+			}
+		}
+	}
+	if !strings.Contains(text.String(), "PLANTED") || !strings.Contains(text.String(), "PASSES") {
+		t.Fatalf("the agent's turns did not run as planned: %q", text.String())
+	}
+	status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/push", "alice", api.PushRequest{Message: "Fix add"})
+	if status != http.StatusOK {
+		t.Fatalf("push: %d %s", status, body)
+	}
+	var pushed api.PushResult
+	if err := json.Unmarshal(body, &pushed); err != nil {
+		t.Fatal(err)
+	}
+	if refs := e.git.LsRemote(t, "acme/calc"); !strings.Contains(refs, pushed.SHA+"\trefs/heads/"+pushed.Branch) {
+		t.Errorf("the push did not land:\n%s", refs)
+	}
+	if status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/pull-request", "alice", api.PullRequestRequest{Title: "Fix add"}); status != http.StatusCreated {
+		t.Errorf("pull-request: %d %s", status, body)
+	}
+	// What the agent collected exists (its wrappers ran for the daemon's
+	// own git), and holds no token.
+	collected, err := exec.Command("lxc", "exec", proj.Container, "--", "sh", "-c", "cat /var/tmp/.collected /var/tmp/.scan /var/tmp/.hooks /var/tmp/.helper /var/tmp/.ext /var/tmp/.ssh /var/tmp/.fsmonitor 2>/dev/null").Output()
+	if len(collected) == 0 {
+		ls, _ := exec.Command("lxc", "exec", proj.Container, "--", "ls", "-la", "/var/tmp", "/usr/bin/git").CombinedOutput()
+		t.Fatalf("read what the agent collected: %v\n%s", err, ls)
+	}
+	if !bytes.Contains(collected, []byte("== git ")) || !bytes.Contains(collected, []byte("REMOTE_GIT")) {
+		t.Errorf("the wrappers never saw the daemon's git (%d bytes collected): the test would prove nothing", len(collected))
+	}
+	if bytes.Contains(collected, []byte(token)) {
+		t.Error("the agent collected the token")
+	}
+	files, _ := exec.Command("lxc", "exec", proj.Container, "--", "/bin/grep", "-rlF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
+		"--", token, "/").CombinedOutput()
+	if len(files) != 0 {
+		t.Errorf("container files holding the token: %q", files)
+	}
+	snaps, _ := filepath.Glob("/var/lib/lxd/storage-pools/*/containers-snapshots/" + proj.Container)
+	if len(snaps) == 0 {
+		t.Logf("no snapshot directory of %s found on this host's pools", proj.Container)
+	}
+	for _, dir := range snaps {
+		if out, _ := exec.Command("grep", "-rlF", "--", token, dir).CombinedOutput(); len(out) != 0 {
+			t.Errorf("snapshot files holding the token: %q", out)
+		}
+	}
+	all, _ := json.Marshal(e.events(chat.ID))
+	if bytes.Contains(all, []byte(token)) || strings.Contains(e.logs.String(), token) {
+		t.Error("the token is in the events or the daemon's log")
+	}
+}
