@@ -201,29 +201,38 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	return daemon.WriteJSON(w, http.StatusOK, d)
 }
 
-// turnTrees finds the tree recorded at turn's start and the next turn's
-// ("" when turn is the last: the working tree now).
+// turnTrees finds the tree recorded at turn's start and the one recorded
+// at the next turn's start ("" when turn is the last: the working tree
+// now). The head is the next turn's record, the first turn_tree after
+// turn's: never a later turn's, which would show the turns between as
+// turn's (a next turn whose tree was not recorded is refused instead).
 func turnTrees(st interface {
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
 }, chatID string, turn int64) (string, string, error) {
 	var base, head string
+	next := int64(0) // the next turn's seq, once found
+	var nextErr string
 	stop := errors.New("stop")
 	err := st.Events(chatID, turn-1, 0, func(ev api.Event) error {
 		if ev.Type != api.EventSystem || ev.Subtype != api.SubtypeTurnTree {
 			return nil
 		}
 		var d struct {
-			Turn int64  `json:"turn"`
-			Tree string `json:"tree"`
+			Turn  int64  `json:"turn"`
+			Tree  string `json:"tree"`
+			Error string `json:"error"`
 		}
-		if json.Unmarshal(ev.Data, &d) != nil || d.Tree == "" {
+		if json.Unmarshal(ev.Data, &d) != nil {
 			return nil
 		}
 		switch {
-		case d.Turn == turn:
+		case d.Turn == turn && base == "":
 			base = d.Tree
+			if base == "" {
+				return stop // turn's own tree was not recorded
+			}
 		case d.Turn > turn && base != "":
-			head = d.Tree
+			head, next, nextErr = d.Tree, d.Turn, d.Error
 			return stop
 		}
 		return nil
@@ -233,6 +242,10 @@ func turnTrees(st interface {
 	}
 	if base == "" {
 		return "", "", fmt.Errorf("turn %d of chat %s has no recorded tree: %w", turn, chatID, errdefs.ErrNotFound)
+	}
+	if next != 0 && head == "" {
+		return "", "", errdefs.FailedPrecondition("turn %d of chat %s ends where turn %d starts, whose tree was not recorded (%s)",
+			turn, chatID, next, cmp.Or(nextErr, "no tree"))
 	}
 	return base, head, nil
 }
