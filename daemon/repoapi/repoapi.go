@@ -26,6 +26,19 @@ import (
 // DefaultMaxPatchBytes bounds a diff's patch when Options leaves it zero.
 const DefaultMaxPatchBytes = 1 << 20
 
+// Bounds of the diffs across the daemon (security review finding 5): what
+// one diff may hold is bounded by gitrepo (its patch, files, paths and
+// listing; gitrepo.DiffMemory); these bound them all together.
+const (
+	// DefaultDiffMemory is the memory all diffs in progress may hold
+	// together, each counted at its worst case (gitrepo.DiffMemory).
+	DefaultDiffMemory = 256 << 20
+	// DefaultDiffsPerUser is how many diffs one user may have in progress.
+	DefaultDiffsPerUser = 2
+	// DiffTimeout ends a diff that runs longer (its git in the container).
+	DiffTimeout = 2 * time.Minute
+)
+
 // ProjectStore is what the repository routes need of the store.
 type ProjectStore interface {
 	Project(name string) (api.Project, error)
@@ -45,6 +58,16 @@ type Options struct {
 	// MaxPatchBytes bounds a diff's patch ([projects] max_diff_bytes);
 	// zero means DefaultMaxPatchBytes.
 	MaxPatchBytes int
+	// MaxDiffFiles bounds the files one diff lists; zero means
+	// gitrepo.DefaultMaxDiffFiles.
+	MaxDiffFiles int
+	// DiffMemory bounds the memory of all diffs in progress together
+	// (each counted at gitrepo.DiffMemory); zero means DefaultDiffMemory.
+	// One diff always fits: a smaller budget runs one at a time.
+	DiffMemory int64
+	// DiffsPerUser bounds one user's diffs in progress; zero means
+	// DefaultDiffsPerUser.
+	DiffsPerUser int
 	// AuthorName and AuthorEmail sign a push's commit ([projects]
 	// git_author_name, git_author_email); "" takes the acting user.
 	AuthorName, AuthorEmail string
@@ -67,8 +90,9 @@ type Opener func(ctx context.Context, token string, pr PullRequest) (url string,
 
 // Routes serves the repository routes; Attach gives it the chats.
 type Routes struct {
-	o   Options
-	srv atomic.Pointer[daemon.Server]
+	o     Options
+	srv   atomic.Pointer[daemon.Server]
+	diffs *diffBudget
 }
 
 // New returns the routes; Store, Starter and Exec are required.
@@ -79,6 +103,15 @@ func New(o Options) (*Routes, error) {
 	if o.MaxPatchBytes <= 0 {
 		o.MaxPatchBytes = DefaultMaxPatchBytes
 	}
+	if o.MaxDiffFiles <= 0 {
+		o.MaxDiffFiles = gitrepo.DefaultMaxDiffFiles
+	}
+	if o.DiffMemory <= 0 {
+		o.DiffMemory = DefaultDiffMemory
+	}
+	if o.DiffsPerUser <= 0 {
+		o.DiffsPerUser = DefaultDiffsPerUser
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -87,7 +120,7 @@ func New(o Options) (*Routes, error) {
 			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
 		}
 	}
-	return &Routes{o: o}, nil
+	return &Routes{o: o, diffs: diffBudgetFor(o)}, nil
 }
 
 // Attach gives the routes the server's chats. Call it once, after New.
@@ -171,7 +204,10 @@ func (rt *Routes) lookup(r *http.Request) (target, error) {
 	return target{srv: srv, chat: chat, proj: proj, repo: *proj.Repo}, nil
 }
 
-// diff serves GET /v1/chats/{id}/diff[?turn=SEQ].
+// diff serves GET /v1/chats/{id}/diff[?turn=SEQ]. A GET never starts a
+// container (security review finding 6): a project whose container is not
+// running is refused as the file routes refuse it. The diff is admitted
+// by the daemon's diff budget (diffBudget) and bounded by gitrepo.
 func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	var turn int64
 	if s := r.URL.Query().Get("turn"); s != "" {
@@ -181,8 +217,11 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 		}
 		turn = n
 	}
-	t, err := rt.resolve(r)
+	t, err := rt.lookup(r)
 	if err != nil {
+		return err
+	}
+	if err := notRunning(t.proj); err != nil {
 		return err
 	}
 	var base, head string // "": the clone's base, the working tree now
@@ -191,14 +230,49 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	// Without turn: the chat's working tree (its worktree, else
-	// /workspace) against the clone's base.
-	dir := gitrepo.Checkout{Chat: t.chat.ID, Branch: t.chat.Branch, Worktree: t.chat.Worktree}.Dir()
-	d, err := gitrepo.Diff(r.Context(), rt.o.Exec, t.contain, dir, base, head, rt.o.MaxPatchBytes)
+	release, err := rt.diffs.acquire(daemon.UserFrom(r.Context()))
 	if err != nil {
 		return err
 	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), DiffTimeout)
+	defer cancel()
+	// Without turn: the chat's working tree (its worktree, else
+	// /workspace) against the clone's base.
+	dir := gitrepo.Checkout{Chat: t.chat.ID, Branch: t.chat.Branch, Worktree: t.chat.Worktree}.Dir()
+	d, err := gitrepo.Diff(ctx, rt.o.Exec, t.proj.Container, dir, base, head,
+		gitrepo.DiffLimits{MaxPatch: rt.o.MaxPatchBytes, MaxFiles: rt.o.MaxDiffFiles})
+	if err != nil {
+		return diffError(t.proj, err, ctx.Err() != nil && r.Context().Err() == nil)
+	}
 	return daemon.WriteJSON(w, http.StatusOK, d)
+}
+
+// notRunning refuses a project whose container is known not to run, as
+// the file routes and previews do: a GET never starts one, so a link in
+// agent-written Markdown cannot.
+func notRunning(proj api.Project) error {
+	if proj.Container != "" && proj.Status != provisioning.StatusStopped && proj.Status != provisioning.StatusMissing {
+		return nil
+	}
+	state := cmp.Or(proj.Status, "not created")
+	return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+		Message: fmt.Sprintf("project %q is not running (its container is %s): start it with POST /v1/projects/%s/start", proj.Name, state, proj.Name)}
+}
+
+// diffError names the bound a refused diff met: 413 for a diff beyond
+// one diff's bounds (gitrepo.TooLargeError), 503 for one that ran past
+// DiffTimeout.
+func diffError(proj api.Project, err error, timedOut bool) error {
+	var tl *gitrepo.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest, Err: err,
+			Message: tl.Error() + ": diff one turn (?turn=), or push the chat and compare its branch on the forge"}
+	case timedOut:
+		return errdefs.Unavailable("the diff took longer than %s (git in project %q's container): retry, or diff one turn (?turn=)", DiffTimeout, proj.Name)
+	}
+	return err
 }
 
 // turnTrees finds the tree recorded at turn's start and the one recorded
