@@ -278,6 +278,19 @@ func TestAttackDiffStartsNoContainer(t *testing.T) {
 	if status, d, body := e.diff(t, chat.ID, ""); status != http.StatusOK || paths(d) != "a.txt:A" {
 		t.Errorf("diff once started: %d %q (%s)", status, paths(d), body)
 	}
+	// Stopped behind the daemon's back (its record still says running):
+	// LXD refuses the exec, the diff answers 503 and starts nothing.
+	testkit.BehindTheBack(t, "stop the container", func() ([]byte, error) {
+		return exec.Command("lxc", "stop", "--force", proj.Container).CombinedOutput()
+	})
+	status, _, body := e.diff(t, chat.ID, "")
+	if eb := errorOf(t, body); status != http.StatusServiceUnavailable || eb.Code != "unavailable" ||
+		eb.Message != fmt.Sprintf("container %q is not running: start its project", proj.Container) {
+		t.Errorf("diff of a container stopped behind the daemon's back: %d %s", status, body)
+	}
+	if s := e.state(t, proj.Container); s != "Stopped" {
+		t.Errorf("after GET diff the container is %s", s)
+	}
 }
 
 // TestAttackDiffOfManyFiles (security review finding 5): the agent

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
 
@@ -85,6 +86,9 @@ func run(ctx context.Context, x Execer, container string, argv []string, env map
 	defer cancel()
 	ex, err := x.Exec(ctx, container, lxdexec.ExecRequest{Command: argv, Env: env, Cwd: "/"})
 	if err != nil {
+		if notRunning(err) { // stopped behind the daemon's back: its record still says running
+			return result{}, errdefs.Unavailable("container %q is not running: start its project", container)
+		}
 		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
 	}
 	_ = ex.Stdin().Close()
@@ -116,6 +120,14 @@ func run(ctx context.Context, x Execer, container string, argv []string, env map
 		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
 	}
 	return res, nil
+}
+
+// notRunning reports whether LXD refused an exec because the instance is
+// not running (400 "Instance is not running") or does not exist.
+func notRunning(err error) bool {
+	var le *lxdexec.Error
+	return errors.Is(err, lxdexec.ErrNotFound) ||
+		errors.As(err, &le) && errors.Is(err, lxdexec.ErrBadRequest) && strings.Contains(strings.ToLower(le.Message), "not running")
 }
 
 // sanitize makes git's message safe to show: the token and any
