@@ -65,6 +65,12 @@ type Options struct {
 	// Projects, when set, adjusts the project routes' options (limits,
 	// allowlists) before they are made.
 	Projects func(*projectapi.ProjectsOptions)
+	// Repos, when set, adjusts the repository routes' options (bounds)
+	// before they are made.
+	Repos func(*repoapi.Options)
+	// Profiles are the LXD profiles of project containers (nil: LXD's
+	// default profile), e.g. one with a proxy device to a host server.
+	Profiles []string
 }
 
 // Chat is a stored chat and its events (Seq and T are assigned by the store).
@@ -86,6 +92,11 @@ type Daemon struct {
 	// Claude and Codex are the default scripted providers (nil when
 	// Options.Providers replaced them).
 	Claude, Codex *Provider
+	// Ports is what a real adapter is given: the project preparer and the
+	// containers' launchers (Containers nil without Options.LXD). A
+	// scripted run of a project chat prepares its container through it
+	// (runner.PrepareProject), as a CLI's adapter does.
+	Ports providers.AdapterConfig
 
 	t      testing.TB
 	mu     sync.Mutex
@@ -146,10 +157,14 @@ func New(t testing.TB, o Options) *Daemon {
 	}
 	conn := lxdconn.NewConn(lxdClient)
 	git := &gitrepo.Remote{Dir: filepath.Join(d.StateDir, "git")}
+	var repos *repoapi.Routes
 	prep, err := provisioning.New(provisioning.Options{
 		Git: git,
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
-		Image: testkit.TestImage, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
+		Image: testkit.TestImage, Profiles: o.Profiles, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
+		// Where a chat works in the repository, as cmd/remoted wires it
+		// (repos is set below, before any run).
+		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
 	})
 	if err != nil {
 		t.Fatalf("daemontest: preparer: %v", err)
@@ -162,7 +177,11 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: project routes: %v", err)
 	}
-	repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, Logger: log.Named("repo")})
+	ro := repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, Logger: log.Named("repo")}
+	if o.Repos != nil {
+		o.Repos(&ro)
+	}
+	repos, err = repoapi.New(ro)
 	if err != nil {
 		t.Fatalf("daemontest: repository routes: %v", err)
 	}
@@ -213,6 +232,10 @@ func New(t testing.TB, o Options) *Daemon {
 		t.Fatalf("daemontest: daemon.New: %v", err)
 	}
 	d.Server = srv
+	d.Ports = providers.AdapterConfig{Preparer: prep, Logger: log.Named("adapter")}
+	if lxdClient != nil {
+		d.Ports.Containers = &runner.LXDLauncher{Client: lxdClient}
+	}
 	projects.Attach(srv)
 	repos.Attach(srv)
 	if err := srv.Service().RecoverInterrupted(); err != nil {

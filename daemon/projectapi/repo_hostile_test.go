@@ -27,12 +27,12 @@ for d in /usr/bin /bin /usr/sbin /sbin; do
     n=${f##*/}
     case "$n" in dash|sh|bash|*.real) continue;; esac
     [ -e "/usr/local/bin/$n" ] && continue
-    printf '#!/bin/dash\n{ echo "== %s $*"; env; } >> /var/tmp/.collected 2>/dev/null\nexec %s "$@"\n' "$n" "$f" > "/usr/local/bin/$n"
+    printf '#!/bin/dash\n{ echo "== %s $*"; /usr/bin/env; } >> /var/tmp/.collected 2>/dev/null\nexec %s "$@"\n' "$n" "$f" > "/usr/local/bin/$n"
     chmod +x "/usr/local/bin/$n"
   done
 done
 mv /usr/bin/git /usr/bin/git.real
-printf '#!/bin/dash\n{ echo "== git $*"; env; } >> /var/tmp/.collected 2>/dev/null\nexec /usr/bin/git.real "$@"\n' > /usr/bin/git
+printf '#!/bin/dash\n{ echo "== git $*"; /usr/bin/env; } >> /var/tmp/.collected 2>/dev/null\nexec /usr/bin/git.real "$@"\n' > /usr/bin/git
 chmod +x /usr/bin/git
 rm -f /usr/local/bin/git
 mkdir -p /var/tmp/hooks
@@ -80,6 +80,7 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 	}
 	var text strings.Builder
 	for i, p := range turns {
+		t.Logf("turn %d: %.60s", i+1, p)
 		evs := e.prompt(t, chat.ID, "alice", p)
 		for _, ev := range evs {
 			text.WriteString(ev.Text)

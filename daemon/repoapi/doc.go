@@ -10,6 +10,12 @@
 // worktree) is diffed and pushed there; Checkout tells the preparer where
 // a chat works and whether another chat of its project runs.
 //
+// The diff never starts a container (a GET: a link in agent-written
+// Markdown could), and diffs are bounded together as well as one by one
+// (security review finding 5): each in progress holds its worst-case
+// memory of a daemon-wide budget and one of its user's places (budget.go),
+// and is refused at once, naming the bound, when it does not fit.
+//
 // It imports daemon (routes, errors, identity), the store's types,
 // provisioning and provisioning/gitrepo; it must never import projectapi
 // or config, nor package forge (which depends on config): cmd/remoted

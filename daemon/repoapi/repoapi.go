@@ -26,6 +26,19 @@ import (
 // DefaultMaxPatchBytes bounds a diff's patch when Options leaves it zero.
 const DefaultMaxPatchBytes = 1 << 20
 
+// Bounds of the diffs across the daemon (security review finding 5): what
+// one diff may hold is bounded by gitrepo (its patch, files, paths and
+// listing; gitrepo.DiffMemory); these bound them all together.
+const (
+	// DefaultDiffMemory is the memory all diffs in progress may hold
+	// together, each counted at its worst case (gitrepo.DiffMemory).
+	DefaultDiffMemory = 256 << 20
+	// DefaultDiffsPerUser is how many diffs one user may have in progress.
+	DefaultDiffsPerUser = 2
+	// DiffTimeout ends a diff that runs longer (its git in the container).
+	DiffTimeout = 2 * time.Minute
+)
+
 // ProjectStore is what the repository routes need of the store.
 type ProjectStore interface {
 	Project(name string) (api.Project, error)
@@ -49,6 +62,16 @@ type Options struct {
 	// MaxPatchBytes bounds a diff's patch ([projects] max_diff_bytes);
 	// zero means DefaultMaxPatchBytes.
 	MaxPatchBytes int
+	// MaxDiffFiles bounds the files one diff lists; zero means
+	// gitrepo.DefaultMaxDiffFiles.
+	MaxDiffFiles int
+	// DiffMemory bounds the memory of all diffs in progress together
+	// (each counted at gitrepo.DiffMemory); zero means DefaultDiffMemory.
+	// One diff always fits: a smaller budget runs one at a time.
+	DiffMemory int64
+	// DiffsPerUser bounds one user's diffs in progress; zero means
+	// DefaultDiffsPerUser.
+	DiffsPerUser int
 	// AuthorName and AuthorEmail sign a push's commit ([projects]
 	// git_author_name, git_author_email); "" takes the acting user.
 	AuthorName, AuthorEmail string
@@ -71,8 +94,9 @@ type Opener func(ctx context.Context, token string, pr PullRequest) (url string,
 
 // Routes serves the repository routes; Attach gives it the chats.
 type Routes struct {
-	o   Options
-	srv atomic.Pointer[daemon.Server]
+	o     Options
+	srv   atomic.Pointer[daemon.Server]
+	diffs *diffBudget
 }
 
 // New returns the routes; Store, Starter and Exec are required.
@@ -86,6 +110,15 @@ func New(o Options) (*Routes, error) {
 	if o.MaxPatchBytes <= 0 {
 		o.MaxPatchBytes = DefaultMaxPatchBytes
 	}
+	if o.MaxDiffFiles <= 0 {
+		o.MaxDiffFiles = gitrepo.DefaultMaxDiffFiles
+	}
+	if o.DiffMemory <= 0 {
+		o.DiffMemory = DefaultDiffMemory
+	}
+	if o.DiffsPerUser <= 0 {
+		o.DiffsPerUser = DefaultDiffsPerUser
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -94,7 +127,7 @@ func New(o Options) (*Routes, error) {
 			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
 		}
 	}
-	return &Routes{o: o}, nil
+	return &Routes{o: o, diffs: diffBudgetFor(o)}, nil
 }
 
 // Attach gives the routes the server's chats. Call it once, after New.
@@ -178,7 +211,10 @@ func (rt *Routes) lookup(r *http.Request) (target, error) {
 	return target{srv: srv, chat: chat, proj: proj, repo: *proj.Repo}, nil
 }
 
-// diff serves GET /v1/chats/{id}/diff[?turn=SEQ].
+// diff serves GET /v1/chats/{id}/diff[?turn=SEQ]. A GET never starts a
+// container (security review finding 6): a project whose container is not
+// running is refused as the file routes refuse it. The diff is admitted
+// by the daemon's diff budget (diffBudget) and bounded by gitrepo.
 func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	var turn int64
 	if s := r.URL.Query().Get("turn"); s != "" {
@@ -188,8 +224,11 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 		}
 		turn = n
 	}
-	t, err := rt.resolve(r)
+	t, err := rt.lookup(r)
 	if err != nil {
+		return err
+	}
+	if err := notRunning(t.proj); err != nil {
 		return err
 	}
 	var base, head string // "": the clone's base, the working tree now
@@ -198,39 +237,83 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	release, err := rt.diffs.acquire(daemon.UserFrom(r.Context()))
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), DiffTimeout)
+	defer cancel()
 	// Without turn: the chat's working tree (its worktree, else
 	// /workspace) against the clone's base.
 	dir := gitrepo.Checkout{Chat: t.chat.ID, Branch: t.chat.Branch, Worktree: t.chat.Worktree}.Dir()
-	d, err := gitrepo.Diff(r.Context(), rt.o.Exec, t.contain, dir, base, head, rt.o.MaxPatchBytes)
+	d, err := gitrepo.Diff(ctx, rt.o.Exec, t.proj.Container, dir, base, head,
+		gitrepo.DiffLimits{MaxPatch: rt.o.MaxPatchBytes, MaxFiles: rt.o.MaxDiffFiles})
 	if err != nil {
-		return err
+		return diffError(t.proj, err, ctx.Err() != nil && r.Context().Err() == nil)
 	}
 	return daemon.WriteJSON(w, http.StatusOK, d)
 }
 
-// turnTrees finds the tree recorded at turn's start and the next turn's
-// ("" when turn is the last: the working tree now).
+// notRunning refuses a project whose container is known not to run, as
+// the file routes and previews do: a GET never starts one, so a link in
+// agent-written Markdown cannot.
+func notRunning(proj api.Project) error {
+	if proj.Container != "" && proj.Status != provisioning.StatusStopped && proj.Status != provisioning.StatusMissing {
+		return nil
+	}
+	state := cmp.Or(proj.Status, "not created")
+	return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+		Message: fmt.Sprintf("project %q is not running (its container is %s): start it with POST /v1/projects/%s/start", proj.Name, state, proj.Name)}
+}
+
+// diffError names the bound a refused diff met: 413 for a diff beyond
+// one diff's bounds (gitrepo.TooLargeError), 503 for one that ran past
+// DiffTimeout.
+func diffError(proj api.Project, err error, timedOut bool) error {
+	var tl *gitrepo.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest, Err: err,
+			Message: tl.Error() + ": diff one turn (?turn=), or push the chat and compare its branch on the forge"}
+	case timedOut:
+		return errdefs.Unavailable("the diff took longer than %s (git in project %q's container): retry, or diff one turn (?turn=)", DiffTimeout, proj.Name)
+	}
+	return err
+}
+
+// turnTrees finds the tree recorded at turn's start and the one recorded
+// at the next turn's start ("" when turn is the last: the working tree
+// now). The head is the next turn's record, the first turn_tree after
+// turn's: never a later turn's, which would show the turns between as
+// turn's (a next turn whose tree was not recorded is refused instead).
 func turnTrees(st interface {
 	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
 }, chatID string, turn int64) (string, string, error) {
 	var base, head string
+	next := int64(0) // the next turn's seq, once found
+	var nextErr string
 	stop := errors.New("stop")
 	err := st.Events(chatID, turn-1, 0, func(ev api.Event) error {
 		if ev.Type != api.EventSystem || ev.Subtype != api.SubtypeTurnTree {
 			return nil
 		}
 		var d struct {
-			Turn int64  `json:"turn"`
-			Tree string `json:"tree"`
+			Turn  int64  `json:"turn"`
+			Tree  string `json:"tree"`
+			Error string `json:"error"`
 		}
-		if json.Unmarshal(ev.Data, &d) != nil || d.Tree == "" {
+		if json.Unmarshal(ev.Data, &d) != nil {
 			return nil
 		}
 		switch {
-		case d.Turn == turn:
+		case d.Turn == turn && base == "":
 			base = d.Tree
+			if base == "" {
+				return stop // turn's own tree was not recorded
+			}
 		case d.Turn > turn && base != "":
-			head = d.Tree
+			head, next, nextErr = d.Tree, d.Turn, d.Error
 			return stop
 		}
 		return nil
@@ -240,6 +323,10 @@ func turnTrees(st interface {
 	}
 	if base == "" {
 		return "", "", fmt.Errorf("turn %d of chat %s has no recorded tree: %w", turn, chatID, errdefs.ErrNotFound)
+	}
+	if next != 0 && head == "" {
+		return "", "", errdefs.FailedPrecondition("turn %d of chat %s ends where turn %d starts, whose tree was not recorded (%s)",
+			turn, chatID, next, cmp.Or(nextErr, "no tree"))
 	}
 	return base, head, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"remote/internal/errdefs"
 	"remote/lxdexec"
 )
 
@@ -74,6 +75,9 @@ func runIO(ctx context.Context, x Execer, container string, argv []string, env m
 	defer cancel()
 	ex, err := x.Exec(ctx, container, lxdexec.ExecRequest{Command: argv, Env: env, Cwd: "/"})
 	if err != nil {
+		if notRunning(err) { // stopped behind the daemon's back: its record still says running
+			return result{}, errdefs.Unavailable("container %q is not running: start its project", container)
+		}
 		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
 	}
 	go func() {
@@ -121,6 +125,14 @@ func runIO(ctx context.Context, x Execer, container string, argv []string, env m
 		return result{}, fmt.Errorf("exec %s in %q: %w", argv[0], container, err)
 	}
 	return res, nil
+}
+
+// notRunning reports whether LXD refused an exec because the instance is
+// not running (400 "Instance is not running") or does not exist.
+func notRunning(err error) bool {
+	var le *lxdexec.Error
+	return errors.Is(err, lxdexec.ErrNotFound) ||
+		errors.As(err, &le) && errors.Is(err, lxdexec.ErrBadRequest) && strings.Contains(strings.ToLower(le.Message), "not running")
 }
 
 // sanitize makes git's message safe to show: the token and any

@@ -121,7 +121,7 @@ func TestGitEnv(t *testing.T) {
 func TestParseDiff(t *testing.T) {
 	out := ":100644 100644 aaa bbb M\x00calc.py\x00:000000 100644 000 ccc A\x00new\tname\nx.txt\x00:100644 000000 ddd 000 D\x00img.png\x00" +
 		"1\t1\tcalc.py\x003\t0\tnew\tname\nx.txt\x00-\t-\timg.png\x00"
-	files, err := ParseDiff([]byte(out))
+	files, err := ParseDiff([]byte(out), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +136,34 @@ func TestParseDiff(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{":100644 M\x00a\x00", ":100644 100644 a b X\x00a\x00", "1\t1\tnothere\x00", ":100644 100644 a b M\x00", "x\t1\ta\x00"} {
-		if _, err := ParseDiff([]byte(bad)); err == nil {
+		if _, err := ParseDiff([]byte(bad), 0); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestParseDiffBounds: one file more than the bound, or a path one byte
+// longer than MaxDiffPathBytes, is a *TooLargeError naming the bound;
+// exactly the bounds parse.
+func TestParseDiffBounds(t *testing.T) {
+	rec := func(path string) string { return ":000000 100644 000 ccc A\x00" + path + "\x00" }
+	three := rec("a") + rec("b") + rec("c")
+	if files, err := ParseDiff([]byte(three), 3); err != nil || len(files) != 3 {
+		t.Errorf("three files, bound 3: %d files, %v", len(files), err)
+	}
+	var tl *TooLargeError
+	if _, err := ParseDiff([]byte(three), 2); !errors.As(err, &tl) || err.Error() != "the diff lists more than 2 files" {
+		t.Errorf("three files, bound 2: %v", err)
+	}
+	long := strings.Repeat("d/", MaxDiffPathBytes/2-1) + "ab" // MaxDiffPathBytes bytes
+	if files, err := ParseDiff([]byte(rec(long)+"1\t0\t"+long+"\x00"), 0); err != nil || len(files) != 1 || files[0].Additions != 1 {
+		t.Errorf("a path of %d bytes: %+v, %v", len(long), files, err)
+	}
+	if _, err := ParseDiff([]byte(rec(long+"c")), 0); !errors.As(err, &tl) || err.Error() != "the diff holds a path longer than 4096 bytes" {
+		t.Errorf("a path of %d bytes: %v", len(long)+1, err)
+	}
+	if _, err := ParseDiff([]byte("1\t0\t"+long+long+"\x00"), 0); !errors.As(err, &tl) {
+		t.Errorf("a numstat record of %d bytes: %v", 2*len(long), err)
 	}
 }
 
@@ -150,7 +175,7 @@ func FuzzParseDiff(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("\x00\x00:"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		files, err := ParseDiff(b)
+		files, err := ParseDiff(b, 0)
 		if err != nil {
 			return
 		}

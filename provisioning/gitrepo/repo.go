@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -277,20 +278,41 @@ printf '%s %s\n' "$base" "$head"
 git ` + strings.Join(diffArgs, " ") + ` --raw --numstat -z "$base" "$head"
 `
 
+// DiffLimits bound one Diff: MaxPatch the bytes of its patch (cut
+// beyond), MaxFiles the files it may list (0: DefaultMaxDiffFiles).
+type DiffLimits struct {
+	MaxPatch, MaxFiles int
+}
+
+// DiffMemory is the most memory one Diff under l and the JSON encoding of
+// its answer hold at once, worst case: git's listing read (up to twice
+// MaxDiffListBytes while it grows) and its paths kept, the patch read
+// (twice MaxPatch while it grows) and kept as a string, and the encoded
+// answer (JSON escapes a control character or an invalid byte in six).
+func DiffMemory(l DiffLimits) int64 {
+	return 6*MaxDiffListBytes + 10*int64(l.MaxPatch) + 1<<20
+}
+
 // Diff is what changed from base to head (commits or trees): base "" is
 // the commit the clone checked out (BaseRef; a failed precondition when
 // /workspace has none), head "" the working tree at dir (/workspace or a
-// chat's worktree) now. The patch is cut after maxPatch bytes. Renames
-// show as a deletion and an addition.
-func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxPatch int) (api.Diff, error) {
+// chat's worktree) now. The patch is cut after l.MaxPatch bytes. Renames
+// show as a deletion and an addition. A diff beyond l.MaxFiles files, a
+// path longer than MaxDiffPathBytes or a listing longer than
+// MaxDiffListBytes is a *TooLargeError (git is stopped there).
+func Diff(ctx context.Context, x Execer, container, dir, base, head string, l DiffLimits) (api.Diff, error) {
 	if base != "" && !shaRE.MatchString(base) || head != "" && !shaRE.MatchString(head) {
 		return api.Diff{}, fmt.Errorf("diff %q..%q: not object ids", base, head)
 	}
 	env := gitEnv()
 	env["REMOTE_DIFF_BASE"], env["REMOTE_DIFF_HEAD"], env["REMOTE_GIT_DIR"] = base, head, dir
-	res, err := run(ctx, x, container, []string{"sh", "-c", filesScript}, env, 64<<20)
+	// The two ids and their line come first.
+	res, err := run(ctx, x, container, []string{"sh", "-c", filesScript}, env, MaxDiffListBytes+2*65+1)
 	if err != nil {
 		return api.Diff{}, err
+	}
+	if res.truncated {
+		return api.Diff{}, &TooLargeError{What: "list", Limit: MaxDiffListBytes}
 	}
 	switch res.code {
 	case 3:
@@ -298,19 +320,22 @@ func Diff(ctx context.Context, x Execer, container, dir, base, head string, maxP
 	case 5:
 		return api.Diff{}, errdefs.FailedPrecondition("%s does not exist yet: a chat's worktree is made at its first turn", dir)
 	}
-	if res.code != 0 || res.truncated {
+	if res.code != 0 {
 		return api.Diff{}, fmt.Errorf("git diff exited %d: %s", res.code, sanitize(res.stderr, ""))
 	}
-	ids, raw, _ := strings.Cut(string(res.out), "\n")
-	base, head, _ = strings.Cut(ids, " ")
-	if !shaRE.MatchString(base) || !shaRE.MatchString(head) {
-		return api.Diff{}, fmt.Errorf("diff: git printed %q, not two object ids", ids)
+	nl := bytes.IndexByte(res.out, '\n')
+	if nl < 0 || nl > 2*65 {
+		return api.Diff{}, fmt.Errorf("diff: git printed %q, not two object ids", res.out[:min(len(res.out), 2*65)])
 	}
-	files, err := ParseDiff([]byte(raw))
+	base, head, _ = strings.Cut(string(res.out[:nl]), " ")
+	if !shaRE.MatchString(base) || !shaRE.MatchString(head) {
+		return api.Diff{}, fmt.Errorf("diff: git printed %q, not two object ids", res.out[:nl])
+	}
+	files, err := ParseDiff(res.out[nl+1:], l.MaxFiles)
 	if err != nil {
 		return api.Diff{}, err
 	}
-	res, err = run(ctx, x, container, append(append([]string{"git", "-C", Workspace}, diffArgs...), base, head), gitEnv(), maxPatch)
+	res, err = run(ctx, x, container, append(append([]string{"git", "-C", Workspace}, diffArgs...), base, head), gitEnv(), l.MaxPatch)
 	if err != nil {
 		return api.Diff{}, err
 	}
