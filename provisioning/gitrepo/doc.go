@@ -7,14 +7,18 @@
 // of its own under /workspace/.worktrees, and the commit and push of a
 // chat's branch.
 //
-// Everything runs through LXD's exec API as git in the container. The
-// token reaches git only through a credential helper configured in the
-// exec's environment (GIT_CONFIG_COUNT), reading it from the exec's
-// environment and releasing it only to the repository's own scheme and
-// host: it is never in argv, .git/config, a remote URL, a file, an event
-// or an error (git's messages are sanitized).
+// Git runs in two places. In the container, through LXD's exec API:
+// the clone from a bundle, the working tree recorded, diffs, branches and
+// the commit — with no token, no credential helper and no transport but a
+// local bundle. On the daemon's host (Remote): everything that talks to
+// the repository's server (ls-remote, fetch, push), with the token given
+// through a credential helper answering only the repository's own scheme
+// and host. Commits cross between the two as git bundles on an exec's
+// stdin and stdout, checked by the host's git; the token is never in the
+// container, argv, .git/config, a remote URL, a file, an event or an
+// error (git's messages are sanitized).
 //
-// It imports lxdexec, errdefs, the API wire types and the providers'
+// It imports lxdexec, errdefs, internal/keyed, the API wire types and the providers'
 // contracts (a secret); it must never import provisioning (which imports
 // it), the daemon, the runner, a provider adapter or config.
 package gitrepo
