@@ -79,3 +79,7 @@ type RoutineFired struct {
 	RunID   string `json:"runId,omitempty"`
 	QueueID string `json:"queueId,omitempty"`
 }
+
+// RoutineTokenPrefix starts every routine token, so remote-web can refuse
+// one anywhere but its hook.
+const RoutineTokenPrefix = "rrt_"

@@ -34,7 +34,7 @@ const (
 	maxPromptBytes = 64 << 10
 	// tokenPrefix marks a routine token (remote-web refuses one anywhere
 	// but its hook).
-	tokenPrefix = "rrt_"
+	tokenPrefix = api.RoutineTokenPrefix
 )
 
 // Store is what the scheduler needs of the store.
