@@ -210,12 +210,23 @@ func TestScheduleMissedRunCatchUpOnce(t *testing.T) {
 	}
 }
 
-// TestScheduleNoDoubleRun: two ticks racing for one boundary fire it once
-// (the boundary is claimed in the store before the prompt is submitted).
+// TestScheduleNoDoubleRun: two firings of one boundary from the same
+// snapshot (two loops, or a tick racing a restart's start) fire it once:
+// the boundary is claimed in the store's transaction before the prompt is
+// submitted.
 func TestScheduleNoDoubleRun(t *testing.T) {
 	f := newFixture(t, true)
-	f.create(api.ScheduleRequest{Cron: "0 * * * *", Prompt: "once"})
+	sc := f.create(api.ScheduleRequest{Cron: "0 * * * *", Prompt: "once"})
 	f.now = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	snap, err := f.st.Schedule(sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, err := f.s.fire(context.Background(), snap, f.now, true); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() { f.s.Tick(context.Background(), f.now) })
@@ -223,6 +234,9 @@ func TestScheduleNoDoubleRun(t *testing.T) {
 	wg.Wait()
 	if n, _ := f.p.counts(); n != 1 {
 		t.Fatalf("%d runs for one boundary", n)
+	}
+	if h := f.history(sc.ID); len(h) != 1 {
+		t.Fatalf("history %+v", h)
 	}
 }
 
