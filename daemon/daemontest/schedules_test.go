@@ -159,13 +159,22 @@ func TestScheduleOverlapThroughDaemon(t *testing.T) {
 	if q, err := alice.Queue(ctx, chat.ID); err != nil || len(q) != 1 || q[0].Text != "queued" {
 		t.Fatalf("chat queue %+v %v", q, err)
 	}
+	// A second firing, removed from the queue before it runs, fails.
+	res2, err := alice.RunSchedule(ctx, queue.ID)
+	if err != nil || res2.QueueID == "" {
+		t.Fatalf("queue again: %+v %v", res2, err)
+	}
+	if err := alice.Unqueue(ctx, chat.ID, res2.QueueID); err != nil {
+		t.Fatal(err)
+	}
 	d.Claude.SetHold(false)
 	if err := alice.Cancel(ctx, chat.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the queued schedule's turn completed", func() bool {
 		h, err := alice.ScheduleHistory(ctx, queue.ID)
-		return err == nil && len(h) == 1 && h[0].Outcome == "completed" && h[0].Seq > 0
+		return err == nil && len(h) == 2 && h[1].Outcome == "completed" && h[1].Seq > 0 &&
+			h[0].Outcome == "failed" && strings.Contains(h[0].Error, "removed from the chat's queue")
 	})
 }
 

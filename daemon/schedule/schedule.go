@@ -292,6 +292,11 @@ func (s *Scheduler) Patch(owner, id string, p api.SchedulePatch) (api.Schedule, 
 		return api.Schedule{}, err
 	}
 	rec, err := s.o.Store.UpdateSchedule(id, func(r *store.ScheduleRecord) error {
+		if p.Cron != nil && *p.Cron != r.Cron || p.Timezone != nil && *p.Timezone != r.Timezone {
+			// A new time counts from now, never from before the change
+			// (which would fire at once).
+			r.LastFired = s.o.Now().UTC()
+		}
 		if p.Cron != nil {
 			r.Cron = *p.Cron
 		}
@@ -365,9 +370,14 @@ func (s *Scheduler) resolve(chatID string, h store.ScheduleRun) api.ScheduleRun 
 	seq := out.Seq
 	_ = s.o.Store.Events(chatID, h.AfterSeq, maxScan, func(ev api.Event) error {
 		if seq == 0 {
-			if ev.Type == api.EventUser && h.QueueID != "" && ev.ID == h.QueueID {
+			switch {
+			case ev.Type == api.EventUser && h.QueueID != "" && ev.ID == h.QueueID:
 				seq = ev.Seq
 				out.Seq = seq
+			case ev.Type == api.EventUnqueued && h.QueueID != "" && ev.ID == h.QueueID:
+				end := time.UnixMilli(ev.T).UTC()
+				out.End, out.Outcome, out.Error = &end, api.RunFailed, "removed from the chat's queue before it ran"
+				return stop
 			}
 			return nil
 		}

@@ -275,3 +275,42 @@ func TestScheduleBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulePatchCountsFromNow: a changed cron or a re-enabled
+// schedule counts its next time from the change, so a time that passed
+// before it does not fire at once.
+func TestSchedulePatchCountsFromNow(t *testing.T) {
+	f := newFixture(t, true)
+	sc := f.create(api.ScheduleRequest{Cron: "0 0 1 1 *", Prompt: "yearly"})
+	f.now = time.Date(2026, 12, 7, 10, 2, 0, 0, time.UTC)
+	every5 := "*/5 * * * *"
+	p, err := f.s.Patch("alice", sc.ID, api.SchedulePatch{Cron: &every5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NextRun == nil || !p.NextRun.Equal(time.Date(2026, 12, 7, 10, 5, 0, 0, time.UTC)) {
+		t.Fatalf("nextRun after the change %v, want 10:05", p.NextRun)
+	}
+	f.s.Tick(context.Background(), f.now)
+	if n, _ := f.p.counts(); n != 0 {
+		t.Fatalf("the changed schedule fired at once for a time before the change")
+	}
+	off, on := false, true
+	if _, err := f.s.Patch("alice", sc.ID, api.SchedulePatch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = time.Date(2026, 12, 7, 11, 2, 0, 0, time.UTC)
+	if n := f.s.Tick(context.Background(), f.now); !n.IsZero() {
+		t.Fatalf("a disabled schedule is due at %v", n)
+	}
+	if _, err := f.s.Patch("alice", sc.ID, api.SchedulePatch{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Tick(context.Background(), f.now)
+	if n, _ := f.p.counts(); n != 0 {
+		t.Fatalf("a re-enabled schedule fired for the times it was off")
+	}
+	if _, err := f.s.Patch("bob", sc.ID, api.SchedulePatch{Enabled: &off}); !errdefs.IsNotFound(err) {
+		t.Fatalf("bob patches alice's schedule: %v", err)
+	}
+}
