@@ -113,6 +113,20 @@ func TestScheduleRoutes(t *testing.T) {
 		t.Fatalf("history %+v against events %+v", h[0], evs)
 	}
 
+	// Deleting the chat deletes its schedules.
+	other, err := alice.CreateSchedule(ctx, chat.ID, api.ScheduleRequest{Cron: "@daily", Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := alice.DeleteChat(ctx, chat.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Store.Schedule(other.ID); err == nil {
+			t.Fatal("a deleted chat's schedule is still stored")
+		}
+	}()
+
 	// Delete: 204, then gone.
 	if err := alice.DeleteSchedule(ctx, sc.ID); err != nil {
 		t.Fatal(err)
@@ -234,7 +248,7 @@ func TestAttackRoutineTokenDaemon(t *testing.T) {
 		what, id, auth string
 	}{
 		{"another schedule with A's token", b.ID, "Bearer " + tokA},
-		{"a wrong token", a.ID, "Bearer " + tokA[:len(tokA)-1] + "0"},
+		{"a wrong token", a.ID, "Bearer " + wrongToken(tokA)},
 		{"no token", a.ID, ""},
 		{"a token not bearer", a.ID, tokA},
 		{"an unknown schedule", "0123456789ab", "Bearer " + tokA},
@@ -249,8 +263,15 @@ func TestAttackRoutineTokenDaemon(t *testing.T) {
 	if got := fireRoutine(t, d, a.ID, "Bearer "+tokA); got != http.StatusAccepted {
 		t.Fatalf("A's token on A: %d, want 202", got)
 	}
+	var last []api.ScheduleRun
+	defer func() {
+		if t.Failed() {
+			t.Logf("routine a's last history: %+v", last)
+		}
+	}()
 	waitUntil(t, "routine a ran", func() bool {
 		h, err := alice.ScheduleHistory(ctx, a.ID)
+		last = h
 		return err == nil && len(h) == 1 && h[0].Outcome == "completed"
 	})
 	// A new token replaces the old one.
@@ -263,3 +284,12 @@ func TestAttackRoutineTokenDaemon(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// wrongToken is tok with its last character changed.
+func wrongToken(tok string) string {
+	last := "0"
+	if strings.HasSuffix(tok, "0") {
+		last = "1"
+	}
+	return tok[:len(tok)-1] + last
+}

@@ -350,8 +350,27 @@ func (s *Scheduler) History(owner, id string) ([]api.ScheduleRun, error) {
 		return nil, err
 	}
 	out := make([]api.ScheduleRun, 0, len(r.History))
+	ended := map[int]api.ScheduleRun{} // index in r.History -> its end, to store
 	for i := len(r.History) - 1; i >= 0; i-- {
-		out = append(out, s.resolve(r.ChatID, r.History[i]))
+		run := s.resolve(r.ChatID, r.History[i])
+		if r.History[i].Outcome == api.RunRunning && run.Outcome != api.RunRunning {
+			ended[i] = run
+		}
+		out = append(out, run)
+	}
+	if len(ended) > 0 {
+		// Stored once ended: a run's turn is read from the log only
+		// while it runs.
+		if _, err := s.o.Store.UpdateSchedule(id, func(cur *store.ScheduleRecord) error {
+			for i, run := range ended {
+				if i < len(cur.History) && cur.History[i].Start.Equal(r.History[i].Start) && cur.History[i].Outcome == api.RunRunning {
+					cur.History[i].ScheduleRun = run
+				}
+			}
+			return nil
+		}); err != nil && !errdefs.IsNotFound(err) {
+			s.log.Warn("store a schedule's ended runs", "schedule", id, "error", err)
+		}
 	}
 	return out, nil
 }
@@ -371,7 +390,12 @@ func (s *Scheduler) resolve(chatID string, h store.ScheduleRun) api.ScheduleRun 
 	_ = s.o.Store.Events(chatID, h.AfterSeq, maxScan, func(ev api.Event) error {
 		if seq == 0 {
 			switch {
-			case ev.Type == api.EventUser && h.QueueID != "" && ev.ID == h.QueueID:
+			case ev.Type == api.EventUser && h.QueueID == "":
+				// A started run whose seq was not found when it
+				// fired: its user event is the first after AfterSeq.
+				seq = ev.Seq
+				out.Seq = seq
+			case ev.Type == api.EventUser && ev.ID == h.QueueID:
 				seq = ev.Seq
 				out.Seq = seq
 			case ev.Type == api.EventUnqueued && h.QueueID != "" && ev.ID == h.QueueID:

@@ -153,6 +153,9 @@ func TestScheduleFiresAtEachBoundary(t *testing.T) {
 	if h[1].Outcome != api.RunRunning {
 		t.Fatalf("an older run took a later turn's end: %+v", h[1])
 	}
+	if rec, err := f.st.Schedule(sc.ID); err != nil || rec.History[3].Outcome != api.RunFailed || rec.History[2].Outcome != api.RunRunning {
+		t.Fatalf("the ended run is not stored as ended: %+v %v", rec.History, err)
+	}
 }
 
 // TestScheduleSkipAndQueue: while the chat runs, "skip" records a skipped
@@ -270,8 +273,19 @@ func TestScheduleBadInput(t *testing.T) {
 	f.s.o.MaxPerChat = 2
 	for i := range 3 {
 		_, err := f.s.Create("alice", "c0ffee000001", api.ScheduleRequest{Cron: "0 * * * *", Prompt: "x"})
-		if i < 2 && err != nil || i == 2 && !errdefs.IsConflict(err) {
+		if i < 2 && err != nil || i == 2 && (!errdefs.IsConflict(err) || !strings.Contains(err.Error(), "2 schedules")) {
 			t.Fatalf("schedule %d: %v", i, err)
+		}
+	}
+	// Per user, over all their chats.
+	if err := f.st.CreateChat(api.Chat{ID: "c0ffee000002", Owner: "alice", Provider: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.o.MaxPerUser = 3
+	for i := range 2 {
+		_, err := f.s.Create("alice", "c0ffee000002", api.ScheduleRequest{Cron: "0 * * * *", Prompt: "x"})
+		if i < 1 && err != nil || i == 1 && (!errdefs.IsConflict(err) || !strings.Contains(err.Error(), "you already have 3 schedules")) {
+			t.Fatalf("user schedule %d: %v", i, err)
 		}
 	}
 }
