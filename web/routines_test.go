@@ -111,3 +111,21 @@ func TestAttackRoutineToken(t *testing.T) {
 		t.Fatal("the answer carries the token")
 	}
 }
+
+// TestAttackRoutineTokenOnPreviewOrigin: a routine token on a preview
+// origin is refused (403) before anything else, not taken for a missing
+// preview cookie.
+func TestAttackRoutineTokenOnPreviewOrigin(t *testing.T) {
+	s, err := New(Options{Socket: "/x.sock", PreviewURL: "https://*.preview.example.net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "http://x/hooks/routines/0123456789ab", nil)
+	req.Host = "8080-0123456789abcdef.preview.example.net"
+	req.Header.Set("Authorization", "Bearer "+api.RoutineTokenPrefix+strings.Repeat("ab", 32))
+	s.PreviewHandler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "routine token") {
+		t.Fatalf("a routine token on a preview origin: %d %s, want 403", rec.Code, rec.Body)
+	}
+}
