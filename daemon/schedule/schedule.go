@@ -33,7 +33,7 @@ const (
 	// maxPromptBytes bounds a schedule's prompt.
 	maxPromptBytes = 64 << 10
 	// tokenPrefix marks a routine token (remote-web refuses one anywhere
-	// but its hook).
+	// but its hook, package web's routineToken).
 	tokenPrefix = api.RoutineTokenPrefix
 )
 
@@ -128,6 +128,18 @@ func (s *Scheduler) parse(expr, tz string) (cron.Schedule, error) {
 		return nil, errdefs.InvalidArgument("cron: %.100q is not supported", expr)
 	}
 	spec.Location = loc
+	return spec, nil
+}
+
+// validate is parse, plus the minimum interval (create and change only:
+// firing parses without it).
+func (s *Scheduler) validate(expr, tz string) error {
+	sc, err := s.parse(expr, tz)
+	if err != nil {
+		return err
+	}
+	spec := sc.(*cron.SpecSchedule)
+	loc := spec.Location
 	// The minimum interval: the shortest gap between the next firings
 	// over two days (a cron's pattern repeats at most daily, but for
 	// month and weekday fields, which only widen gaps).
@@ -139,14 +151,14 @@ func (s *Scheduler) parse(expr, tz string) (cron.Schedule, error) {
 			break
 		}
 		if n.Sub(prev) < s.o.MinInterval {
-			return nil, errdefs.InvalidArgument("cron: %.100q fires more often than every %s (the shortest interval allowed)", expr, s.o.MinInterval)
+			return errdefs.InvalidArgument("cron: %.100q fires more often than every %s (the shortest interval allowed)", expr, s.o.MinInterval)
 		}
 		prev = n
 	}
 	if prev.IsZero() {
-		return nil, errdefs.InvalidArgument("cron: %.100q never fires", expr)
+		return errdefs.InvalidArgument("cron: %.100q never fires", expr)
 	}
-	return spec, nil
+	return nil
 }
 
 func validPrompt(p string) error {
@@ -229,7 +241,7 @@ func (s *Scheduler) Create(owner, chatID string, in api.ScheduleRequest) (api.Sc
 	if in.Overlap == "" {
 		in.Overlap = api.OverlapSkip
 	}
-	if _, err := s.parse(in.Cron, in.Timezone); err != nil {
+	if err := s.validate(in.Cron, in.Timezone); err != nil {
 		return api.Schedule{}, err
 	}
 	if err := validPrompt(in.Prompt); err != nil {
@@ -320,7 +332,7 @@ func (s *Scheduler) Patch(owner, id string, p api.SchedulePatch) (api.Schedule, 
 			}
 			r.Enabled = *p.Enabled
 		}
-		if _, err := s.parse(r.Cron, r.Timezone); err != nil {
+		if err := s.validate(r.Cron, r.Timezone); err != nil {
 			return err
 		}
 		if err := validPrompt(r.Prompt); err != nil {
@@ -446,10 +458,6 @@ func (s *Scheduler) Token(owner, id string) (string, error) {
 	return tok, nil
 }
 
-// IsRoutineToken reports whether a bearer credential looks like a
-// routine token (remote-web refuses it anywhere but its hook).
-func IsRoutineToken(s string) bool { return strings.HasPrefix(s, tokenPrefix) }
-
 // errBadToken is every refusal of a routine token alike: unknown
 // schedule, no token, another schedule's token, a wrong one.
 var errBadToken = errdefs.New(errdefs.ErrPermissionDenied, "this token may not fire this routine")
@@ -534,7 +542,7 @@ func (s *Scheduler) fire(ctx context.Context, r store.ScheduleRecord, now time.T
 		run.QueueID = qid
 	default:
 		run.RunID = runID
-		if seq, serr := s.userSeq(r.ChatID, after, runID); serr == nil {
+		if seq, serr := s.userSeq(r.ChatID, after); serr == nil {
 			run.Seq = seq
 		}
 	}
@@ -547,7 +555,7 @@ var errAlreadyFired = errors.New("already fired")
 
 // userSeq finds the seq of the user event a started run stored (the first
 // user event after after).
-func (s *Scheduler) userSeq(chatID string, after int64, _ string) (int64, error) {
+func (s *Scheduler) userSeq(chatID string, after int64) (int64, error) {
 	var seq int64
 	stop := errors.New("stop")
 	err := s.o.Store.Events(chatID, after, maxScan, func(ev api.Event) error {
