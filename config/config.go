@@ -26,6 +26,7 @@ type Config struct {
 	Projects  Projects            `toml:"projects" doc:"what is published into project containers, and the containers' defaults"`
 	Web       Web                 `toml:"web" doc:"remote-web, the browser frontend (it reads this same file)"`
 	Notify    Notify              `toml:"notify" doc:"webhook notifications: approval waiting, run completed, run failed"`
+	Schedules Schedules           `toml:"schedules" doc:"prompts sent to chats on a cron schedule (docs/api.md, Schedules)"`
 	// Forges is keyed by the host of clone URLs ("github.com",
 	// "gitea.example:3000"); see config/forges.go.
 	Forges map[string]Forge `toml:"forges" doc:"the forges pull requests are opened on, one table per host of clone URLs, e.g. [forges.'gitea.example.com']"`
@@ -39,6 +40,19 @@ type Notify struct {
 	// Headers are sent with every POST, e.g. Authorization. Values may be
 	// secrets: they never appear in errors or logs.
 	Headers map[string]string `toml:"headers" doc:"headers sent with every POST, e.g. Authorization; values never appear in errors or logs"`
+}
+
+// Schedules configures the chats' schedules (daemon/schedule).
+type Schedules struct {
+	// CatchUp fires once at start a schedule whose time passed while the
+	// daemon was down; false records that run as missed.
+	CatchUp bool `toml:"catch_up" doc:"a schedule whose time passed while the daemon was down runs once at start; false records it as missed"`
+	// MinInterval is the shortest time between two firings a cron
+	// expression may ask for.
+	MinInterval Duration `toml:"min_interval" doc:"the shortest interval between two firings a schedule's cron expression may ask for"`
+	// MaxPerChat and MaxPerUser bound how many schedules exist.
+	MaxPerChat int `toml:"max_per_chat" doc:"the most schedules one chat may have"`
+	MaxPerUser int `toml:"max_per_user" doc:"the most schedules one user may have over all their chats"`
 }
 
 // Daemon configures remoted's own process: its API socket, who may use it,
@@ -303,6 +317,7 @@ func Default() Config {
 			Listen:     "127.0.0.1:8080",
 			SessionTTL: Duration{12 * time.Hour},
 		},
+		Schedules: Schedules{CatchUp: true, MinInterval: Duration{time.Minute}, MaxPerChat: 20, MaxPerUser: 100},
 	}
 	for _, id := range providerIDs {
 		c.Providers[id] = Provider{Binary: defaultBinaries[id]}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate reports every value the daemon cannot run with, as *Error values
@@ -46,6 +47,7 @@ func (c Config) validate(ps *problems) error {
 	}
 	c.Web.validate(ps)
 	c.Notify.validate(ps)
+	c.Schedules.validate(ps)
 	validateForges(ps, c.Forges)
 	return ps.err()
 }
@@ -357,5 +359,17 @@ func (w Web) validatePreview(ps *problems) {
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "%q: want a wildcard origin like \"https://*.preview.example.net\" (scheme, \"*.\" and a DNS name, no path): each project's port is served on a host name of its own", w.PreviewURL)
 		}
+	}
+}
+
+func (s Schedules) validate(ps *problems) {
+	if s.MinInterval.Duration < time.Minute {
+		ps.add(ErrInvalidValue, keyPath("schedules", "min_interval"), "must be at least 1m (cron fires at most every minute)")
+	}
+	if s.MaxPerChat < 1 {
+		ps.add(ErrInvalidValue, keyPath("schedules", "max_per_chat"), "must be at least 1")
+	}
+	if s.MaxPerUser < 1 {
+		ps.add(ErrInvalidValue, keyPath("schedules", "max_per_user"), "must be at least 1")
 	}
 }

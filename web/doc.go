@@ -9,7 +9,10 @@
 // token bound to the login session that minted it, never serving a
 // service worker, and never on the page's registrable domain while the
 // session cookie is a plain-http one (a preview could toss it). Sessions,
-// logins and previews are capped per user.
+// logins and previews are capped per user. The routine hook (POST
+// /hooks/routines/{id}) passes a schedule's routine token, and nothing
+// else, to the daemon, which checks it; a routine token anywhere else is
+// refused (403).
 //
 // Its two origins dispatch on route tables (routes.go) that
 // docs/threat-model.md must cover, row by row.
@@ -19,5 +22,6 @@
 // browser libraries under static/vendor are vendored by `make vendor-web`.
 // The page (static/*.js) opens chats by history pages, follows
 // /ws/workspace for its sidebar and notifies while hidden; only its tests
-// import daemon/store, to seed a long chat into a real store.
+// import daemon/store, to seed a long chat into a real store, and
+// daemon/daemontest, to fire routines on a real daemon.
 package web

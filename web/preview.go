@@ -357,6 +357,10 @@ func (s *Server) PreviewHandler() http.Handler {
 			writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("host %q is not served here: previews are at <port>-<project id>.%s", r.Host, s.previewDomain))
 			return
 		}
+		if _, tok := routineToken(r); tok {
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "a routine token only fires its routine, on the page's origin")
+			return
+		}
 		if r.Header.Get("Service-Worker") != "" || r.Header.Get("Sec-Fetch-Dest") == "serviceworker" {
 			// A worker would outlive the preview session and see every
 			// later navigation to this origin, entries included.

@@ -134,6 +134,7 @@ type Server struct {
 	previewSessions                           *grants
 	previewProxy                              http.Handler
 	daemon                                    *http.Client
+	routines                                  *http.Client // the routine hook's client of the daemon
 
 	page, preview *http.ServeMux // the two origins' route tables (routes.go)
 }
@@ -190,6 +191,7 @@ func New(opts Options) (*Server, error) {
 		s.hosts[normalHost(h)] = true
 	}
 	s.proxy = newProxy(opts.Socket, log.Named("proxy"))
+	s.routines = newDaemonClient(opts.Socket)
 	if err := s.setupPreviews(); err != nil {
 		return nil, err
 	}
@@ -214,6 +216,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c := path.Clean(p); c != p && c+"/" != p {
 		// "/v1/../metrics" and its encoded forms must not reach the daemon.
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "path is not in clean form: "+p)
+		return
+	}
+	if refuseRoutineToken(w, r) {
 		return
 	}
 	if isDaemonPortsPath(p) { // a project's app never runs on the page's origin

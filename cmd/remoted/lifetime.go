@@ -19,6 +19,8 @@ import (
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
+	"remote/daemon/schedule"
+	"remote/daemon/scheduleapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/daemon/webhook"
@@ -224,6 +226,7 @@ func (d *remoted) warmProviders() {
 // newServer builds the API server and repairs chats a crash left running.
 func (d *remoted) newServer() error {
 	cfg, hostUser := d.cfg, d.hostUser
+	schedules := &scheduleapi.Routes{}
 	srv, err := daemon.New(daemon.Options{
 		Store: d.store, Registry: d.reg, Logger: d.log.Named("api"), Metrics: d.metrics, Version: version.String(),
 		Access:          access(cfg),
@@ -248,7 +251,7 @@ func (d *remoted) newServer() error {
 			Profiles:       d.projects.Profiles,
 			Uses:           d.store,
 			Forges:         doctorForges(cfg.Forges),
-		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}),
+		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}, schedules),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
 			Chat: int64(cfg.Daemon.MaxChatQueuedBytes), User: int64(cfg.Daemon.MaxUserQueuedBytes)},
@@ -280,6 +283,16 @@ func (d *remoted) newServer() error {
 	if n := len(srv.Service().Unrepaired()); n > 0 {
 		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
 	}
+	// The schedules fire once runs are recovered: a catch-up run sees the
+	// chats as they really are.
+	sched, err := schedule.New(schedule.Options{Store: d.store, Prompts: srv.Service(), Logger: d.log.Named("schedule"),
+		CatchUp: cfg.Schedules.CatchUp, MinInterval: cfg.Schedules.MinInterval.Duration,
+		MaxPerChat: cfg.Schedules.MaxPerChat, MaxPerUser: cfg.Schedules.MaxPerUser})
+	if err != nil {
+		return err
+	}
+	schedules.Attach(sched)
+	d.goJoined(sched.Run)
 	return nil
 }
 

@@ -36,6 +36,8 @@ import (
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
+	"remote/daemon/schedule"
+	"remote/daemon/scheduleapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/internal/testkit"
@@ -71,6 +73,9 @@ type Options struct {
 	// Profiles are the LXD profiles of project containers (nil: LXD's
 	// default profile), e.g. one with a proxy device to a host server.
 	Profiles []string
+	// Schedules, when set, adjusts the scheduler's options (bounds,
+	// catch-up, its clock) before it is made.
+	Schedules func(*schedule.Options)
 }
 
 // Chat is a stored chat and its events (Seq and T are assigned by the store).
@@ -97,12 +102,15 @@ type Daemon struct {
 	// scripted run of a project chat prepares its container through it
 	// (runner.PrepareProject), as a CLI's adapter does.
 	Ports providers.AdapterConfig
+	// Scheduler fires the chats' schedules.
+	Scheduler *schedule.Scheduler
 
-	t      testing.TB
-	mu     sync.Mutex
-	audit  []AuditRecord
-	cancel context.CancelFunc
-	done   chan error
+	t         testing.TB
+	mu        sync.Mutex
+	audit     []AuditRecord
+	cancel    context.CancelFunc
+	done      chan error
+	schedDone chan struct{} // closed when the scheduler's loop returned
 }
 
 // AuditRecord is one line of the daemon's audit log: a state-changing
@@ -209,6 +217,7 @@ func New(t testing.TB, o Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemontest: host user: %v", err)
 	}
+	schedules := &scheduleapi.Routes{}
 	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots, Images: prep}
 	opts := daemon.Options{
 		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
@@ -217,7 +226,7 @@ func New(t testing.TB, o Options) *Daemon {
 		StateDir:   d.StateDir,
 		LXD:        lxdStatus,
 		Projects:   projectapi.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects, doc, repos,
+		RouteProviders: []daemon.RouteProvider{projects, doc, repos, schedules,
 			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
 			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage()},
 			&daemon.ProviderLogins{Registry: reg, HostUser: hostUser},
@@ -242,6 +251,15 @@ func New(t testing.TB, o Options) *Daemon {
 		st.Close()
 		t.Fatalf("daemontest: RecoverInterrupted: %v", err)
 	}
+	so := schedule.Options{Store: st, Prompts: srv.Service(), Logger: log.Named("schedule"), CatchUp: true}
+	if o.Schedules != nil {
+		o.Schedules(&so)
+	}
+	if d.Scheduler, err = schedule.New(so); err != nil {
+		st.Close()
+		t.Fatalf("daemontest: scheduler: %v", err)
+	}
+	schedules.Attach(d.Scheduler)
 	ln, err := socket.Listen(d.Socket, "")
 	if err != nil {
 		st.Close()
@@ -249,6 +267,8 @@ func New(t testing.TB, o Options) *Daemon {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
+	d.schedDone = make(chan struct{})
+	go func() { defer close(d.schedDone); d.Scheduler.Run(ctx) }()
 	go func() { d.done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(d.stop)
 	// Serving: one answered request means Serve has registered its HTTP
@@ -274,6 +294,7 @@ func (d *Daemon) stop() {
 	if err := <-d.done; err != nil {
 		d.t.Errorf("daemontest: Serve: %v", err)
 	}
+	<-d.schedDone
 	if err := d.Store.Close(); err != nil {
 		d.t.Errorf("daemontest: close store: %v", err)
 	}

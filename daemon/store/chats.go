@@ -100,6 +100,9 @@ func (s *Store) DeleteChat(id string) error {
 		if err := dropRun(tx, []byte(id)); err != nil {
 			return err
 		}
+		if err := dropSchedules(tx, id); err != nil {
+			return err
+		}
 		if q := tx.Bucket(bucketQueue); q != nil && q.Bucket([]byte(id)) != nil {
 			if err := q.DeleteBucket([]byte(id)); err != nil {
 				return err

@@ -106,6 +106,11 @@ var migrations = []migration{
 	},
 	// 2: queued prompts move out of the chat records (bucketQueue).
 	moveQueues,
+	// 3: the chats' schedules (bucketSchedules).
+	func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketSchedules)
+		return err
+	},
 }
 
 // SchemaVersion returns the schema version this binary writes.
