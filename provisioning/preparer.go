@@ -148,6 +148,9 @@ type Options struct {
 	// PreviewDir holds the Unix sockets of the projects' port previews
 	// (LXD proxy devices); "" turns previews off.
 	PreviewDir string
+	// Egress opens the projects' egress proxy sockets (network off or
+	// allowlist); nil: every project's network is open.
+	Egress EgressSockets
 	// Idmap is how new containers' uids map onto the host's; "" is
 	// IdmapAuto.
 	Idmap Idmap
@@ -177,6 +180,7 @@ type Preparer struct {
 	lifecycle   keyed.Lock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
+	egress      EgressSockets
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
@@ -234,7 +238,7 @@ func New(opts Options) (*Preparer, error) {
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, egress: opts.Egress, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -774,6 +778,11 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	}
 	if err := p.previews.Sync(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
 		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
+	}
+	// Before a start, and on every preparation: a container whose network
+	// is off or allowlist runs with no NIC, only the egress proxy.
+	if err := p.syncNetwork(ctx, proj, inst); err != nil {
+		return nil, false, false, err
 	}
 	if inst.Status == "Running" {
 		return inst, false, created, nil
