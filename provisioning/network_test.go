@@ -17,6 +17,7 @@ import (
 	"remote/daemon/egress"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/netdev"
 )
 
 // fixedNames is the test's DNS: the package index's name resolves to
@@ -170,7 +171,7 @@ func TestNetworkAllowlistLXD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := inst.Devices[EgressDevice]; ok || inst.Config["environment.http_proxy"] != "" {
+	if _, ok := inst.Devices[netdev.Device]; ok || inst.Config["environment.http_proxy"] != "" {
 		t.Fatalf("open mode kept the egress device or environment: %v %v", inst.Devices, inst.Config)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/netdev"
 	"remote/provisioning/placement"
 	"remote/provisioning/preview"
 	"remote/provisioning/warm"
@@ -150,7 +151,7 @@ type Options struct {
 	PreviewDir string
 	// Egress opens the projects' egress proxy sockets (network off or
 	// allowlist); nil: every project's network is open.
-	Egress EgressSockets
+	Egress netdev.Sockets
 	// Idmap is how new containers' uids map onto the host's; "" is
 	// IdmapAuto.
 	Idmap Idmap
@@ -180,7 +181,7 @@ type Preparer struct {
 	lifecycle   keyed.Lock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
-	egress      EgressSockets
+	network     *netdev.Devices
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
@@ -238,8 +239,10 @@ func New(opts Options) (*Preparer, error) {
 	p := &Preparer{
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
-		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, egress: opts.Egress, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
+		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
 	}
+	nd, _ := opts.LXD.(netdev.LXD)
+	p.network = &netdev.Devices{Sockets: opts.Egress, LXD: nd, Classify: classify}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
@@ -781,7 +784,7 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	}
 	// Before a start, and on every preparation: a container whose network
 	// is off or allowlist runs with no NIC, only the egress proxy.
-	if err := p.syncNetwork(ctx, proj, inst); err != nil {
+	if err := p.network.Sync(ctx, proj, inst); err != nil {
 		return nil, false, false, err
 	}
 	if inst.Status == "Running" {
