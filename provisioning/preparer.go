@@ -419,7 +419,9 @@ func (p *Preparer) resyncPreviews(ctx context.Context, proj api.Project) error {
 	if err != nil {
 		return nil // nothing to set on a container LXD cannot show
 	}
-	return p.previews.Sync(ctx, proj, inst)
+	// The copy or the snapshot has the devices it had then: the project's
+	// network now replaces them (its egress socket, its NICs).
+	return errors.Join(p.previews.Sync(ctx, proj, inst), p.network.Sync(ctx, proj, inst))
 }
 
 // systemEvent builds a daemon-originated system event.
