@@ -172,7 +172,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
 		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
 		FS: fs, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
-		Warm: pool, Network: policy})
+		Warm: pool, Network: policy, Egress: egressSrv})
 	if err != nil {
 		return projectWiring{}, err
 	}

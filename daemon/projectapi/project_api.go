@@ -92,6 +92,8 @@ type ProjectsOptions struct {
 	// ([projects.network]); nil (or a Preparer without an egress proxy):
 	// every project is open, as before network modes.
 	Network *egress.Compiled
+	// Egress closes a deleted project's egress socket (nil: none).
+	Egress interface{ Forget(projectID string) }
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -372,6 +374,9 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
 		return fmt.Errorf("delete project: %w", err) // the store's error names it
+	}
+	if p.o.Egress != nil {
+		p.o.Egress.Forget(proj.ID) // a container left behind has no way out
 	}
 	p.log.Info("project deleted", "project", proj.Name, "id", proj.ID, "purge", purge == "true")
 	w.WriteHeader(http.StatusNoContent)
