@@ -53,6 +53,50 @@ type Options struct {
 	Log         hclog.Logger
 }
 
+// MaxConns bounds one project's connections through its proxy at once
+// (the daemon's file descriptors); a connection past it waits for one to
+// close.
+const MaxConns = 256
+
+// limitListener accepts a connection only while fewer than cap(slots)
+// are open.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+type slotConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
+
 // BlockedEvery is how often one project's refusals of one host and port
 // are reported.
 const BlockedEvery = 10 * time.Second
@@ -62,8 +106,9 @@ type Server struct {
 	o Options
 
 	mu        sync.Mutex
-	listeners map[string]*http.Server // by project id
-	reported  map[string]time.Time    // project id, host, port: last Blocked
+	listeners map[string]*http.Server         // by project id
+	reported  map[string]time.Time            // project id, host, port: last Blocked
+	tunnels   map[string]map[*tunnel]struct{} // open CONNECT tunnels by project id
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -94,7 +139,8 @@ func New(o Options) (*Server, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress: %w", err)
 	}
-	return &Server{o: o, listeners: map[string]*http.Server{}, reported: map[string]time.Time{}}, nil
+	return &Server{o: o, listeners: map[string]*http.Server{}, reported: map[string]time.Time{},
+		tunnels: map[string]map[*tunnel]struct{}{}}, nil
 }
 
 // Socket returns the host path of projectID's egress socket, listening
@@ -130,7 +176,7 @@ func (s *Server) Socket(projectID string) (string, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		_ = srv.Serve(l)
+		_ = srv.Serve(&limitListener{Listener: l, slots: make(chan struct{}, MaxConns), done: make(chan struct{})})
 	}()
 	return path, nil
 }
@@ -145,6 +191,47 @@ func (s *Server) Forget(projectID string) {
 		_ = srv.Close()
 		_ = os.Remove(filepath.Join(s.o.Dir, projectID+".sock"))
 	}
+	s.closeTunnels(projectID)
+}
+
+// tunnel is an open CONNECT tunnel: both its connections.
+type tunnel struct{ down, up net.Conn }
+
+func (t *tunnel) Close() {
+	_ = t.down.Close()
+	_ = t.up.Close()
+}
+
+// track records an open tunnel; untrack forgets it.
+func (s *Server) track(projectID string, c *tunnel) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.listeners[projectID]; !ok {
+		return false // forgotten meanwhile
+	}
+	if s.tunnels[projectID] == nil {
+		s.tunnels[projectID] = map[*tunnel]struct{}{}
+	}
+	s.tunnels[projectID][c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(projectID string, c *tunnel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tunnels[projectID], c)
+}
+
+// closeTunnels cuts projectID's open tunnels (a deleted project, the
+// daemon closing).
+func (s *Server) closeTunnels(projectID string) {
+	s.mu.Lock()
+	conns := s.tunnels[projectID]
+	delete(s.tunnels, projectID)
+	s.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
 }
 
 // Close closes every socket and the connections through them.
@@ -157,6 +244,7 @@ func (s *Server) Close() error {
 	for id, srv := range srvs {
 		_ = srv.Close()
 		_ = os.Remove(filepath.Join(s.o.Dir, id+".sock"))
+		s.closeTunnels(id)
 	}
 	s.wg.Wait()
 	return nil
@@ -288,6 +376,12 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, target string)
 		_ = up.Close()
 		return
 	}
+	tun := &tunnel{down: down, up: up}
+	if !h.s.track(h.projectID, tun) {
+		tun.Close()
+		return
+	}
+	defer h.s.untrack(h.projectID, tun)
 	if _, err := down.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
 		_ = up.Close()
 		_ = down.Close()

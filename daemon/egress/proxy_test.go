@@ -317,3 +317,32 @@ func TestPatterns(t *testing.T) {
 		t.Error("a public address taken as private")
 	}
 }
+
+// TestEgressForgetCutsTunnels: a deleted project's open tunnels end with
+// its socket.
+func TestEgressForgetCutsTunnels(t *testing.T) {
+	f := newFixture(t, &api.ProjectNetwork{Mode: api.NetworkAllowlist}, "pkg.test:PORT")
+	c, err := net.Dial("unix", f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "CONNECT pkg.test:"+f.port+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("CONNECT: %q %v", line, err)
+	}
+	if _, err := r.ReadString('\n'); err != nil { // the blank line
+		t.Fatal(err)
+	}
+	// The tunnel is tracked before its 200 is written.
+	f.srv.Forget(f.proj.ID)
+	if _, err := io.ReadAll(r); err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("read after Forget: %v", err)
+	}
+	if _, err := net.Dial("unix", f.sock); err == nil {
+		t.Fatal("the forgotten project's socket still answers")
+	}
+}
