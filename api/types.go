@@ -129,6 +129,9 @@ const (
 	SubtypeTurnTree        = "turn_tree"
 	SubtypePushed          = "pushed"
 	SubtypePullRequest     = "pull_request"
+	// SubtypeEgressBlocked: the project's egress proxy refused a
+	// connection (data: host, port, method?, reason).
+	SubtypeEgressBlocked = "egress_blocked"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -391,6 +394,38 @@ type Project struct {
 	// Repo is the git repository cloned into /workspace by the first
 	// preparation of the container (nil: none).
 	Repo *ProjectRepo `json:"repo,omitempty"`
+
+	// Network is what the container may reach (nil: "open", a project
+	// from before network modes).
+	Network *ProjectNetwork `json:"network,omitempty"`
+}
+
+// Network modes of a project (ProjectNetwork.Mode).
+const (
+	// NetworkOff: the container has no NIC; its egress proxy refuses all
+	// but the daemon's own needs (the model providers' API hosts).
+	NetworkOff = "off"
+	// NetworkAllowlist: the container has no NIC; its egress proxy
+	// reaches the hosts [projects.network] allow and the project's Allow
+	// name, and the model providers' API hosts.
+	NetworkAllowlist = "allowlist"
+	// NetworkOpen: the container keeps its profiles' NICs, as before
+	// network modes.
+	NetworkOpen = "open"
+)
+
+// ProjectNetwork is a project's network: its mode and the host patterns
+// it adds to the operator's allow list ("example.com", "*.example.com",
+// either with ":port"; without a port, 80 and 443).
+type ProjectNetwork struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
+}
+
+// NetworkAllowRequest is the body of POST
+// /v1/projects/{name}/network/allow.
+type NetworkAllowRequest struct {
+	Host string `json:"host"`
 }
 
 // ProjectRepo is a project's git repository: an http(s) URL without
@@ -484,6 +519,8 @@ type CreateProjectRequest struct {
 	// Repo is cloned into /workspace by the first preparation; see
 	// Project.
 	Repo *ProjectRepo `json:"repo,omitempty"`
+	// Network: absent, [projects.network] mode and no allow of its own.
+	Network *ProjectNetwork `json:"network,omitempty"`
 }
 
 // ProjectLimits are a project container's resource limits: LXD
@@ -502,6 +539,8 @@ type PatchProjectRequest struct {
 	Limits *ProjectLimits `json:"limits,omitempty"`
 	// Ports replace the project's ports (previews); [] removes them all.
 	Ports *[]int `json:"ports,omitempty"`
+	// Network replaces the project's network (mode and allow).
+	Network *ProjectNetwork `json:"network,omitempty"`
 }
 
 // Checkpoint is one LXD snapshot taken before a project-chat turn

@@ -311,6 +311,7 @@ func Default() Config {
 		Providers: make(map[string]Provider, len(providerIDs)),
 		Forges:    defaultForges(),
 		Projects: Projects{ProjectsProvisioning: ProjectsProvisioning{
+			Network:        ProjectsNetwork{Mode: "allowlist"},
 			MaxUploadBytes: 100 << 20, // docs/api.md, Projects: files
 		}},
 		Web: Web{

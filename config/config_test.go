@@ -122,7 +122,7 @@ password_hash = "$2a$10$abc"
 		ProjectEnv: []string{"CLAUDE_CONFIG_DIR"}}
 	want.Providers["codex"] = Provider{Binary: "codex", Env: map[string]string{"RUST_LOG": "info"}}
 	want.Projects = Projects{InstructionsDir: "/etc/remote/instructions", SkillsDir: "/etc/remote/skills",
-		ProjectsProvisioning: ProjectsProvisioning{MaxUploadBytes: 8 << 20}}
+		ProjectsProvisioning: ProjectsProvisioning{MaxUploadBytes: 8 << 20, Network: ProjectsNetwork{Mode: "allowlist"}}}
 	want.Web = Web{Listen: "[::1]:9090", TLSCert: "/etc/remote/web.crt", TLSKey: "/etc/remote/web.key", SessionTTL: Duration{2 * time.Hour},
 		Users: []WebUser{{Name: "alice", PasswordHash: "$2a$10$abc"}}}
 	if !reflect.DeepEqual(got, want) {

@@ -108,6 +108,10 @@ type ProjectsProvisioning struct {
 	// of a new project and the caps of every project (a capped limit may
 	// be lowered through the API, never raised above its cap nor removed).
 	Limits ProjectLimits `toml:"limits" doc:"resource limits of project containers: defaults of new projects and caps of every project; empty or 0 = no limit"`
+	// Network is what project containers may reach: the mode of new
+	// projects, the hosts every allowlist project reaches through the
+	// daemon's egress proxy, and what a project's own allow may name.
+	Network ProjectsNetwork `toml:"network" doc:"what project containers may reach through the daemon's egress proxy (docs/operating.md)"`
 	// AllowedPools, AllowedImages and AllowedTargets are the storage
 	// pools, images and cluster targets a new project may name; empty
 	// means the configured default only ([projects] pool, [lxd] image,
@@ -140,6 +144,24 @@ func (c Config) ProjectAllowlists() (pools, images, targets []string) {
 	}
 	return orDefault(c.Projects.AllowedPools, c.Projects.Pool), orDefault(c.Projects.AllowedImages, c.LXD.Image),
 		orDefault(c.Projects.AllowedTargets, c.LXD.Target)
+}
+
+// ProjectsNetwork is [projects.network].
+type ProjectsNetwork struct {
+	// Mode is the network of a new project naming none: "off" (no NIC;
+	// the proxy reaches the model providers only), "allowlist" (no NIC;
+	// the proxy reaches Allow, the project's own allow and the model
+	// providers) or "open" (the profiles' NICs, as before network modes).
+	Mode string `toml:"mode" doc:"network of a new project naming none: off, allowlist (no NIC; only the egress proxy) or open (the profiles' NICs)"`
+	// Allow are the hosts every allowlist project may reach
+	// ("pypi.org", "*.pythonhosted.org", "host:port"; without a port 80
+	// and 443). Unlike a project's own, they may be IP addresses or
+	// resolve to private ones.
+	Allow []string `toml:"allow" doc:"hosts every allowlist project may reach, e.g. registry.npmjs.org, *.pythonhosted.org, host:8080 (no port: 80 and 443); may be IPs or private"`
+	// ProjectMayAllow bounds what a project's own allow may name; empty:
+	// any host name and port ("*:*"), never an IP address, and never
+	// reaching a private, loopback or link-local address.
+	ProjectMayAllow []string `toml:"project_may_allow" doc:"patterns a project's own allow must fall under; empty: any host name (never an IP; never reaching a private address)"`
 }
 
 // ProjectLimits are LXD resource limits of a project container: CPU
@@ -226,6 +248,16 @@ func (p ProjectsProvisioning) validate(ps *problems) {
 	for i, target := range p.AllowedTargets {
 		if !nameRE.MatchString(strings.TrimPrefix(target, "@")) {
 			ps.add(ErrInvalidValue, appendIndex(keyPath("projects", "allowed_targets"), i), "%q is not a cluster member name or @group", target)
+		}
+	}
+	if !slices.Contains([]string{"off", "allowlist", "open"}, p.Network.Mode) {
+		ps.add(ErrInvalidValue, keyPath("projects", "network", "mode"), "%q: want off, allowlist or open", p.Network.Mode)
+	}
+	for key, list := range map[string][]string{"allow": p.Network.Allow, "project_may_allow": p.Network.ProjectMayAllow} {
+		for i, h := range list {
+			if h == "" || strings.ContainsAny(h, " \t\n\x00/") {
+				ps.add(ErrInvalidValue, appendIndex(keyPath("projects", "network", key), i), "%q is not a host pattern", h)
+			}
 		}
 	}
 	if p.Limits.Processes < 0 {

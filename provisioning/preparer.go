@@ -23,6 +23,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/netdev"
 	"remote/provisioning/placement"
 	"remote/provisioning/preview"
 	"remote/provisioning/warm"
@@ -148,6 +149,9 @@ type Options struct {
 	// PreviewDir holds the Unix sockets of the projects' port previews
 	// (LXD proxy devices); "" turns previews off.
 	PreviewDir string
+	// Egress opens the projects' egress proxy sockets (network off or
+	// allowlist); nil: every project's network is open.
+	Egress netdev.Sockets
 	// Idmap is how new containers' uids map onto the host's; "" is
 	// IdmapAuto.
 	Idmap Idmap
@@ -177,6 +181,7 @@ type Preparer struct {
 	lifecycle   keyed.Lock // one container lifecycle change at a time
 	checkpoints *checkpoint.Manager
 	previews    *preview.Devices
+	network     *netdev.Devices
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
@@ -236,6 +241,8 @@ func New(opts Options) (*Preparer, error) {
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
 	}
+	nd, _ := opts.LXD.(netdev.LXD)
+	p.network = &netdev.Devices{Sockets: opts.Egress, LXD: nd, Classify: classify}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
@@ -412,7 +419,9 @@ func (p *Preparer) resyncPreviews(ctx context.Context, proj api.Project) error {
 	if err != nil {
 		return nil // nothing to set on a container LXD cannot show
 	}
-	return p.previews.Sync(ctx, proj, inst)
+	// The copy or the snapshot has the devices it had then: the project's
+	// network now replaces them (its egress socket, its NICs).
+	return errors.Join(p.previews.Sync(ctx, proj, inst), p.network.Sync(ctx, proj, inst))
 }
 
 // systemEvent builds a daemon-originated system event.
@@ -774,6 +783,11 @@ func (p *Preparer) ensureRunning(ctx context.Context, proj api.Project, starting
 	}
 	if err := p.previews.Sync(ctx, proj, inst); err != nil { // before a start: a fork's copy has its origin's sockets
 		p.log.Warn("project previews not set", "project", proj.Name, "error", err)
+	}
+	// Before a start, and on every preparation: a container whose network
+	// is off or allowlist runs with no NIC, only the egress proxy.
+	if err := p.network.Sync(ctx, proj, inst); err != nil {
+		return nil, false, false, err
 	}
 	if inst.Status == "Running" {
 		return inst, false, created, nil

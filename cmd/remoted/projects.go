@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/doctor"
+	"remote/daemon/egress"
 	"remote/daemon/projectapi"
 	"remote/daemon/repoapi"
 	"remote/daemon/store"
@@ -86,6 +88,35 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	if err := os.MkdirAll(previewDir, 0o700); err != nil {
 		return projectWiring{}, fmt.Errorf("create preview directory %s: %w", previewDir, err)
 	}
+	// The egress proxy of projects whose network is off or allowlist: a
+	// socket per project here, the container's 127.0.0.1:3128 through an
+	// LXD proxy device.
+	policy, err := egress.Compile(egress.Config{Mode: cfg.Projects.Network.Mode, Allow: cfg.Projects.Network.Allow,
+		ProjectMayAllow: nilIfEmpty(cfg.Projects.Network.ProjectMayAllow), Agent: agentHosts(cfg)})
+	if err != nil {
+		return projectWiring{}, fmt.Errorf("[projects.network]: %w", err)
+	}
+	var blocked atomic.Pointer[projectapi.Projects]
+	egressSrv, err := egress.New(egress.Options{Dir: filepath.Join(cfg.Daemon.StateDir, "egress"), Policy: policy,
+		Lookup: func(id string) (api.Project, error) { return projectByID(st, id) },
+		Blocked: func(p api.Project, host string, port int, method, reason string) {
+			if r := blocked.Load(); r != nil {
+				r.EgressBlocked(p, host, port, method, reason)
+			}
+		},
+		Log: log.Named("egress")})
+	if err != nil {
+		return projectWiring{}, err
+	}
+	if projs, err := st.Projects(); err == nil { // running containers reach their proxy before any preparation
+		for _, p := range projs {
+			if p.Network != nil && p.Network.Mode != api.NetworkOpen {
+				if _, err := egressSrv.Socket(p.ID); err != nil {
+					log.Warn("egress socket not opened", "project", p.Name, "error", err)
+				}
+			}
+		}
+	}
 	servers, err := imageServers(cfg.LXD.ImageServers)
 	if err != nil {
 		return projectWiring{}, err
@@ -104,6 +135,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		CheckpointKeep:        cfg.Projects.CheckpointKeep,
 		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
 		PreviewDir:            previewDir,
+		Egress:                egressSrv,
 		Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
 		// Where a chat works in the repository: the repository routes know
 		// the chats (repos is set below, before any run).
@@ -140,10 +172,11 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
 		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
 		FS: fs, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
-		Warm: pool})
+		Warm: pool, Network: policy, Egress: egressSrv})
 	if err != nil {
 		return projectWiring{}, err
 	}
+	blocked.Store(routes)
 	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
 		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
 		Forge: forgeFor(cfg.Forges)})
@@ -172,6 +205,47 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		},
 		OnEvacuated: func(fn func(api.Project, string)) { onEvacuated.Store(&fn) },
 	}, nil
+}
+
+// projectByID is the stored project of id (the egress proxy's Lookup).
+func projectByID(st *store.Store, id string) (api.Project, error) {
+	projs, err := st.Projects()
+	if err != nil {
+		return api.Project{}, err
+	}
+	for _, p := range projs {
+		if p.ID == id {
+			return p, nil
+		}
+	}
+	return api.Project{}, fmt.Errorf("no project of id %s", id)
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// agentHosts are the model providers' API hosts the egress proxy always
+// lets a project's agent reach: the built-in ones, and the host of every
+// *_BASE_URL a provider's env configures.
+func agentHosts(cfg config.Config) []string {
+	hosts := append([]string(nil), egress.AgentHosts...)
+	for _, p := range cfg.Providers {
+		for k, v := range p.Env {
+			if !strings.HasSuffix(k, "_BASE_URL") {
+				continue
+			}
+			if u, err := url.Parse(v); err == nil && u.Host != "" {
+				if _, err := egress.ParsePattern(u.Host, true); err == nil {
+					hosts = append(hosts, u.Host)
+				}
+			}
+		}
+	}
+	return hosts
 }
 
 // storeCLIs lists the providers whose CLI the store has a version of:

@@ -20,6 +20,8 @@ package daemontest
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +35,7 @@ import (
 	"remote/client"
 	"remote/daemon"
 	"remote/daemon/doctor"
+	"remote/daemon/egress"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
@@ -76,6 +79,18 @@ type Options struct {
 	// Schedules, when set, adjusts the scheduler's options (bounds,
 	// catch-up, its clock) before it is made.
 	Schedules func(*schedule.Options)
+	// Network, when set (with LXD), gives the daemon an egress proxy of
+	// this configuration, as [projects.network] does remoted.
+	Network *Network
+}
+
+// Network configures the daemon's egress proxy.
+type Network struct {
+	Config egress.Config
+	// Resolver resolves names for the proxy (nil: the system's).
+	Resolver egress.Resolver
+	// Public is egress.Options.Public (nil: egress.Public).
+	Public func(netip.Addr) bool
 }
 
 // Chat is a stored chat and its events (Seq and T are assigned by the store).
@@ -166,22 +181,52 @@ func New(t testing.TB, o Options) *Daemon {
 	conn := lxdconn.NewConn(lxdClient)
 	git := &gitrepo.Remote{Dir: filepath.Join(d.StateDir, "git")}
 	var repos *repoapi.Routes
-	prep, err := provisioning.New(provisioning.Options{
+	var egressSrv *egress.Server
+	var policy *egress.Compiled
+	var projects *projectapi.Projects
+	if o.Network != nil {
+		if policy, err = egress.Compile(o.Network.Config); err != nil {
+			t.Fatalf("daemontest: network: %v", err)
+		}
+		egressSrv, err = egress.New(egress.Options{Dir: filepath.Join(sockDir, "egress"), Policy: policy, Resolver: o.Network.Resolver, Public: o.Network.Public,
+			Lookup: func(id string) (api.Project, error) {
+				all, err := st.Projects()
+				for _, p := range all {
+					if p.ID == id {
+						return p, nil
+					}
+				}
+				return api.Project{}, errors.Join(err, errors.New("no such project"))
+			},
+			Blocked: func(p api.Project, host string, port int, method, reason string) {
+				projects.EgressBlocked(p, host, port, method, reason)
+			},
+			Log: log.Named("egress")})
+		if err != nil {
+			t.Fatalf("daemontest: egress: %v", err)
+		}
+		t.Cleanup(func() { _ = egressSrv.Close() })
+	}
+	popts := provisioning.Options{
 		Git: git,
 		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
 		Image: testkit.TestImage, Profiles: o.Profiles, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
 		// Where a chat works in the repository, as cmd/remoted wires it
 		// (repos is set below, before any run).
 		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
-	})
+	}
+	if egressSrv != nil {
+		popts.Egress = egressSrv
+	}
+	prep, err := provisioning.New(popts)
 	if err != nil {
 		t.Fatalf("daemontest: preparer: %v", err)
 	}
-	po := projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api")}
+	po := projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"), Network: policy}
 	if o.Projects != nil {
 		o.Projects(&po)
 	}
-	projects, err := projectapi.NewProjects(po)
+	projects, err = projectapi.NewProjects(po)
 	if err != nil {
 		t.Fatalf("daemontest: project routes: %v", err)
 	}

@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/daemon/egress"
 	"remote/internal/testkit"
 	"remote/providers"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/netdev"
 )
 
 // setCaps is the operator lowering [projects.limits] and restarting the
@@ -129,5 +131,50 @@ func TestAttackLoweredCapClamps(t *testing.T) {
 	}
 	if mem, procs := e.lxdLimits(t, proj.Container); mem != "256MiB" || procs != "100" {
 		t.Fatalf("container after restoring %s: memory %q processes %q, want the lowered caps", cp1, mem, procs)
+	}
+}
+
+// TestAttackForkOpensNetwork: the owner of an allowlist project forks a
+// chat with its container, hoping the copy comes out open (a project
+// stored without a network is open) or keeps the original's egress
+// socket. Defences: the fork copies the original's network, and the
+// copy's devices are replaced by its own (its own socket, no NIC) before
+// anything starts it.
+func TestAttackForkOpensNetwork(t *testing.T) {
+	e := newProjectEnv(t, projectEnvOpts{network: &egress.Config{}, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	proj, chat := newFileChat(t, e, api.CreateProjectRequest{Name: uniqueProject("netfork"),
+		Network: &api.ProjectNetwork{Mode: api.NetworkAllowlist, Allow: []string{"pypi.org"}}})
+	e.startProject(t, proj.Name)
+	t1 := e.prompt(t, chat.ID, "alice", "t1")
+	if !hasType(t1, api.EventCheckpoint) {
+		t.Fatalf("t1: no checkpoint: %v", types(t1))
+	}
+	orig, _, err := e.lxd.Instance(context.Background(), proj.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orig.Devices[netdev.Device]["connect"] == "" {
+		t.Fatalf("the allowlist project's container has no egress device: %v", orig.Devices)
+	}
+	status, body := e.do("POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": t1[len(t1)-1].Seq, "withContainer": true})
+	var fork api.Chat
+	if status != http.StatusCreated || json.Unmarshal(body, &fork) != nil {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	fp := e.project(t, fork.Project)
+	testkit.CleanupContainer(t, e.lxd, fp.Container)
+	if fp.Network == nil || fp.Network.Mode != api.NetworkAllowlist || !slices.Equal(fp.Network.Allow, []string{"pypi.org"}) {
+		t.Fatalf("forked project's network %+v, want the original's", fp.Network)
+	}
+	inst, _, err := e.lxd.Instance(context.Background(), fp.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := inst.Devices[netdev.Device]
+	if dev["connect"] == "" || dev["connect"] == orig.Devices[netdev.Device]["connect"] {
+		t.Fatalf("forked container's egress device %v, want its own socket (the original's is %v)", dev, orig.Devices[netdev.Device])
+	}
+	if inst.Config["environment.https_proxy"] == "" {
+		t.Fatalf("forked container has no proxy environment: %v", inst.Config)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,7 +153,9 @@ func (p *Projects) forkProject(ctx context.Context, user string, src api.Chat, t
 		// login never becomes a shared one by forking) and its limits,
 		// within the caps (below).
 		Credentials: from.Credentials, Limits: from.Limits, Pool: from.Pool, Target: from.Target,
-		Status: provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
+		// and its network: a fork never opens what the original had closed.
+		Network: cloneNetwork(from.Network),
+		Status:  provisioning.StatusStopped, CreatedAt: now, UpdatedAt: now,
 	}
 	proj.Container = ContainerName(proj.Name, id)
 	if limits, ex := placement.Clamp(from.Limits, p.o.Limits); len(ex) > 0 {
@@ -184,3 +187,13 @@ func (p *Projects) DropProject(proj api.Project) {
 }
 
 var _ daemon.ContainerForker = (*Projects)(nil)
+
+// cloneNetwork copies a project's network (nil stays nil).
+func cloneNetwork(n *api.ProjectNetwork) *api.ProjectNetwork {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Allow = slices.Clone(n.Allow)
+	return &c
+}

@@ -114,16 +114,30 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	var network *api.ProjectNetwork
+	if req.Network != nil { // checked before any change
+		if network, err = p.newNetwork(req.Network); err != nil {
+			return err
+		}
+		if network == nil && proj.Network == nil {
+			req.Network = nil // open without an egress proxy: nothing to change
+		}
+	}
 	if req.Ports != nil { // previews: the preview devices follow the ports
 		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
 			return err
 		}
-		if req.Limits == nil {
-			return daemon.WriteJSON(w, http.StatusOK, proj)
+	}
+	if req.Network != nil {
+		if proj, err = p.setNetwork(r, proj, network); err != nil {
+			return err
 		}
 	}
 	if req.Limits == nil {
-		return errdefs.InvalidArgument("nothing to change: the body names no limits or ports")
+		if req.Ports != nil || req.Network != nil {
+			return daemon.WriteJSON(w, http.StatusOK, proj)
+		}
+		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports or network")
 	}
 	next := proj
 	next.Limits = req.Limits

@@ -14,6 +14,7 @@ import (
 
 	"remote/api"
 	"remote/daemon"
+	"remote/daemon/egress"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
@@ -87,6 +88,12 @@ type ProjectsOptions struct {
 	// Warm is the warm container pool a new project on the default
 	// image and pool claims from ([projects] warm; nil: none).
 	Warm *warm.Pool
+	// Network is the operator's part of every project's network
+	// ([projects.network]); nil (or a Preparer without an egress proxy):
+	// every project is open, as before network modes.
+	Network *egress.Compiled
+	// Egress closes a deleted project's egress socket (nil: none).
+	Egress interface{ Forget(projectID string) }
 }
 
 // Projects serves the project routes of docs/api.md.
@@ -150,6 +157,7 @@ func (p *Projects) Routes() []daemon.Route {
 		route(http.MethodPost, "/v1/projects/{name}/exec", p.exec),
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
 		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
+		route(http.MethodPost, "/v1/projects/{name}/network/allow", p.allowHost),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
 		route(http.MethodGet, "/v1/projects/{name}/files", p.listFiles),
@@ -258,6 +266,10 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	network, err := p.newNetwork(req.Network)
+	if err != nil {
+		return err
+	}
 	pool, err := p.newPool(r.Context(), req.Pool)
 	if err != nil {
 		return err
@@ -275,7 +287,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
-		Target: req.Target, Repo: req.Repo,
+		Target: req.Target, Repo: req.Repo, Network: network,
 	}
 	claimed := p.claimWarm(r.Context(), &proj)
 	if err := p.o.Store.CreateProject(proj); err != nil {
@@ -362,6 +374,9 @@ func (p *Projects) remove(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := p.o.Store.DeleteProject(proj.Name); err != nil {
 		return fmt.Errorf("delete project: %w", err) // the store's error names it
+	}
+	if p.o.Egress != nil {
+		p.o.Egress.Forget(proj.ID) // a container left behind has no way out
 	}
 	p.log.Info("project deleted", "project", proj.Name, "id", proj.ID, "purge", purge == "true")
 	w.WriteHeader(http.StatusNoContent)

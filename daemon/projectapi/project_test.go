@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"remote/api"
 	"remote/config"
 	"remote/daemon"
+	"remote/daemon/egress"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
 	"remote/forge"
@@ -114,6 +117,9 @@ type projectEnvOpts struct {
 	// limits are [projects.limits], the caps (setCaps changes them as an
 	// operator's restart with a new config does).
 	limits api.ProjectLimits
+	// network gives the daemon an egress proxy of this configuration
+	// ([projects.network]; nil: none, every project open).
+	network *egress.Config
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -145,12 +151,42 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if o.prepLXD != nil {
 			prepLXD = o.prepLXD(e.conn)
 		}
-		prep, err := provisioning.New(provisioning.Options{
+		var egressSrv *egress.Server
+		var policy *egress.Compiled
+		if o.network != nil {
+			var err error
+			if policy, err = egress.Compile(*o.network); err != nil {
+				t.Fatal(err)
+			}
+			dir, err := os.MkdirTemp("", "egr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			egressSrv, err = egress.New(egress.Options{Dir: dir, Policy: policy, Lookup: func(id string) (api.Project, error) {
+				all, err := st.Projects()
+				for _, p := range all {
+					if p.ID == id {
+						return p, nil
+					}
+				}
+				return api.Project{}, fmt.Errorf("no project %s: %v", id, err)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = egressSrv.Close() })
+		}
+		popts := provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: cmp.Or(o.image, testkit.TestImage), ImageServers: lxdimage.NewServers(o.imageServers), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
 			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
 			Checkouts: func(id string) (gitrepo.Checkout, error) { return e.repos.Checkout(id) },
-		})
+		}
+		if egressSrv != nil {
+			popts.Egress = egressSrv
+		}
+		prep, err := provisioning.New(popts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +202,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images, Limits: o.limits,
 			FS:                &containerfs.ContainerFiles{LXD: e.conn, Shim: &runner.ShimConfig{Binary: testkit.ShimBinary(t)}},
 			MaxFileOpsPerUser: o.fileOpsPerUser, MaxFileOpsPerProject: o.fileOpsPerProject, PullOpenTimeout: o.pullOpen,
-			MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm})
+			MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm, Network: policy})
 		if err != nil {
 			t.Fatal(err)
 		}
