@@ -421,10 +421,9 @@ func forgeChecks(forges []Forge, projects []api.Project, uses Uses) []api.Doctor
 	for _, f := range forges {
 		known[f.Host] = true
 		level, detail := api.DoctorOK, fmt.Sprintf("%s at %s", f.Kind, f.API)
-		switch t := byHost[f.Host]; {
-		case t == nil:
+		if t := byHost[f.Host]; t == nil {
 			detail += "; no project's repository is on this host"
-		default:
+		} else {
 			detail += fmt.Sprintf("; %s with a repository here", plural(t.repos, "project", "projects"))
 			if set := t.repos - t.noSecret - t.unset; set > 0 {
 				detail += fmt.Sprintf(", %d with its token secret set", set)
