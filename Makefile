@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build test test-short test-latest vet fmt clean vendor-web run lint mutate breakages help image
+.PHONY: all build release test test-short test-latest vet fmt clean vendor-web run lint mutate breakages help image
 
 all: build ## same as build
 
@@ -16,11 +16,23 @@ VERSION := $(shell git describe --always --dirty --tags 2>/dev/null)
 GO_LDFLAGS := -X remote/internal/version.stamped=$(VERSION)
 
 # remote-shim is rebuilt static (no cgo): it runs on the host and in any
-# container.
+# container. BIN (default build/bin) is where build puts the binaries and
+# install takes them from (make release uses a directory of its own).
+BIN ?= build/bin
 build: ## build remoted, remotectl, remote-web and the static remote-shim into build/bin
-	mkdir -p build/bin
-	$(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/ ./cmd/...
-	CGO_ENABLED=0 $(GO) build -ldflags '$(GO_LDFLAGS)' -o build/bin/remote-shim ./cmd/remote-shim
+	mkdir -p $(BIN)
+	$(GO) build -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '$(GO_LDFLAGS)' -o $(BIN)/remote-shim ./cmd/remote-shim
+
+# Builds the Debian package build/release/remote_<version>_amd64.deb with
+# dpkg-deb (scripts/release): the binaries, units, sysusers/tmpfiles
+# snippets, bash completion and each binary's -h as make install stages
+# them with PREFIX=/usr, /etc/remote/remoted.toml as a conffile, and the
+# maintainer scripts of packaging/deb. The version is git describe mapped
+# to a Debian version (docs/releasing.md). RELEASE_DIR puts it elsewhere.
+RELEASE_DIR ?= build/release
+release: ## build the Debian package build/release/remote_<version>_amd64.deb (docs/releasing.md)
+	VERSION='$(VERSION)' RELEASE_DIR='$(RELEASE_DIR)' scripts/release
 
 # Sets up LXD, the test image, the pinned CLIs and Chromium, then runs every test.
 test: ## set up LXD, the test image, the pinned CLIs and Chromium, then run every test
@@ -125,14 +137,14 @@ BINARIES    := remoted remotectl remote-web remote-shim
 
 .PHONY: install uninstall
 
-# Installs the binaries `make build` left in build/bin, building them only
+# Installs the binaries `make build` left in $(BIN) (build/bin), building them only
 # when missing, so that `make build && sudo make install` leaves build/
 # owned by the user.
 install: ## install the binaries, systemd units and example config (DESTDIR, PREFIX)
-	@for b in $(BINARIES); do [ -x build/bin/$$b ] || { $(MAKE) --no-print-directory build; break; }; done
+	@for b in $(BINARIES); do [ -x $(BIN)/$$b ] || { $(MAKE) --no-print-directory build; break; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
-	install -m 0755 $(addprefix build/bin/,$(BINARIES)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(addprefix $(BIN)/,$(BINARIES)) $(DESTDIR)$(BINDIR)/
 	sed 's|/usr/local/bin/|$(BINDIR)/|g' systemd/remoted.service > $(DESTDIR)$(UNITDIR)/remoted.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/remoted.service
 	install -m 0644 systemd/remoted.socket $(DESTDIR)$(UNITDIR)/

@@ -56,6 +56,8 @@ var rules = []rule{
 		Why: "the version stamp is imported by every binary, so it imports nothing of ours"},
 	{From: "remote/internal/threatmodel", Never: []string{module}, ThirdParty: []string{},
 		Why: "threatmodel holds no code, only the test that keeps docs/threat-model.md in step with the route tables"},
+	{From: "remote/internal/release", Never: []string{module}, ThirdParty: []string{},
+		Why: "release is tests only (the Debian package of make release); it ships nothing and imports nothing"},
 	{From: "remote/internal/docscheck", Never: []string{module}, ThirdParty: []string{},
 		Why: "docscheck is tests only (the docs' links and the config reference); it ships nothing and imports nothing"},
 	{From: "remote/systemd", Never: []string{module},
