@@ -66,16 +66,10 @@ func sdHostLXC(stdin io.Reader, args ...string) ([]byte, error) {
 	return out, err
 }
 
-// sdWait polls cond every 200 ms until it holds, failing t after limit.
+// sdWait waits until cond holds, failing t after limit.
 func sdWait(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.Eventually(t, limit, cond, "%s", what)
 }
 
 // newSystemdBed launches a container from the bed's image and waits until

@@ -3,6 +3,7 @@ package projectapi
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,13 +69,12 @@ func removeWarm(t testing.TB, prefix string) {
 // waitWarm waits until the pool holds n ready containers.
 func waitWarm(t testing.TB, p *warm.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for p.Stats().Ready < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("warm pool: %+v, want %d ready", p.Stats(), n)
+	testkit.Eventually(t, 3*time.Minute, func() error {
+		if st := p.Stats(); st.Ready < n {
+			return fmt.Errorf("pool %+v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "%d ready in the warm pool", n)
 }
 
 // warmReady lists the containers of prefix LXD has ready in a pool.

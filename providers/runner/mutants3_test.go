@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,9 +59,12 @@ func TestShimContainerReleaseAfterAttachGone(t *testing.T) {
 			t.Fatal("no attach process in the container")
 		}
 		containerExec(t, client, name, "sh", "-c", "kill -9 "+strings.ReplaceAll(pids, "\n", " "))
-		if !eventually(func() bool { return attaches() == "" }) {
-			t.Fatalf("attach processes %s left", attaches())
-		}
+		testkit.Eventually(t, 30*time.Second, func() error {
+			if pids := attaches(); pids != "" {
+				return fmt.Errorf("attach processes %s left", pids)
+			}
+			return nil
+		}, "the attach processes end")
 		return slot
 	}
 	runDirs := func() string { return containerExec(t, client, name, "ls", "-A", ContainerRunsDir) }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"remote/internal/testkit"
 )
 
 // received is what one client read of one stream, from offset off on.
@@ -99,11 +101,12 @@ func TestAttachDuringFloodGetsEveryByteOnce(t *testing.T) {
 			for i, r := range []*received{c.out, c.err} {
 				<-r.done
 				end := r.off + int64(len(r.b))
-				for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-					if fi, err := files[i].Stat(); err != nil || fi.Size() >= end || time.Now().After(deadline) {
-						break
-					}
-				}
+				// Not Eventually: this runs off the test's goroutine, and the
+				// comparison below says what was missing.
+				_ = testkit.Poll(time.Minute, func() bool {
+					fi, err := files[i].Stat()
+					return err != nil || fi.Size() >= end
+				})
 				want := make([]byte, len(r.b))
 				if n, err := files[i].ReadAt(want, r.off); n != len(want) {
 					t.Errorf("client %d, stream %d: got %d bytes from %d, the spool has %d there: %v", k, i, len(r.b), r.off, n, err)

@@ -288,17 +288,8 @@ func pidAlive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-// gone waits until pid is gone (or a zombie); the bound is generous, not a
-// timing assertion.
-func gone(pid int) bool {
-	for range 600 {
-		if !pidAlive(pid) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
+// gone reports whether pid is gone (or a zombie).
+func gone(pid int) func() bool { return func() bool { return !pidAlive(pid) } }
 
 func TestSignalReachesAGrandchild(t *testing.T) {
 	dir, _ := serveDir(t, ServeOptions{})
@@ -322,9 +313,7 @@ func TestSignalReachesAGrandchild(t *testing.T) {
 	if err != nil || st.Code != 143 {
 		t.Fatalf("status %+v, %v; want 143", st, err)
 	}
-	if !gone(pid) {
-		t.Fatalf("grandchild %d survived SIGTERM to the group", pid)
-	}
+	testkit.Eventually(t, 30*time.Second, gone(pid), "grandchild %d ends on SIGTERM to the group", pid)
 }
 
 func TestNoStartRequestRemovesTheDirectory(t *testing.T) {
@@ -463,9 +452,7 @@ func TestFaultShimKilled(t *testing.T) {
 	if _, err := cl.Wait(); !errors.Is(err, ErrLost) {
 		t.Fatalf("Wait after the shim was killed = %v, want ErrLost", err)
 	}
-	if !gone(cliPID) {
-		t.Fatalf("the CLI (pid %d) outlived its killed shim", cliPID)
-	}
+	testkit.Eventually(t, 30*time.Second, gone(cliPID), "the CLI (pid %d) ends with its killed shim", cliPID)
 	if _, err := Dial(context.Background(), dir); !errors.Is(err, ErrNoShim) || !strings.Contains(err.Error(), "no shim answers on") {
 		t.Fatalf("Dial after the kill: %v", err)
 	}
@@ -517,9 +504,7 @@ func TestDetachedShimOutlivesItsStarter(t *testing.T) {
 	if err := att.Wait(); err != nil {
 		t.Fatalf("attach after the release: %v", err)
 	}
-	if !gone(pid) {
-		t.Fatal("the shim did not exit after its release")
-	}
+	testkit.Eventually(t, 30*time.Second, gone(pid), "the shim exits after its release")
 	// A second serve of a fresh directory with a bad argument says why.
 	out2, err := exec.Command(bin, "serve", "--dir", "relative", "--detach").CombinedOutput()
 	if err == nil || !strings.Contains(string(out2), "--dir must be an absolute path") {

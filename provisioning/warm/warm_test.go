@@ -2,10 +2,12 @@ package warm_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/provisioning/warm"
 	"remote/provisioning/warm/warmtest"
 )
@@ -43,13 +45,12 @@ func startPool(t *testing.T, size int, delay time.Duration) (*warm.Pool, *create
 
 func waitReady(t *testing.T, p *warm.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for p.Stats().Ready < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %+v, want %d ready", p.Stats(), n)
+	testkit.Eventually(t, time.Minute, func() error {
+		if st := p.Stats(); st.Ready < n {
+			return fmt.Errorf("pool %+v", st)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	}, "%d ready", n)
 }
 
 // TestRefillWaitsAfterTheLatestClaim (issue 28): the pool creates no
