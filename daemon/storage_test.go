@@ -44,7 +44,7 @@ func streamer(n, size int) (*fakeProvider, *atomic.Int64, *atomic.Bool) {
 			emit(providers.Event{Type: providers.EventAssistantDelta, Text: text, MessageID: "m1"})
 			emitted.Add(1)
 			if i%50 == 0 {
-				time.Sleep(time.Millisecond) // a CLI's pace: let the committer keep up
+				time.Sleep(time.Millisecond) //nolint:forbidigo // a CLI's pace: let the committer keep up
 			}
 		}
 		emit(providers.Event{Type: providers.EventRunCompleted})

@@ -728,7 +728,7 @@ func testExecWhileFrozen(t *testing.T, c *lxdexec.Client, name string) {
 	}
 	thawed := make(chan error, 1)
 	go func() {
-		time.Sleep(700 * time.Millisecond)
+		time.Sleep(700 * time.Millisecond) //nolint:forbidigo // the subject: the instance stays frozen a while, so Exec must wait for the thaw
 		thawed <- c.SetState(ctx, name, lxdexec.StateRequest{Action: "unfreeze", Timeout: 30})
 	}()
 	out, _, code, err := run(t, ctx, c, name, lxdexec.ExecRequest{Command: []string{"echo", "ran-after-thaw"}}, "")

@@ -102,7 +102,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 		}
 		started <- err
 	}()
-	time.Sleep(2 * time.Second) // the event and the prompt's wait are under way
+	time.Sleep(2 * time.Second) //nolint:forbidigo // the event and the prompt's wait are under way
 	// 4. instance-renamed: the copy takes the name.
 	r, err := cl.Query(ctx, http.MethodPost, "/1.0/instances/"+copyName, map[string]string{"name": name}, "")
 	if err != nil {

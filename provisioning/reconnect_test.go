@@ -103,7 +103,7 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 	runReconciler(t, rec)
 	testkit.Eventually(t, 90*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return calls >= 2 }, "a second subscription")
 	// Once open, the stream is kept: further resyncs do not subscribe again.
-	time.Sleep(10 * 20 * time.Millisecond)
+	time.Sleep(10 * 20 * time.Millisecond) //nolint:forbidigo // an absence that must last: ten resync periods without a new subscription
 	mu.Lock()
 	n := calls
 	mu.Unlock()

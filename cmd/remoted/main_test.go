@@ -347,7 +347,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	cfg := fmt.Sprintf("[daemon]\nsocket = %q\nstate_dir = %q\n[agent]\nallowed_roots = [%q]\n", sock, filepath.Join(dir, "state"), dir)
 	d := newDaemon(b, bin, cfg, sock)
 	d.start()
-	time.Sleep(2 * time.Second) // let start-up garbage be collected
+	time.Sleep(2 * time.Second) //nolint:forbidigo // let start-up garbage be collected
 	b.ResetTimer()
 	var rss float64
 	for range b.N {

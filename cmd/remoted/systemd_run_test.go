@@ -105,7 +105,7 @@ func TestSystemdRunSurvivesRestart(t *testing.T) {
 	}
 	b.checkRunUnit(runID)
 	b.must("systemctl", "stop", "remoted.service")
-	time.Sleep(2 * time.Second) // no request meanwhile: one would activate it
+	time.Sleep(2 * time.Second) //nolint:forbidigo // no request meanwhile: one would activate it
 	if got := b.show("remoted.service", "ActiveState"); got != "inactive" {
 		t.Fatalf("remoted.service %s after stop", got)
 	}

@@ -238,7 +238,7 @@ func TestAttackFilesUploadCap(t *testing.T) {
 	if _, err := conn.Write([]byte(strings.Repeat("y", 256<<10))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // let the push reach LXD
+	time.Sleep(500 * time.Millisecond) //nolint:forbidigo // let the push reach LXD
 	conn.Close()
 	testkit.Eventually(t, 30*time.Second, func() bool { return gone("half.bin") }, "a broken-off upload leaves no half.bin behind")
 }

@@ -285,7 +285,7 @@ echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-
 	for range 600 {
 		ex, err := cl.Exec(context.Background(), container, lxdexec.ExecRequest{Command: []string{"sh", "-c", script}})
 		if err != nil { // the container is still being created
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) //nolint:forbidigo // retries an exec while the container is still being created
 			continue
 		}
 		_ = ex.Stdin().Close()
@@ -297,7 +297,7 @@ echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-
 		if code, err := ex.Wait(); err == nil && code == 0 {
 			return out.String()
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) //nolint:forbidigo // retries the in-container script until the CLI shows up
 	}
 	return ""
 }

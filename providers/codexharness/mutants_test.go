@@ -250,7 +250,7 @@ func mutantFake(scenario string) int {
 					fmt.Fprintln(os.Stderr, "turn/interrupt reuses request id", string(m["id"]))
 					continue // a reused id is never answered
 				}
-				time.Sleep(delay)
+				time.Sleep(delay) //nolint:forbidigo // the fake CLI answers the interrupt late: the subject
 				p.send(`{"id":%s,"result":{}}`, m["id"])
 				done("interrupted")
 				close(interrupted)
@@ -275,7 +275,7 @@ func mutantFake(scenario string) int {
 	case "retry-once": // one retry notice, then 300 ms later the answer
 		go answerInterrupt(0)
 		p.send(`{"method":"error","params":{"error":{"message":"Reconnecting... 1/5"},"willRetry":true,%s}}`, tid)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) //nolint:forbidigo // the fake CLI's retry pause: the subject
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"hi"}}`, tid)
 		done("completed")
 	case "slow-interrupt": // answers an interrupt after 300 ms
@@ -312,7 +312,7 @@ func mutantFake(scenario string) int {
 				break
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) //nolint:forbidigo // the fake CLI exits late: the subject
 		os.WriteFile(os.Getenv("EOF_MARKER"), []byte("exited on its own"), 0o600)
 		return 0
 	}

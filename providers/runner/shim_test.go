@@ -277,7 +277,7 @@ func TestFaultReattachWithoutShimStartsNothing(t *testing.T) {
 			t.Errorf("%T: re-attach without a shim: %v", l, err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) //nolint:forbidigo // an absence that must last: no second CLI starts meanwhile
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a second CLI was started for a run that already has one")
 	}

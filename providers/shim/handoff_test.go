@@ -50,7 +50,7 @@ func (r *received) readAll(src io.Reader, slow bool) {
 			return
 		}
 		if slow {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) //nolint:forbidigo // a slow reader: the subject
 		}
 	}
 }
@@ -122,7 +122,7 @@ func TestAttachDuringFloodGetsEveryByteOnce(t *testing.T) {
 	}
 	clients, midFlood := 1, 0
 	for k := 1; k < 80; k++ {
-		time.Sleep(time.Duration(k%5) * time.Millisecond)
+		time.Sleep(time.Duration(k%5) * time.Millisecond) //nolint:forbidigo // staggers the hand-offs against the flood: the subject
 		var off0, off1 int64
 		switch k % 4 {
 		case 1, 3: // where the previous client got to

@@ -260,7 +260,7 @@ func TestReleaseWhileTheShimSendsIsNotLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(k%4) * time.Millisecond)
+		time.Sleep(time.Duration(k%4) * time.Millisecond) //nolint:forbidigo // varies the release's timing against the flood: the subject
 		if err := c.Release(); err != nil {
 			t.Fatal(err)
 		}
@@ -599,7 +599,7 @@ func TestDemuxReadersOrder(t *testing.T) {
 			if err != nil {
 				break
 			}
-			time.Sleep(stealAfter + time.Millisecond)
+			time.Sleep(stealAfter + time.Millisecond) //nolint:forbidigo // a slow reader, so the shim's steal deadline passes: the subject
 		}
 		check(t, string(out), <-errc, cl)
 		cl.Release()
