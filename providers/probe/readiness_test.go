@@ -1,6 +1,6 @@
 package probe
 
-// Probe tests moved with readiness.go from providers/runner/mutants3_test.go.
+// Probe tests moved with readiness.go from providers/runner/shim_lifecycle_test.go.
 
 import (
 	"context"

@@ -1,9 +1,9 @@
 package runner
 
-// Tests that kill the mutants gremlins found living in this package after
-// the run shim landed (shim.go, hostshim.go, lxdshim.go; make mutate
-// PKGS=./providers/runner; docs/testing.md): each asserts a behaviour a
-// user relies on, with literal values.
+// Re-attaching to a run's shim (host and container): stdin delivered once
+// whether the re-attach comes before or after it, the release over a new
+// connection, orphans released without a shim, the digest that names the
+// shim binary, and the container launcher's edges.
 
 import (
 	"bufio"

@@ -1,8 +1,9 @@
 package runner
 
-// Tests that kill the mutants gremlins found living in this package
-// (make mutate PKGS=./providers/runner; docs/testing.md): each asserts a
-// behaviour a user relies on, with literal values.
+// The host launcher's edges: a UID or GID alone, the default grace and
+// wait delay, what a cancel does to grandchildren (detached ones too), the
+// run user's environment, and the bounds of the output and stderr a
+// process error quotes, each with literal values.
 
 import (
 	"bufio"

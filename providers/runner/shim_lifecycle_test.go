@@ -1,10 +1,9 @@
 package runner
 
-// Tests that kill the mutants gremlins found living in the run shim's
-// launchers (lxdshim.go, shim.go) and process.go (make mutate
-// PKGS=./providers/runner; docs/testing.md, "providers/runner: the run
-// shim launchers and process.go"): each asserts a behaviour a user relies
-// on, with literal values.
+// A run shim's life in the launchers (lxdshim.go, shim.go) and process.go:
+// the release after the attach is gone, the digest following the binary,
+// stdin written once on re-attach, an unfinished turn saying why, and a
+// wait after detach that is not a lost shim.
 
 import (
 	"bufio"
