@@ -21,7 +21,7 @@ import (
 )
 
 // Misbehaving CLIs, through the real Claude adapter, the shared runner, the
-// host launcher and the whole prompt service (issue 16's fault run). The
+// host launcher and the whole prompt service (a TestFault… run: docs/testing.md). The
 // fake CLI is a shell script speaking Claude's stream-json.
 
 // Claude stream-json lines of a short turn.

@@ -22,9 +22,10 @@ import (
 	"remote/lxdexec"
 )
 
-// TestRealLXDRestart stops the machine's real LXD while remoted runs on it,
-// then starts LXD again with scripts/lxd-setup (issue 4: "LXD stopped while
-// the daemon runs: clear 503s, then recovery when LXD is started again").
+// TestRealLXDRestart stops the machine's real LXD while remoted runs on it, then
+// starts LXD again with scripts/lxd-setup (docs/behaviour.md, "Failure and
+// cancellation": "LXD stopped while the daemon runs: clear 503s, then recovery
+// when LXD is started again").
 //
 // It runs only with -tags lxdrestart, as its own serial step of
 // scripts/test: stopping LXD under `go test ./...` would break every other

@@ -22,12 +22,12 @@ import (
 	"remote/lxdexec"
 )
 
-// Runs that outlive the daemon, project chats (issue 17): the real Claude
-// Code CLI runs inside a busybox project container under remote-shim,
-// talking to the fake model on the host through an LXD proxy device. The
-// tests share one project and its container (the 373 MB CLI is pushed
-// once per test process): projectBed, made by the first test that needs it
-// and removed after the package's tests (TestMain calls runAfterTests).
+// Runs that outlive the daemon, project chats (docs/architecture.md, "Runs that
+// outlive the daemon"): the real Claude Code CLI runs inside a busybox project
+// container under remote-shim, talking to the fake model on the host through an
+// LXD proxy device. The tests share one project and its container (the 373 MB
+// CLI is pushed once per test process): projectBed, made by the first test that
+// needs it and removed after the package's tests (TestMain calls runAfterTests).
 
 // afterTests are run by TestMain once every test has run.
 var afterTests struct {

@@ -17,10 +17,11 @@ import (
 	"remote/internal/testkit/fakeopenai"
 )
 
-// Runs that outlive the daemon (issue 17): a loose Claude Code run (the
-// real CLI against a slow fake model) goes on under remote-shim while
-// remoted is killed and started again; the new daemon re-attaches and the
-// chat gets every delta exactly once and one complete, no error.
+// Runs that outlive the daemon (docs/architecture.md, "Runs that outlive the
+// daemon"): a loose Claude Code run (the real CLI against a slow fake model)
+// goes on under remote-shim while remoted is killed and started again; the new
+// daemon re-attaches and the chat gets every delta exactly once and one
+// complete, no error.
 
 const survivePart = "part %d. "
 

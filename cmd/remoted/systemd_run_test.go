@@ -10,8 +10,9 @@ import (
 	"remote/api"
 )
 
-// Runs under remote-shim outlive remoted.service (issue 17), in the
-// real-systemd bed (systemd_test.go, systemd_chat_test.go).
+// Runs under remote-shim outlive remoted.service (docs/architecture.md, "Runs
+// that outlive the daemon"), in the real-systemd bed (systemd_test.go,
+// systemd_chat_test.go).
 
 // checkRunUnit asserts that the run's CLI runs in the transient unit
 // remote-run-<runID>.service the shim asked systemd for, outside

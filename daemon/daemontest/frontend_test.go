@@ -25,7 +25,7 @@ import (
 )
 
 // tab is one browser tab of the original Remote frontend, as its chat hook,
-// prompt queue and reducers behave (issue 27): it keeps a client-side
+// prompt queue and reducers behave (docs/api.md, "Chat WebSocket"): it keeps a client-side
 // queue of prompts and sends the first one whenever it believes the chat
 // idle; it marks the chat streaming when it sends a prompt, on a sync with
 // running:true and on any live stored event other than complete or error

@@ -139,7 +139,7 @@ func TestDoctorWarmPool(t *testing.T) {
 	}
 }
 
-// TestDoctorWarmPoolHoldingItsRefill (issue 28): after a claim the pool
+// TestDoctorWarmPoolHoldingItsRefill (docs/operating.md, "Warm containers"): after a claim the pool
 // creates nothing for its refill delay; the doctor says so and when the
 // next create starts, rather than show an idle pool short of containers.
 func TestDoctorWarmPoolHoldingItsRefill(t *testing.T) {

@@ -92,7 +92,7 @@ func (e *projectEnv) startProject(t testing.TB, project string) {
 	}
 }
 
-// TestCheckpointSkippedOnFreshContainer (issue 28): the turn whose
+// TestCheckpointSkippedOnFreshContainer (docs/operating.md, "Warm containers"): the turn whose
 // preparation created the project's container takes no checkpoint (no
 // LXD snapshot, no checkpoint event: nothing to restore to), and a fork
 // with the container at that turn is 404 naming the missing checkpoint;

@@ -114,12 +114,12 @@ func BenchmarkFirstPromptCLIStore(b *testing.B) {
 	b.ReportMetric(float64(store)/float64(lxc), "store/lxc")
 }
 
-// BenchmarkFirstPromptDevImage: a new project's first Claude prompt (CLI
-// from the store) to the CLI's first event on the development image
-// against the busybox test image, and `lxc launch` + `lxc exec -- true`
-// of the development image beside them; one iteration measures all three
-// in turn (issue 25). Metrics: the three times in ms, dev/busybox and
-// dev/lxc.
+// BenchmarkFirstPromptDevImage: a new project's first Claude prompt (CLI from
+// the store) to the CLI's first event on the development image against the
+// busybox test image, and `lxc launch` + `lxc exec -- true` of the development
+// image beside them; one iteration measures all three in turn
+// (docs/benchmarks.md, "A project's first prompt on the development image").
+// Metrics: the three times in ms, dev/busybox and dev/lxc.
 func BenchmarkFirstPromptDevImage(b *testing.B) {
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(b, "lxc client for the side-by-side figure: %v", err)

@@ -609,7 +609,7 @@ func TestDemuxReadersOrder(t *testing.T) {
 // TestStdoutFloodLetsStderrReaderSleep: while stdout's reader keeps up
 // with a flood of small frames and stderr is quiet, stderr's reader is
 // not woken for each of stdout's frames (two goroutines passing every
-// frame between them cost the daemon more than the frames: issue 28).
+// frame between them cost the daemon more than the frames: docs/benchmarks.md, "remote-shim").
 // It wakes about once per stealAfter at most, to take over the
 // connection should stdout's reader not come back.
 func TestStdoutFloodLetsStderrReaderSleep(t *testing.T) {

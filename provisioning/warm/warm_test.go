@@ -53,7 +53,7 @@ func waitReady(t *testing.T, p *warm.Pool, n int) {
 	}, "%d ready", n)
 }
 
-// TestRefillWaitsAfterTheLatestClaim (issue 28): the pool creates no
+// TestRefillWaitsAfterTheLatestClaim (docs/operating.md, "Warm containers"): the pool creates no
 // container until RefillDelay after the latest claim, so the refill does
 // not share the host's cores with the new project's first prompt; then it
 // refills. Claims close together push the refill back to the last one.
