@@ -120,10 +120,10 @@ const (
 	// and were lowered to them before its container started, or when a
 	// fork copied them (data: project, limits, clamped).
 	SubtypeLimitsClamped = "limits_clamped"
-	// Repository events (issue 26): the project's repository was cloned
-	// into /workspace, or its clone failed (git's message, without the
-	// token); the working tree's git tree at a turn's start; a push; a
-	// pull request opened on the forge.
+	// Repository events (docs/operating.md, "A repository per project"): the
+	// project's repository was cloned into /workspace, or its clone failed
+	// (git's message, without the token); the working tree's git tree at a
+	// turn's start; a push; a pull request opened on the forge.
 	SubtypeRepoCloned      = "repo_cloned"
 	SubtypeRepoCloneFailed = "repo_clone_failed"
 	SubtypeTurnTree        = "turn_tree"
@@ -146,9 +146,10 @@ type Chat struct {
 	// this id and the chat's owner: a project deleted and created again
 	// under the same name is another project.
 	ProjectID string `json:"projectId,omitempty"`
-	// Branch is a project chat's own git branch (created from the
-	// clone's base at its first turn); Worktree: it works in its own git
-	// worktree of Branch, /workspace/.worktrees/<chat id> (issue 26).
+	// Branch is a project chat's own git branch (created from the clone's base
+	// at its first turn); Worktree: it works in its own git worktree of Branch,
+	// /workspace/.worktrees/<chat id> (docs/operating.md, "A repository per
+	// project").
 	Branch   string `json:"branch,omitempty"`
 	Worktree bool   `json:"worktree,omitempty"`
 	Cwd      string `json:"cwd,omitempty"`

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -69,17 +71,13 @@ func TestAttackRootByName(t *testing.T) {
 		return out
 	}
 	// Both runs in flight, as root acting as itself sees them.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		_, body := ts.do("GET", "/v1/runs", "root", nil)
-		if got := strings.Join(owners(string(body), "runs"), ","); got == "alice,root" || got == "root,alice" {
-			break
+		if got := strings.Join(owners(string(body), "runs"), ","); got != "alice,root" && got != "root,alice" {
+			return fmt.Errorf("runs %s", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("root acting as itself: runs %s, want alice's and root's", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "root acting as itself sees alice's and root's runs")
 	if _, body := ts.do("GET", "/v1/usage?by=user", "root", nil); strings.Join(owners(string(body), "usage"), ",") != "alice,root" {
 		t.Fatalf("root acting as itself: usage %s, want alice's and root's rows", body)
 	}

@@ -35,7 +35,7 @@ const benchNice = 10
 // is 1 s, so most prompts come after it. Metrics per provider, in ms: p50
 // and p99 of POST …/prompt to its 202 (post-202) and to the stored user
 // event (post-user), and the slowest 202 (the first prompt may wait for
-// the start-up readiness check). Goal: p99 ≤ 20 ms (issue 28).
+// the start-up readiness check). Goal: p99 ≤ 20 ms (docs/benchmarks.md, "Prompt admission").
 // REMOTE_BENCH_PROMPTS sets the prompts per daemon (default 200).
 //
 //	CI=true go test -run '^$' -bench BenchmarkPromptAdmission -benchtime 1x ./daemon/

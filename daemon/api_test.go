@@ -18,6 +18,7 @@ import (
 	"remote/api"
 	"remote/daemon/prompt"
 	"remote/daemon/runhub"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -293,9 +294,7 @@ func TestRunOutcomes(t *testing.T) {
 				t.Fatalf("prompt: %d %s", st, body)
 			}
 			if tt.cancel {
-				for len(ts.events(chat.ID)) < 2 {
-					time.Sleep(time.Millisecond)
-				}
+				testkit.Eventually(t, time.Minute, func() bool { return len(ts.events(chat.ID)) >= 2 }, "two events")
 				if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/cancel", "alice", nil); st != http.StatusAccepted {
 					t.Fatalf("cancel: %d %s", st, body)
 				}

@@ -211,13 +211,7 @@ func (ts *testServer) events(chatID string) []api.Event {
 // waitIdle waits until the chat has no run.
 func (ts *testServer) waitIdle(chatID string) {
 	ts.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for ts.srv.Hub().Running(chatID) {
-		if time.Now().After(deadline) {
-			ts.t.Fatalf("chat %s still running", chatID)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(ts.t, 90*time.Second, func() bool { return !ts.srv.Hub().Running(chatID) }, "chat %s idle", chatID)
 }
 
 func (ts *testServer) dialWS(path, user string) (*websocket.Conn, *http.Response, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/claude"
 	"remote/providers/codex"
@@ -69,12 +70,14 @@ func TestProviderLoginRoutes(t *testing.T) {
 	if code != http.StatusAccepted || json.Unmarshal(body, &l) != nil || l.ID == "" || l.Provider != "claude" || l.Method != "oauth" {
 		t.Fatalf("start: %d %s", code, body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !l.NeedsCode && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	// refresh reads the login again; the checks after each wait say what
+	// was wrong if it never came.
+	refresh := func() api.ProviderLogin {
 		_, body = ts.do(http.MethodGet, "/v1/providers/claude/login/"+l.ID, "root", nil)
 		_ = json.Unmarshal(body, &l)
+		return l
 	}
+	_ = testkit.Poll(30*time.Second, func() bool { return refresh().NeedsCode })
 	if l.State != "waiting" || !strings.HasPrefix(l.URL, "https://claude.com/cai/oauth/authorize?") {
 		t.Fatalf("waiting: %s", body)
 	}
@@ -84,11 +87,7 @@ func TestProviderLoginRoutes(t *testing.T) {
 	if code, body := ts.do(http.MethodPost, "/v1/providers/claude/login/"+l.ID+"/code", "root", api.LoginCodeRequest{Code: loginCode}); code != http.StatusOK || strings.Contains(string(body), "SECRET") {
 		t.Fatalf("code: %d %s", code, body)
 	}
-	for l.State != "succeeded" && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		_, body = ts.do(http.MethodGet, "/v1/providers/claude/login/"+l.ID, "root", nil)
-		_ = json.Unmarshal(body, &l)
-	}
+	_ = testkit.Poll(30*time.Second, func() bool { return refresh().State == "succeeded" })
 	if l.State != "succeeded" || l.Message != "logged in" {
 		t.Fatalf("final: %s", body)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/webhook"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -148,13 +149,8 @@ func TestNotifyDeadReceiverNeverSlowsRuns(t *testing.T) {
 	if n := len(ts.events(chat.ID)); n != 30 {
 		t.Fatalf("%d events stored, want 30", n)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logBuf.String(), "notification not delivered") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery failure logged: %s", logBuf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(logBuf.String(), "notification not delivered") },
+		"a delivery failure logged")
 	logs := logBuf.String()
 	if !strings.Contains(logs, "notification dropped: queue full") {
 		t.Errorf("a full queue was not logged: %s", logs)

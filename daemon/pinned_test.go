@@ -16,7 +16,7 @@ import (
 )
 
 // These tests pin behaviours that deliberate breakages of the product
-// (issue 15's mutation table) left unnoticed. Each asserts the value a
+// (docs/testing.md, "The breakages the old tests missed") left unnoticed. Each asserts the value a
 // user relies on, not the constant implementing it.
 
 // prompt posts text to the chat and waits for its run to end.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -45,18 +46,6 @@ func userTexts(evs []api.Event) []string {
 	return out
 }
 
-// waitFor polls cond for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Three prompts queued behind a run survive a daemon restart (close and
 // reopen on the same state) and then run in the order they were queued.
 func TestQueuedPromptsRunInOrderAcrossRestart(t *testing.T) {
@@ -90,10 +79,10 @@ func TestQueuedPromptsRunInOrderAcrossRestart(t *testing.T) {
 	// Restart on the same state: the queue runs, in order, one at a time.
 	done := &fakeProvider{id: providers.Claude}
 	ts2 := newTestServerIn(t, dir, []providers.Provider{done})
-	waitFor(t, "the queue to drain", func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		c, err := ts2.st.Chat(chat.ID)
 		return err == nil && c.Queued == 0 && !ts2.srv.Hub().Running(chat.ID)
-	})
+	}, "the queue to drain")
 	evs := ts2.events(chat.ID)
 	if got, want := userTexts(evs), []string{"first", "one", "two", "three"}; !slices.Equal(got, want) {
 		t.Fatalf("user events %v, want %v (all events %v)", got, want, types(evs))
@@ -169,10 +158,10 @@ func TestQueueRemovalAndOwnership(t *testing.T) {
 		t.Fatalf("queue after removal: %d %s", st, body)
 	}
 	close(step) // the first run completes; "keep me" runs
-	waitFor(t, "the queue to drain", func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		c, err := ts.st.Chat(chat.ID)
 		return err == nil && c.Queued == 0 && len(userTexts(ts.events(chat.ID))) == 2
-	})
+	}, "the queue to drain")
 	ts.waitIdle(chat.ID)
 	evs := ts.events(chat.ID)
 	if got := userTexts(evs); !slices.Equal(got, []string{"first", "keep me"}) {
@@ -216,7 +205,7 @@ func TestChatSocketQueuedPrompt(t *testing.T) {
 		}
 	}
 	close(step)
-	waitFor(t, "the queued prompt to run", func() bool { return len(userTexts(ts.events(chat.ID))) == 2 })
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(userTexts(ts.events(chat.ID))) == 2 }, "the queued prompt to run")
 	ts.waitIdle(chat.ID)
 	evs := ts.events(chat.ID)
 	if got := userTexts(evs); !slices.Equal(got, []string{"first", "later"}) {

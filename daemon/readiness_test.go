@@ -172,9 +172,7 @@ exec %[2]q "$@"
 	var failed atomic.Bool
 	failsafe := time.AfterFunc(time.Minute, func() { failed.Store(true); os.Remove(hold) })
 	run("second") // stale: admitted, and the refresh starts (and blocks)
-	for !fileExists(hold + ".entered") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 2*time.Minute, func() bool { return fileExists(hold + ".entered") }, "the refresh entered")
 	run("third") // the refresh still blocks
 	failsafe.Stop()
 	if failed.Load() {
@@ -184,9 +182,8 @@ exec %[2]q "$@"
 		t.Fatal("the probe ended before it was released")
 	}
 	os.Remove(hold)
-	for !fileExists(hold + ".done") { // the CLI writes to HOME until then
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The CLI writes to HOME until then.
+	testkit.Eventually(t, 2*time.Minute, func() bool { return fileExists(hold + ".done") }, "the probe's end")
 }
 
 func fileExists(path string) bool {

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/claude"
 	"remote/providers/runner"
 )
 
 // Misbehaving CLIs, through the real Claude adapter, the shared runner, the
-// host launcher and the whole prompt service (issue 16's fault run). The
+// host launcher and the whole prompt service (a TestFault… run: docs/testing.md). The
 // fake CLI is a shell script speaking Claude's stream-json.
 
 // Claude stream-json lines of a short turn.
@@ -71,13 +72,9 @@ func promptAndWait(t *testing.T, ts *testServer, chatID, text string) {
 	if st, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: text}); st != http.StatusAccepted {
 		t.Fatalf("prompt %q: %d %s", text, st, body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for ts.srv.Hub().Running(chatID) {
-		if time.Now().After(deadline) {
-			st, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: "anyone there?"})
-			t.Fatalf("chat still running 20 s after the prompt (a new prompt gets %d %s)", st, body)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testkit.Poll(20*time.Second, func() bool { return !ts.srv.Hub().Running(chatID) }) != nil {
+		st, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: "anyone there?"})
+		t.Fatalf("chat still running 20 s after the prompt (a new prompt gets %d %s)", st, body)
 	}
 }
 
@@ -125,13 +122,9 @@ func checkGone(t *testing.T, pidFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the CLI (pid %d) is still running", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testkit.Poll(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the CLI (pid %d) is still running", pid)
 	}
 }
 
@@ -209,7 +202,7 @@ func TestIdleTimeoutSparesPendingInteraction(t *testing.T) {
 	if st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "ask me"}); st != http.StatusAccepted {
 		t.Fatalf("prompt: %d %s", st, body)
 	}
-	time.Sleep(time.Second) // five idle timeouts while the card waits
+	time.Sleep(time.Second) //nolint:forbidigo // the subject: five idle timeouts pass while the card waits
 	if !ts.srv.Hub().Running(chat.ID) {
 		t.Fatalf("run stopped while an interaction was pending: %v", types(ts.events(chat.ID)))
 	}

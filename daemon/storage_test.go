@@ -44,7 +44,7 @@ func streamer(n, size int) (*fakeProvider, *atomic.Int64, *atomic.Bool) {
 			emit(providers.Event{Type: providers.EventAssistantDelta, Text: text, MessageID: "m1"})
 			emitted.Add(1)
 			if i%50 == 0 {
-				time.Sleep(time.Millisecond) // a CLI's pace: let the committer keep up
+				time.Sleep(time.Millisecond) //nolint:forbidigo // a CLI's pace: let the committer keep up
 			}
 		}
 		emit(providers.Event{Type: providers.EventRunCompleted})
@@ -321,13 +321,12 @@ func TestFaultDiskFullStartup(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(ts.srv.Service().Unrepaired()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("chats still unrepaired after freeing space: %v", ts.srv.Service().Unrepaired())
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if u := ts.srv.Service().Unrepaired(); len(u) > 0 {
+			return fmt.Errorf("unrepaired: %v", u)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "every chat repaired once space is free")
 	if m, repaired := restarts(ts); m != 1 || repaired != n {
 		t.Fatalf("after freeing space: %d of %d chats repaired, max %d daemon_restarted", repaired, n, m)
 	}
@@ -479,13 +478,12 @@ func TestFaultDiskFullUnstoredEnd(t *testing.T) {
 
 	os.Remove(filler)
 	fe.fail.Store(false)
-	deadline := time.Now().Add(30 * time.Second)
-	for len(ts.srv.Service().Unrepaired()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the run's end was never stored")
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if u := ts.srv.Service().Unrepaired(); len(u) > 0 {
+			return fmt.Errorf("unrepaired: %v", u)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "every chat repaired once space is free")
 	after := ts.events(chat.ID)
 	checkGapless(t, after, 1)
 	if len(after) != len(stored)+1 || after[len(stored)].Type != api.EventError || !strings.HasPrefix(after[len(stored)].Message, "storage full: ") {

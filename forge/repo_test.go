@@ -133,7 +133,7 @@ func TestAttackRepoURLPointsAtLoopback(t *testing.T) {
 			cancel()
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // let a connection, if any, be accepted
+	time.Sleep(50 * time.Millisecond) //nolint:forbidigo // let a connection, if any, be accepted
 	if n := conns.Load(); n != 0 {
 		t.Errorf("the loopback listener got %d connections, want none", n)
 	}

@@ -677,16 +677,14 @@ func TestFaultOperationForgottenLXD(t *testing.T) {
 	}
 	forgotten := 0
 	lxdexec.SetBeforeWait(c, func(op string) {
-		for {
-			if _, err := c.GetOperation(ctx, op); errors.Is(err, lxdexec.ErrNotFound) {
-				forgotten++
-				return
-			} else if ctx.Err() != nil {
-				t.Errorf("LXD never forgot operation %s", op)
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
+		if testkit.Poll(2*time.Minute, func() bool {
+			_, err := c.GetOperation(ctx, op)
+			return errors.Is(err, lxdexec.ErrNotFound)
+		}) != nil {
+			t.Errorf("LXD never forgot operation %s", op)
+			return
 		}
+		forgotten++
 	})
 	name := testkit.ContainerName("forgot")
 	testkit.CleanupContainer(t, testkit.LXD(t), name)
@@ -730,7 +728,7 @@ func testExecWhileFrozen(t *testing.T, c *lxdexec.Client, name string) {
 	}
 	thawed := make(chan error, 1)
 	go func() {
-		time.Sleep(700 * time.Millisecond)
+		time.Sleep(700 * time.Millisecond) //nolint:forbidigo // the subject: the instance stays frozen a while, so Exec must wait for the thaw
 		thawed <- c.SetState(ctx, name, lxdexec.StateRequest{Action: "unfreeze", Timeout: 30})
 	}()
 	out, _, code, err := run(t, ctx, c, name, lxdexec.ExecRequest{Command: []string{"echo", "ran-after-thaw"}}, "")

@@ -144,12 +144,14 @@ func TestWaitOperationDialects(t *testing.T) {
 
 func TestWaitOperationContext(t *testing.T) {
 	f := newFake(t, nil)
+	waiting := make(chan struct{})
 	f.mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+		close(waiting)
 		<-r.Context().Done()
 	})
 	c := f.client(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { <-waiting; cancel() }()
 	if _, err := c.WaitOperation(ctx, "op1"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

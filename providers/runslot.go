@@ -160,7 +160,7 @@ func (p Pos) Less(q Pos) bool {
 type Cursor struct {
 	// line is the start of the line being parsed: Line, called once per
 	// stdout line, only stores it (a lock there costs the reader a few
-	// per cent of a flood, issue 28); Next starts a new index when it
+	// per cent of a flood: docs/benchmarks.md, "remote-shim"); Next starts a new index when it
 	// changed. Line starts only grow.
 	line    atomic.Int64
 	mu      sync.Mutex

@@ -40,7 +40,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Run(ctx) }()
-	waitFor(t, "reconciler available", func() bool { return rec.Available() == nil })
+	testkit.Eventually(t, 90*time.Second, func() bool { return rec.Available() == nil }, "reconciler available")
 
 	var (
 		mu   sync.Mutex
@@ -77,7 +77,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 	if err := cl.SetState(ctx, name, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "stopped", func() bool { return store.status("moving") == StatusStopped })
+	testkit.Eventually(t, 90*time.Second, func() bool { return store.status("moving") == StatusStopped }, "stopped")
 	// 2. instance-created for the copy, with the project's id.
 	if err := cl.CreateInstance(ctx, lxdexec.InstancesPost{Name: copyName, Source: lxdexec.InstanceSource{Alias: "busybox"},
 		Config: map[string]string{MarkerKey: proj.ID, NameKey: proj.Name}}); err != nil {
@@ -102,7 +102,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 		}
 		started <- err
 	}()
-	time.Sleep(2 * time.Second) // the event and the prompt's wait are under way
+	time.Sleep(2 * time.Second) //nolint:forbidigo // the event and the prompt's wait are under way
 	// 4. instance-renamed: the copy takes the name.
 	r, err := cl.Query(ctx, http.MethodPost, "/1.0/instances/"+copyName, map[string]string{"name": name}, "")
 	if err != nil {
@@ -115,7 +115,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 	if err := <-started; err != nil {
 		t.Fatalf("Start during the move: %v", err)
 	}
-	waitFor(t, "running after the move", func() bool { return store.status("moving") == StatusRunning })
+	testkit.Eventually(t, 90*time.Second, func() bool { return store.status("moving") == StatusRunning }, "running after the move")
 	close(stopWatch)
 	<-watched
 	if _, _, err := cl.Instance(ctx, copyName); err == nil {

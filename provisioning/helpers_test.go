@@ -191,16 +191,3 @@ func (c *collect) subtypes() []string {
 	}
 	return out
 }
-
-// waitFor polls cond until it holds or the test's patience (30 s) ends.
-// It is a wait, not a timing assertion.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

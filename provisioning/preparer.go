@@ -155,8 +155,9 @@ type Options struct {
 	// Idmap is how new containers' uids map onto the host's; "" is
 	// IdmapAuto.
 	Idmap Idmap
-	// Checkouts says where a chat works in its project's repository
-	// (issue 26: its branch, its worktree); nil: in /workspace as it is.
+	// Checkouts says where a chat works in its project's repository (its
+	// branch, its worktree: docs/operating.md, "A repository per
+	// project"); nil: in /workspace as it is.
 	Checkouts func(chatID string) (gitrepo.Checkout, error)
 	// Git runs on the host every git command that talks to a project's
 	// repository server (the token stays there); nil: a temporary mirror
@@ -496,9 +497,11 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// 6. The turn's checkpoint, when the caller asked for one: after the
 	// container is ready, before the CLI starts; a failure is reported,
 	// never fatal. None when this preparation created the container
-	// (issue 28): there is nothing in it to restore to.
-	// 5b. The project's repository (issue 26): cloned when /workspace has
-	// none (an event either way), the turn's tree recorded. The token
+	// (docs/operating.md, "Warm containers"): there is nothing in it to
+	// restore to.
+	// 5b. The project's repository (docs/operating.md, "A repository per
+	// project"): cloned when /workspace has none (an event either way),
+	// the turn's tree recorded. The token
 	// secret goes to git only, never into the run's environment.
 	// The chat's branch is then made ready where it works (its worktree:
 	// the run's cwd); a refusal fails the turn.

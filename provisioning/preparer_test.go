@@ -404,7 +404,7 @@ func TestStartConcurrentWithCreate(t *testing.T) {
 		go func() {
 			// Staggered, so that later callers find the container
 			// created but its create operation still running.
-			time.Sleep(time.Duration(i) * 40 * time.Millisecond)
+			time.Sleep(time.Duration(i) * 40 * time.Millisecond) //nolint:forbidigo // staggers the callers so later ones find the create under way: the subject
 			_, err := f.prep.Start(ctx, proj)
 			errs <- err
 		}()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"remote/api"
 	"remote/internal/testkit"
@@ -60,19 +61,19 @@ func TestReconcilerRealLXD(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- rec.Run(ctx) }()
 		// Let Run's start-up pass subscribe before acting.
-		waitFor(t, "reconciler available", func() bool { return rec.Available() == nil })
+		testkit.Eventually(t, 90*time.Second, func() bool { return rec.Available() == nil }, "reconciler available")
 		if err := cl.SetState(ctx, names[0], lxdexec.StateRequest{Action: "stop", Timeout: 5}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "p0 stopped", func() bool { return store.status("p0") == StatusStopped })
+		testkit.Eventually(t, 90*time.Second, func() bool { return store.status("p0") == StatusStopped }, "p0 stopped")
 		if err := cl.ForceDeleteInstance(ctx, names[1]); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "p1 missing", func() bool { return store.status("p1") == StatusMissing })
+		testkit.Eventually(t, 90*time.Second, func() bool { return store.status("p1") == StatusMissing }, "p1 missing")
 		if err := cl.SetState(ctx, names[3], lxdexec.StateRequest{Action: "start"}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "p3 running", func() bool { return store.status("p3") == StatusRunning })
+		testkit.Eventually(t, 90*time.Second, func() bool { return store.status("p3") == StatusRunning }, "p3 running")
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("Run: %v", err)

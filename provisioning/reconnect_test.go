@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/lxdexec"
 )
 
@@ -67,7 +68,7 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 	// will ever tell.
 	lister.set(lxdexec.Instance{Name: "c", Status: "Stopped", Config: map[string]string{MarkerKey: testProjectID("p")}})
 	events <- lxdexec.Event{Type: lxdexec.EventReconnected, Timestamp: time.Now()}
-	waitFor(t, "stored status stopped after the stream reconnected", func() bool { return store.status("p") == StatusStopped })
+	testkit.Eventually(t, 90*time.Second, func() bool { return store.status("p") == StatusStopped }, "stored status stopped after the stream reconnected")
 }
 
 // TestRunRetriesEventSubscription: when LXD is away just as Run subscribes
@@ -100,9 +101,9 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 		t.Fatal(err)
 	}
 	runReconciler(t, rec)
-	waitFor(t, "a second subscription", func() bool { mu.Lock(); defer mu.Unlock(); return calls >= 2 })
+	testkit.Eventually(t, 90*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return calls >= 2 }, "a second subscription")
 	// Once open, the stream is kept: further resyncs do not subscribe again.
-	time.Sleep(10 * 20 * time.Millisecond)
+	time.Sleep(10 * 20 * time.Millisecond) //nolint:forbidigo // an absence that must last: ten resync periods without a new subscription
 	mu.Lock()
 	n := calls
 	mu.Unlock()

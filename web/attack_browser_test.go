@@ -85,7 +85,7 @@ func TestAttackMarkdownForm(t *testing.T) {
 		if after := chatTitles(t, s); len(after) != len(chatsBefore) || strings.Contains(strings.Join(after, "\n"), "pwn") {
 			t.Fatalf("clicking the agent's button reached the daemon: chats before %q, after %q", chatsBefore, after)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) //nolint:forbidigo // an absence that must last: the click never reaches the daemon
 	}
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	if !strings.HasPrefix(loc, s.base+"/#/chat/") {

@@ -140,7 +140,7 @@ func waitJSFor(expr string, timeout time.Duration) chromedp.Action[chromedp.Void
 			// The page navigated while the poll ran (a redirect, a
 			// reload): its execution context went with it. Poll the new
 			// page.
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // the page navigated mid-poll: give the new page a moment before polling it again
 		}
 	}
 }

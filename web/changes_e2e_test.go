@@ -54,18 +54,18 @@ func portOf(t *testing.T, url string) int {
 	return port
 }
 
-// TestE2EChangesPushPullRequest is issue 26's acceptance on the page: a
-// project on the development image whose repository (a real git
-// http-backend behind basic auth, reached through a proxy device) is
-// cloned with the token of its tokenSecret; in the page, the real Claude
-// Code CLI in the container (its model scripted) runs the failing test,
-// reads and edits calc.py and runs the test again; the Changes view of
-// that turn lists exactly calc.py (M +1 −1) and its change; Push lands
-// the branch on the git server (git ls-remote); Open pull request reaches
-// the GitHub stand-in with the documented request (head, base, title,
-// body, the token as Authorization) and the page shows its link (a new
-// tab, noopener noreferrer). The token is nowhere in the page's DOM, the
-// chat's events or remoted's and remote-web's logs.
+// TestE2EChangesPushPullRequest is the repository feature's acceptance on the
+// page (docs/operating.md, "A repository per project"): a project on the
+// development image whose repository (a real git http-backend behind basic auth,
+// reached through a proxy device) is cloned with the token of its tokenSecret;
+// in the page, the real Claude Code CLI in the container (its model scripted)
+// runs the failing test, reads and edits calc.py and runs the test again; the
+// Changes view of that turn lists exactly calc.py (M +1 −1) and its change; Push
+// lands the branch on the git server (git ls-remote); Open pull request reaches
+// the GitHub stand-in with the documented request (head, base, title, body, the
+// token as Authorization) and the page shows its link (a new tab, noopener
+// noreferrer). The token is nowhere in the page's DOM, the chat's events or
+// remoted's and remote-web's logs.
 func TestE2EChangesPushPullRequest(t *testing.T) {
 	const token = "tok_e2e_page_5f4e3d2c1b0a99"
 	cl := testkit.LXD(t)

@@ -86,7 +86,7 @@ func TestAttackChangesHostileWork(t *testing.T) {
 			Files: []api.DiffFile{{Path: "calc.py", Status: "M", Additions: 1, Deletions: 1}}},
 	}
 	d.changes.push = func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(1500 * time.Millisecond) // a push takes seconds
+		time.Sleep(1500 * time.Millisecond) //nolint:forbidigo // a push takes seconds
 		writeError(w, 409, api.CodeConflict, "git push: ! [rejected] remote/abcdef99 (non-fast-forward)")
 	}
 	d.changes.pull = func(w http.ResponseWriter, r *http.Request) {

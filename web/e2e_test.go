@@ -267,19 +267,19 @@ password_hash = %q
 	s.dlogs, s.wlogs = dlogs, wlogs
 	// Both are up when an unauthenticated API call gets remote-web's 401
 	// and the daemon's socket exists.
-	for i := 0; ; i++ {
+	if err := testkit.Poll(time.Minute, func() error {
 		resp, err := http.Get("http://" + addr + "/login")
-		_, serr := os.Stat(sock)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && serr == nil {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if i > 3000 {
-			t.Fatalf("stack did not come up: %v %v\nremoted:\n%s\nremote-web:\n%s", err, serr, dlogs, wlogs)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /login: %s", resp.Status)
 		}
-		time.Sleep(10 * time.Millisecond)
+		_, err = os.Stat(sock)
+		return err
+	}); err != nil {
+		t.Fatalf("stack did not come up: %v\nremoted:\n%s\nremote-web:\n%s", err, dlogs, wlogs)
 	}
 	waitDaemonLXD(t, sock, dlogs)
 	return s
@@ -298,21 +298,22 @@ func waitDaemonLXD(t testing.TB, sock string, dlogs *syncBuffer) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	defer c.CloseIdleConnections()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	if err := testkit.Poll(2*time.Minute, func() error {
 		var info api.Info
 		resp, err := c.Get("http://remoted/v1/info")
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&info)
-			resp.Body.Close()
+		if err != nil {
+			return err
 		}
-		if err == nil && info.LXD.Reachable {
-			return
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("remoted did not reach LXD in 2m: %v %+v\nremoted:\n%s", err, info.LXD, dlogs)
+		if !info.LXD.Reachable {
+			return fmt.Errorf("LXD %+v", info.LXD)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("remoted did not reach LXD in 2m: %v\nremoted:\n%s", err, dlogs)
 	}
 }
 

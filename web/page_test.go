@@ -416,7 +416,7 @@ func TestPageNotificationsWhenHidden(t *testing.T) {
 	steps(t, ctx, "reload", chromedp.Reload(),
 		waitJS(`document.querySelector('#chat-status').dataset.running === 'false'`), waitJS(hookNotifications),
 		waitJS(`(window.__visibility = 'hidden', true)`))
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) //nolint:forbidigo // an absence that must last: no notification after a reload
 	if n := eval[int](t, ctx, `window.__notes.length`); n != 0 {
 		t.Errorf("%d notifications after a reload, want none", n)
 	}
@@ -499,7 +499,7 @@ func TestPagePhone375(t *testing.T) {
 	steps(t, ctx, "drawer", chromedp.Click(chromedp.CSS(`#menu`)),
 		waitJS(`getComputedStyle(document.querySelector('#sidebar')).visibility === 'visible'`),
 		waitJS(`document.activeElement.closest('#sidebar') !== null`))
-	time.Sleep(250 * time.Millisecond) // the slide-in
+	time.Sleep(250 * time.Millisecond) //nolint:forbidigo // the slide-in
 	fits("drawer")
 	steps(t, ctx, "Esc closes the drawer", chromedp.KeyEvent("\x1b"),
 		waitJS(`document.querySelector('#menu').getAttribute('aria-expanded') === 'false' && document.activeElement.id === 'menu'`))
@@ -516,7 +516,7 @@ func TestPagePhone375(t *testing.T) {
 	fits("approval")
 	steps(t, ctx, "Esc cancels", chromedp.Focus(chromedp.CSS(`#prompt`)), chromedp.KeyEvent("\x1b"),
 		waitJS(`(() => true)()`))
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) //nolint:forbidigo // an absence that must last: Esc sends one cancel and nothing more
 	d.mu.Lock()
 	frames := append([]api.ClientMessage(nil), d.frames...)
 	d.mu.Unlock()

@@ -43,14 +43,14 @@ func webLogin(t *testing.T, s *stack, user, pw string) *http.Client {
 	return c
 }
 
-// TestAttackPreviewTheft performs finding 1 of issue 23 in real
-// Chromium against real remoted, remote-web and LXD: bob's app tries to
-// register a service worker on its preview origin (refused: the script
-// request is 403); bob's entry link, followed by alice's logged-in
-// browser, does not log her into bob's preview (the page sees another
-// session); alice's token, redeemed in bob's browser before or after
-// alice's page confirmed it, opens nothing; and alice's own preview
-// lives on an origin that is not bob's.
+// TestAttackPreviewTheft performs the first attack of docs/threat-model.md's
+// preview origin section in real Chromium against real remoted, remote-web and
+// LXD: bob's app tries to register a service worker on its preview origin
+// (refused: the script request is 403); bob's entry link, followed by alice's
+// logged-in browser, does not log her into bob's preview (the page sees another
+// session); alice's token, redeemed in bob's browser before or after alice's
+// page confirmed it, opens nothing; and alice's own preview lives on an origin
+// that is not bob's.
 func TestAttackPreviewTheft(t *testing.T) {
 	s := startStack(t, fakeanthropic.New(t), false)
 	bobP := previewProjectWith(t, s, "bob", "pvbob", swApp, map[string]string{"sw.js": swScript})
@@ -134,16 +134,15 @@ window.__tossed = document.cookie === '' ? 'set' : 'visible';
 </script>`
 }
 
-// TestAttackCookieTossing performs finding 2 of issue 23 in real
-// Chromium: alice's preview app sets remote_session=<bob's>;
-// domain=example.com; path=/v1/chats, the page being at
-// http://remote.example.com. Previews under the page's registrable
-// domain over plain http (*.preview.example.com, the finding's setup)
-// are refused at start since the jar-overflow variant
-// (TestAttackCookieJarOverflow), so the previews are under
-// preview.example.net, and the browser sets the cookie for no host of
-// the page's: alice's page lists her chats, not bob's, the chat she
-// creates is hers, and bob's session is untouched.
+// TestAttackCookieTossing performs the second attack of docs/threat-model.md's
+// preview origin section in real Chromium: alice's preview app sets
+// remote_session=<bob's>; domain=example.com; path=/v1/chats, the page being at
+// http://remote.example.com. Previews under the page's registrable domain over
+// plain http (*.preview.example.com, the finding's setup) are refused at start
+// since the jar-overflow variant (TestAttackCookieJarOverflow), so the previews
+// are under preview.example.net, and the browser sets the cookie for no host of
+// the page's: alice's page lists her chats, not bob's, the chat she creates is
+// hers, and bob's session is untouched.
 func TestAttackCookieTossing(t *testing.T) {
 	s := startStackWith(t, fakeanthropic.New(t), stackOpts{pageHost: "remote.example.com", previewDomain: "preview.example.net"})
 	bob := webLogin(t, s, "bob", bobPassword)

@@ -101,19 +101,19 @@ password_hash = %q
 	}
 	dlogs := startProc(t, "remoted", bins[0], "-config", cfgPath)
 	wlogs := startProc(t, "remote-web", bins[1], "-config", cfgPath)
-	for i := 0; ; i++ {
+	if err := testkit.Poll(time.Minute, func() error {
 		resp, err := http.Get(base + "/login")
-		_, serr := os.Stat(sock)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && serr == nil {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if i > 3000 {
-			t.Fatalf("stack did not come up: %v %v\nremoted:\n%s\nremote-web:\n%s", err, serr, dlogs, wlogs)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /login: %s", resp.Status)
 		}
-		time.Sleep(10 * time.Millisecond)
+		_, err = os.Stat(sock)
+		return err
+	}); err != nil {
+		t.Fatalf("stack did not come up: %v\nremoted:\n%s\nremote-web:\n%s", err, dlogs, wlogs)
 	}
 
 	ctx := newBrowser(t)

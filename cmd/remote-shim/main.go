@@ -1,7 +1,7 @@
-// Command remote-shim supervises one run's CLI so that the run outlives
-// remoted (issue 17). remoted starts it per run; it is built static
-// (CGO_ENABLED=0) so the same binary runs on the host and in any project
-// container.
+// Command remote-shim supervises one run's CLI so that the run outlives remoted
+// (docs/architecture.md, "Runs that outlive the daemon"). remoted starts it per
+// run; it is built static (CGO_ENABLED=0) so the same binary runs on the host
+// and in any project container.
 //
 //	remote-shim serve --dir D [--detach] [--start-timeout 60s] [--linger 24h]
 //	remote-shim attach --dir D

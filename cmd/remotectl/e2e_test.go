@@ -100,14 +100,8 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]
 		}
 	})
 	// Wait for the socket to answer.
-	for i := 0; ; i++ {
-		if r := e.run("", "info"); r.code == 0 {
-			break
-		}
-		if i > 1000 {
-			t.Fatalf("remoted did not come up; log:\n%s", e.daemonE)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testkit.Poll(time.Minute, func() bool { return e.run("", "info").code == 0 }) != nil {
+		t.Fatalf("remoted did not come up; log:\n%s", e.daemonE)
 	}
 	e.waitLXD()
 	return e
@@ -121,18 +115,14 @@ func (e *e2e) waitLXD() {
 	if _, err := os.Stat("/var/lib/lxd/unix.socket"); err != nil {
 		return
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testkit.Eventually(e.t, 2*time.Minute, func() error {
 		r := e.run("", "info", "--json")
 		var info api.Info
 		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &info) == nil && info.LXD.Reachable {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("remoted did not reach LXD in 2m: %s %s", r.stdout, r.stderr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("info: %s %s", r.stdout, r.stderr)
+	}, "remoted reaches LXD")
 }
 
 type lockedWriter struct {
@@ -265,17 +255,14 @@ func TestEndToEndInterrupt(t *testing.T) {
 		t.Fatalf("after Ctrl-C: %v, stderr %q", err, errb.String())
 	}
 	// The run was cancelled: the chat goes idle with a terminal event.
-	for i := 0; ; i++ {
+	testkit.Eventually(t, time.Minute, func() error {
 		var c api.Chat
 		if err := json.Unmarshal([]byte(e.must("chat", "show", id, "--json")), &c); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if !c.Running {
-			break
+		if c.Running {
+			return errors.New("still running")
 		}
-		if i > 1000 {
-			t.Fatal("chat still running after cancel")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	}, "the chat idle after cancel")
 }

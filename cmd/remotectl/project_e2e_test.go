@@ -90,27 +90,19 @@ func TestEndToEndProjectAutostart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.daemon = next // startE2E's cleanup stops this one
-	deadline := time.Now().Add(60 * time.Second)
 	for _, c := range containers {
-		for {
+		testkit.Eventually(t, 60*time.Second, func() error {
 			inst, _, err := cl.Instance(context.Background(), c)
-			if err == nil && inst.Status == "Running" {
-				break
+			if err == nil && inst.Status != "Running" {
+				err = fmt.Errorf("status %s", inst.Status)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("container %s not running after restart (%v, %v)", c, inst, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err
+		}, "container %s running after the restart", c)
 	}
-	for i := 0; ; i++ {
-		r := e.run("", "project", "list")
-		if r.code == 0 && strings.Count(r.stdout, "running") == 3 {
-			break
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if r := e.run("", "project", "list"); r.code != 0 || strings.Count(r.stdout, "running") != 3 {
+			return fmt.Errorf("%q %q", r.stdout, r.stderr)
 		}
-		if i > 300 {
-			t.Fatalf("stored status not corrected: %q %q", r.stdout, r.stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "stored status corrected")
 }

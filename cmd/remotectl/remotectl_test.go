@@ -14,6 +14,7 @@ import (
 	"remote/api"
 	"remote/client"
 	"remote/daemon/daemontest"
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -207,10 +208,10 @@ func TestAnswer(t *testing.T) {
 	if _, err := c.Prompt(ctx, "abc123abc123", api.PromptRequest{Text: "run it"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the interaction request", func() bool {
+	testkit.Eventually(t, time.Minute, func() bool {
 		evs, _ := c.Events(ctx, "abc123abc123", 0)
 		return len(evs) > 0 && evs[len(evs)-1].Type == api.EventInteractionRequest
-	})
+	}, "the interaction request")
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -223,10 +224,10 @@ func TestAnswer(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) { answer(t, tt.args, tt.code, tt.stderr) })
 	}
-	waitFor(t, "the run to end", func() bool {
+	testkit.Eventually(t, time.Minute, func() bool {
 		ch, err := c.Chat(ctx, "abc123abc123")
 		return err == nil && !ch.Running
-	})
+	}, "the run to end")
 	answer(t, []string{"answer", "abc123abc123", "0", "decline"}, 1, "not_found")
 
 	r := runCtl(ctx, fake, "", "events", "abc123abc123", "--json")
@@ -245,18 +246,6 @@ func TestAnswer(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].ID != "0" || sent.String() != `{"decision":"accept"}` {
 		t.Errorf("the run got %+v", got)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -335,14 +324,14 @@ func TestPromptInterruptCancelsRun(t *testing.T) {
 		done <- run(ctx, []string{"-socket", fake.Socket, "prompt", "abcdef012345", "go"}, strings.NewReader(""), &out, &errb)
 	}()
 	// Wait for the streamed text, then "press Ctrl-C".
-	for !strings.Contains(out.String(), "working") {
+	testkit.Eventually(t, time.Minute, func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("prompt ended early with %d: %s", code, errb.String())
 		default:
 		}
-		waitABit()
-	}
+		return strings.Contains(out.String(), "working")
+	}, "the streamed text")
 	cancel()
 	code := <-done
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted: run cancelled") {
@@ -361,16 +350,14 @@ func TestTailFollowsLive(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"-socket", fake.Socket, "tail", "abcdef012345", "--json"}, strings.NewReader(""), &out, &errb)
 	}()
-	for strings.Count(out.String(), "\n") < 4 { // 3 stored + sync
-		waitABit()
-	}
+	testkit.Eventually(t, time.Minute, func() bool { return strings.Count(out.String(), "\n") >= 4 }, "3 stored events and the sync")
 	r := runCtl(context.Background(), fake, "", "prompt", "abcdef012345", "again")
 	if r.code != 0 {
 		t.Fatalf("prompt: %+v", r)
 	}
-	for !strings.Contains(out.String(), `"text":"again"`) || !strings.Contains(out.String(), `"seq":6`) {
-		waitABit()
-	}
+	testkit.Eventually(t, time.Minute, func() bool {
+		return strings.Contains(out.String(), `"text":"again"`) && strings.Contains(out.String(), `"seq":6`)
+	}, "the new prompt's events")
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("tail exit %d: %s", code, errb.String())
@@ -447,9 +434,6 @@ func TestParseInterspersed(t *testing.T) {
 		}
 	}
 }
-
-// waitABit yields while a test polls for output from another goroutine.
-func waitABit() { time.Sleep(2 * time.Millisecond) }
 
 // TestAttackRemotectlEscapes: hostile agent output (an OSC 52 clipboard
 // write, a title change, text hidden with ESC[8m, C1 CSI colours, a

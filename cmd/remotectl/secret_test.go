@@ -17,6 +17,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/daemontest"
+	"remote/internal/testkit"
 )
 
 // TestAttackSecretArgv: a secret value given on the command line (where
@@ -125,13 +126,8 @@ func TestSecretPromptDoesNotEcho(t *testing.T) {
 	go func() {
 		done <- run(context.Background(), []string{"-socket", sock, "project", "secret", "set", "p", "TOKEN"}, tty, &out, &errb)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(errb.String(), "value of TOKEN (not echoed): ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no prompt; stderr %q", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return strings.Contains(errb.String(), "value of TOKEN (not echoed): ") },
+		"the prompt for the value on stderr")
 	if _, err := ptmx.Write([]byte("typed-secret\n")); err != nil {
 		t.Fatal(err)
 	}

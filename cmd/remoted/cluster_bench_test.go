@@ -97,7 +97,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 			if time.Since(killed) > 2*time.Minute {
 				b.Fatalf("no successful exec 2 min after the kill: %d %s", st, body)
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // a benchmark's poll: the step is the measurement's resolution
 		}
 		total += time.Since(killed)
 		b.StopTimer()
@@ -109,7 +109,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 			if time.Now().After(deadline) {
 				b.Fatal("rc-member1 not back")
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) //nolint:forbidigo // a benchmark's poll between measured steps
 		}
 		b.StartTimer()
 	}
@@ -132,6 +132,6 @@ func (d *clusterDaemon) restartOn(b *testing.B) {
 		if time.Now().After(deadline) {
 			b.Fatalf("daemon not on rc-member1: %s", body)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) //nolint:forbidigo // a benchmark's poll between measured steps
 	}
 }

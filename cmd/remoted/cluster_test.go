@@ -75,7 +75,7 @@ func newClusterBed(t testing.TB) *clusterBed {
 		testkit.Missing(t, "the cluster tests stop members' LXD (root needed, uid %d)", os.Geteuid())
 	}
 	for _, m := range clusterMembers {
-		waitUntil(t, m+" online", 2*time.Minute, func() bool { return b.memberOnline(m) })
+		testkit.Eventually(t, 2*time.Minute, func() bool { return b.memberOnline(m) }, "%s", m+" online")
 	}
 	return b
 }
@@ -182,17 +182,6 @@ func (b *clusterBed) holdLXD(t testing.TB, member string) (release func()) {
 	return release
 }
 
-func waitUntil(t testing.TB, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // clusterDaemon starts remoted on the cluster's [lxd] config, with a
 // profile whose proxy device gives every project container the fake model
 // server on its 127.0.0.1:port: the device's far end runs on the member,
@@ -286,7 +275,7 @@ sync = true
 	})
 	cd := &clusterDaemon{daemonProc: d, model: model, profile: profile}
 	if waitReachable {
-		waitUntil(t, "LXD reachable", time.Minute, func() bool { return cd.info(t).Reachable })
+		testkit.Eventually(t, time.Minute, func() bool { return cd.info(t).Reachable }, "LXD reachable")
 	}
 	return cd
 }
@@ -334,15 +323,14 @@ func (d *clusterDaemon) createProject(t testing.TB, name, target string) api.Pro
 	}
 	t.Cleanup(func() {
 		// Retried: a member just let back may still be rejoining.
-		var st int
-		var body []byte
-		for range 30 {
-			if st, body = d.do("DELETE", "/v1/projects/"+name+"?purge=true", nil); st/100 == 2 || st == 404 {
-				return
+		if err := testkit.Poll(time.Minute, func() error {
+			if st, body := d.do("DELETE", "/v1/projects/"+name+"?purge=true", nil); st/100 != 2 && st != 404 {
+				return fmt.Errorf("%d %s", st, body)
 			}
-			time.Sleep(2 * time.Second)
+			return nil
+		}); err != nil {
+			t.Errorf("purge project %s: %v", name, err)
 		}
-		t.Errorf("purge project %s: %d %s", name, st, body)
 	})
 	return p
 }
@@ -393,14 +381,14 @@ func (d *clusterDaemon) prompt(t testing.TB, chatID, text string) {
 func (d *clusterDaemon) turnEnd(t testing.TB, chatID string, skip int, limit time.Duration) []api.Event {
 	t.Helper()
 	var evs []api.Event
-	waitUntil(t, "chat "+chatID+" turn ends", limit, func() bool {
+	testkit.Eventually(t, limit, func() bool {
 		evs = d.events(chatID)
 		if len(evs) <= skip {
 			return false
 		}
 		last := evs[len(evs)-1]
 		return last.Type == api.EventComplete || last.Type == api.EventError
-	})
+	}, "chat %s turn ends", chatID)
 	return evs[skip:]
 }
 
@@ -509,13 +497,13 @@ func TestCluster(t *testing.T) {
 		for i, m := range clusterMembers {
 			p := d.project(t, names[i])
 			testkit.BehindTheBack(t, "lxc stop on "+m, b.lxc("stop", "--force", p.Container))
-			waitUntil(t, names[i]+" stopped from the event of "+m, 20*time.Second, func() bool {
+			testkit.Eventually(t, 20*time.Second, func() bool {
 				return d.project(t, names[i]).Status == "stopped"
-			})
+			}, "%s", names[i]+" stopped from the event of "+m)
 			testkit.BehindTheBack(t, "lxc start on "+m, b.lxc("start", p.Container))
-			waitUntil(t, names[i]+" running from the event of "+m, 20*time.Second, func() bool {
+			testkit.Eventually(t, 20*time.Second, func() bool {
 				return d.project(t, names[i]).Status == "running"
-			})
+			}, "%s", names[i]+" running from the event of "+m)
 		}
 	})
 
@@ -525,13 +513,13 @@ func TestCluster(t *testing.T) {
 		release := b.holdLXD(t, "rc-member1")
 		killed := time.Now()
 		var first time.Duration
-		waitUntil(t, "exec through another member", time.Minute, func() bool {
+		testkit.Eventually(t, time.Minute, func() bool {
 			_, ok := d.exec(t, names[1], "true")
 			if ok && first == 0 {
 				first = time.Since(killed)
 			}
 			return ok
-		})
+		}, "exec through another member")
 		t.Logf("failover: first successful request %s after rc-member1's LXD was killed", first.Round(time.Millisecond))
 		info := d.info(t)
 		if !info.Reachable || info.Member == "rc-member1" || info.URL == b.urls[0] {
@@ -550,18 +538,18 @@ func TestCluster(t *testing.T) {
 		// still reaches the stored status.
 		p2 := d.project(t, names[1])
 		testkit.BehindTheBack(t, "lxc stop on rc-member2", b.lxc("stop", "--force", p2.Container))
-		waitUntil(t, "stop seen with rc-member1 down", 20*time.Second, func() bool { return d.project(t, names[1]).Status == "stopped" })
+		testkit.Eventually(t, 20*time.Second, func() bool { return d.project(t, names[1]).Status == "stopped" }, "stop seen with rc-member1 down")
 		if st, body := d.do("POST", "/v1/projects/"+names[1]+"/start", nil); st/100 != 2 {
 			t.Fatalf("start %s with rc-member1 down: %d %s", names[1], st, body)
 		}
 
 		release()
 		returned := time.Now()
-		waitUntil(t, "rc-member1 back in the cluster", 2*time.Minute, func() bool { return b.memberOnline("rc-member1") })
-		waitUntil(t, "exec on rc-member1's project again", time.Minute, func() bool {
+		testkit.Eventually(t, 2*time.Minute, func() bool { return b.memberOnline("rc-member1") }, "rc-member1 back in the cluster")
+		testkit.Eventually(t, time.Minute, func() bool {
 			_, ok := d.exec(t, names[0], "true")
 			return ok
-		})
+		}, "exec on rc-member1's project again")
 		t.Logf("rc-member1's project answers again %s after its LXD was let back", time.Since(returned).Round(time.Millisecond))
 	})
 	if t.Failed() {
@@ -574,9 +562,9 @@ func TestCluster(t *testing.T) {
 		asked := len(d.model.MessageRequests())
 		d.model.Push(fakeanthropic.Slow(90*time.Second, fakeanthropic.Text("never delivered")))
 		d.prompt(t, chat.ID, "a long task")
-		waitUntil(t, "the run reaches the model", time.Minute, func() bool {
+		testkit.Eventually(t, time.Minute, func() bool {
 			return len(d.model.MessageRequests()) > asked
-		})
+		}, "the run reaches the model")
 		// Statuses seen from now on, polled while LXD moves the container.
 		var (
 			mu   sync.Mutex
@@ -610,10 +598,10 @@ func TestCluster(t *testing.T) {
 		if loc == "rc-member2" || st != "RUNNING" {
 			t.Fatalf("after the evacuation LXD has %s on %s (%s)", p.Container, loc, st)
 		}
-		waitUntil(t, "stored status running on the new member", 30*time.Second, func() bool {
+		testkit.Eventually(t, 30*time.Second, func() bool {
 			p := d.project(t, name)
 			return p.Status == "running" && p.Location == loc
-		})
+		}, "stored status running on the new member")
 		close(stop)
 		<-done
 		mu.Lock()
@@ -632,7 +620,7 @@ func TestCluster(t *testing.T) {
 		// exec ends before LXD reports the stop).
 		var evs []api.Event
 		notice, ended := false, false
-		waitUntil(t, "the run's end and the evacuation notice", 2*time.Minute, func() bool {
+		testkit.Eventually(t, 2*time.Minute, func() bool {
 			evs = d.events(chat.ID)[before:]
 			notice, ended = false, false
 			for _, ev := range evs {
@@ -643,7 +631,7 @@ func TestCluster(t *testing.T) {
 				ended = ended || ev.Type == api.EventError || ev.Type == api.EventComplete
 			}
 			return notice && ended
-		})
+		}, "the run's end and the evacuation notice")
 		t.Logf("chat events of the interrupted run: %s", clusterSummary(evs))
 
 		// The next prompt resumes the Claude session on the new member.
@@ -673,10 +661,10 @@ func TestCluster(t *testing.T) {
 
 		// Restore: LXD moves it back; same checks, shorter.
 		testkit.BehindTheBack(t, "restore rc-member2", b.lxc("cluster", "restore", "rc-member2", "--force"))
-		waitUntil(t, "running on rc-member2 again", time.Minute, func() bool {
+		testkit.Eventually(t, time.Minute, func() bool {
 			p := d.project(t, name)
 			return p.Status == "running" && p.Location == "rc-member2"
-		})
+		}, "running on rc-member2 again")
 		if out, ok := d.exec(t, name, "ls", "/root/not-recreated"); !ok {
 			t.Errorf("after the restore: %q", out)
 		}
@@ -686,9 +674,9 @@ func TestCluster(t *testing.T) {
 		p3 := d.project(t, names[2])
 		rebuild = true // the cluster is rebuilt when TestCluster ends
 		testkit.BehindTheBack(t, "lxc cluster remove rc-member3", b.lxc("cluster", "remove", "rc-member3", "--force", "--yes"))
-		waitUntil(t, "the project on the removed member is missing", time.Minute, func() bool {
+		testkit.Eventually(t, time.Minute, func() bool {
 			return d.project(t, names[2]).Status == "missing"
-		})
+		}, "the project on the removed member is missing")
 		for i := 0; i < 2; i++ {
 			if out, ok := d.exec(t, names[i], "true"); !ok {
 				t.Errorf("exec in %s after rc-member3 was removed: %q", names[i], out)

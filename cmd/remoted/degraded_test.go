@@ -78,17 +78,13 @@ func TestDegradedStartRecovers(t *testing.T) {
 			}()
 		}
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testkit.Eventually(t, 60*time.Second, func() error {
 		_, body = d.do("GET", "/v1/info", nil)
-		if json.Unmarshal(body, &info) == nil && info.LXD.Reachable {
-			break
+		if json.Unmarshal(body, &info) != nil || !info.LXD.Reachable {
+			return fmt.Errorf("info %s\n%s", body, d.logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("LXD never reachable again: %s\n%s", body, d.logs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	}, "LXD reachable again")
 	defer d.do("DELETE", "/v1/projects/"+name+"?purge=true", nil)
 	if st, body := d.do("POST", "/v1/projects/"+name+"/start", nil); st/100 != 2 {
 		t.Fatalf("start after LXD came back: %d %s\n%s", st, body, d.logs)

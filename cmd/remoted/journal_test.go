@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"remote/internal/testkit"
 )
 
 // TestJournalPriorities starts remoted as systemd does under journald
@@ -46,24 +48,21 @@ func TestJournalPriorities(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		data, _ := os.ReadFile(logPath)
-		for _, line := range strings.Split(string(data), "\n") {
-			if strings.Contains(line, "LXD unreachable") {
-				if !strings.HasPrefix(line, "<4>[WARN]") {
-					t.Fatalf("the warning reached journald as %q, want it to start with <4>[WARN]", line)
-				}
-				if s := string(data); !strings.Contains(s, "<6>[INFO]") || strings.Contains(s, "\n[") {
-					t.Fatalf("every line needs its priority:\n%s", s)
-				}
-				return
-			}
+	var data []byte
+	testkit.Eventually(t, 30*time.Second, func() error {
+		data, _ = os.ReadFile(logPath)
+		if !strings.Contains(string(data), "LXD unreachable") {
+			return fmt.Errorf("log so far:\n%s", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no LXD unreachable warning in 30 s:\n%s", data)
+		return nil
+	}, "an LXD unreachable warning")
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "LXD unreachable") && !strings.HasPrefix(line, "<4>[WARN]") {
+			t.Fatalf("the warning reached journald as %q, want it to start with <4>[WARN]", line)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if s := string(data); !strings.Contains(s, "<6>[INFO]") || strings.Contains(s, "\n[") {
+		t.Fatalf("every line needs its priority:\n%s", s)
 	}
 }
 

@@ -22,9 +22,10 @@ import (
 	"remote/lxdexec"
 )
 
-// TestRealLXDRestart stops the machine's real LXD while remoted runs on it,
-// then starts LXD again with scripts/lxd-setup (issue 4: "LXD stopped while
-// the daemon runs: clear 503s, then recovery when LXD is started again").
+// TestRealLXDRestart stops the machine's real LXD while remoted runs on it, then
+// starts LXD again with scripts/lxd-setup (docs/behaviour.md, "Failure and
+// cancellation": "LXD stopped while the daemon runs: clear 503s, then recovery
+// when LXD is started again").
 //
 // It runs only with -tags lxdrestart, as its own serial step of
 // scripts/test: stopping LXD under `go test ./...` would break every other
@@ -89,7 +90,7 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_N
 			t.Logf("remoted log:\n%s", d.logs)
 		}
 	})
-	waitFor(t, "LXD reachable at start-up", time.Minute, func() bool { return lxdInfo(t, d).Reachable })
+	testkit.Eventually(t, time.Minute, func() bool { return lxdInfo(t, d).Reachable }, "LXD reachable at start-up")
 
 	// An autostart project whose container runs.
 	name := testkit.ContainerName("lxdrs")
@@ -162,11 +163,11 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_N
 			t.Fatalf("prompt loose chat with LXD stopped: %d %s", st, body)
 		}
 		var evs []api.Event
-		waitFor(t, "loose chat run ends", 2*time.Minute, func() bool {
+		testkit.Eventually(t, 2*time.Minute, func() bool {
 			evs = d.events(chat.ID)
 			n := len(evs)
 			return n > 0 && (evs[n-1].Type == api.EventComplete || evs[n-1].Type == api.EventError)
-		})
+		}, "loose chat run ends")
 		var text strings.Builder
 		for _, ev := range evs {
 			if ev.Type == api.EventAssistantText {
@@ -182,13 +183,13 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_N
 	up := time.Now()
 	l.start()
 	t.Logf("scripts/lxd-setup brought LXD back in %v (outage %v)", time.Since(up).Round(time.Millisecond), time.Since(down).Round(time.Millisecond))
-	waitFor(t, "info reachable again", time.Minute, func() bool { return lxdInfo(t, d).Reachable })
+	testkit.Eventually(t, time.Minute, func() bool { return lxdInfo(t, d).Reachable }, "info reachable again")
 	t.Logf("remoted saw LXD reachable %v after it was started", time.Since(up).Round(time.Millisecond))
-	waitFor(t, "container running again and stored status running", 2*time.Minute, func() bool {
+	testkit.Eventually(t, 2*time.Minute, func() bool {
 		_, body := d.do("GET", "/v1/projects/"+name, nil)
 		var p api.Project
 		return json.Unmarshal(body, &p) == nil && p.Status == "running" && containerStatus(t, proj.Container) == "Running"
-	})
+	}, "container running again and stored status running")
 	t.Logf("container running and stored status running %v after LXD was started", time.Since(up).Round(time.Millisecond))
 
 	if st, body := d.do("POST", "/v1/projects/"+name+"/start", nil); st/100 != 2 {
@@ -207,11 +208,11 @@ project_env = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_N
 	testkit.BehindTheBack(t, "lxc stop --force", func() ([]byte, error) {
 		return exec.Command("lxc", "stop", "--force", proj.Container).CombinedOutput()
 	})
-	waitFor(t, "stored status stopped after an outside stop", time.Minute, func() bool {
+	testkit.Eventually(t, time.Minute, func() bool {
 		_, body := d.do("GET", "/v1/projects/"+name, nil)
 		var p api.Project
 		return json.Unmarshal(body, &p) == nil && p.Status == "stopped"
-	})
+	}, "stored status stopped after an outside stop")
 	t.Logf("outside stop noticed in %v", time.Since(mark).Round(time.Millisecond))
 	if st, body := d.do("POST", "/v1/projects/"+name+"/start", nil); st/100 != 2 {
 		t.Fatalf("start after the outside stop: %d %s", st, body)
@@ -227,19 +228,6 @@ func lxdInfo(t *testing.T, d *daemonProc) api.LXDInfo {
 		t.Fatalf("info: %d %s", st, body)
 	}
 	return info.LXD
-}
-
-// waitFor polls cond every 200 ms until it holds, failing after limit.
-// The limit bounds a hang; it is not a performance assertion.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // lxcQuery runs `lxc query` (the test checks what the product did; the
@@ -353,13 +341,7 @@ func (l *lxdControl) stop() {
 		}
 	}
 	// Bounded wait for the daemon process(es) to be gone.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(lxdDaemonPids(l.t)) > 0 {
-		if time.Now().After(deadline) {
-			l.t.Fatalf("lxd daemon still running after %s", l.how)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(l.t, 20*time.Second, func() bool { return len(lxdDaemonPids(l.t)) == 0 }, "lxd daemon gone after %s", l.how)
 }
 
 // start runs scripts/lxd-setup, which starts LXD when it does not answer.
@@ -406,16 +388,7 @@ func (l *lxdControl) restore() {
 // with "remoted did not reach LXD in 2m".
 func (l *lxdControl) ensureAnswering() {
 	l.t.Helper()
-	wait := func(limit time.Duration) error {
-		deadline := time.Now().Add(limit)
-		for {
-			err := lxdAnswers()
-			if err == nil || time.Now().After(deadline) {
-				return err
-			}
-			time.Sleep(time.Second)
-		}
-	}
+	wait := func(limit time.Duration) error { return testkit.Poll(limit, lxdAnswers) }
 	err := wait(2 * time.Minute)
 	if err == nil {
 		return

@@ -103,22 +103,20 @@ func (d *daemonProc) startUntil(path string) {
 			d.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := testkit.Poll(30*time.Second, func() error {
 		req, _ := http.NewRequest("GET", "http://remoted"+path, nil)
 		req.Header.Set(api.HeaderUser, "alice")
 		resp, err := d.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			err = fmt.Errorf("GET %s: %s", path, resp.Status)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("remoted did not answer: %v\n%s", err, d.logs)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	}); err != nil {
+		d.t.Fatalf("remoted did not answer: %v\n%s", err, d.logs)
 	}
 }
 
@@ -262,12 +260,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// SIGHUP reloads in place; the daemon keeps serving.
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.logs.String(), "reloaded") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload logged:\n%s", d.logs)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testkit.Poll(10*time.Second, func() bool { return strings.Contains(d.logs.String(), "reloaded") }) != nil {
+		t.Fatalf("no reload logged:\n%s", d.logs)
 	}
 	if st, _ := d.do("GET", "/v1/chats", nil); st != 200 {
 		t.Errorf("after reload: %d", st)
@@ -353,7 +347,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	cfg := fmt.Sprintf("[daemon]\nsocket = %q\nstate_dir = %q\n[agent]\nallowed_roots = [%q]\n", sock, filepath.Join(dir, "state"), dir)
 	d := newDaemon(b, bin, cfg, sock)
 	d.start()
-	time.Sleep(2 * time.Second) // let start-up garbage be collected
+	time.Sleep(2 * time.Second) //nolint:forbidigo // let start-up garbage be collected
 	b.ResetTimer()
 	var rss float64
 	for range b.N {

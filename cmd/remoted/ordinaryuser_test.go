@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,13 +89,8 @@ func TestOrdinaryUserDaemon(t *testing.T) {
 		}
 		return s[i+1:] + " " + s[:i]
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !strings.HasPrefix(curlAs(nobody, "alice", "GET", "/v1/info", ""), "200 ") {
-		if ctx.Err() != nil {
-			t.Fatalf("remoted as nobody did not answer its own user:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testkit.Poll(30*time.Second, func() bool { return strings.HasPrefix(curlAs(nobody, "alice", "GET", "/v1/info", ""), "200 ") }) != nil {
+		t.Fatalf("remoted as nobody did not answer its own user:\n%s", logs.String())
 	}
 	if got := curlAs(nobody, "alice", "POST", "/v1/chats", fmt.Sprintf(`{"provider":"claude","cwd":%q}`, dir)); !strings.HasPrefix(got, "201 ") || !strings.Contains(got, `"owner":"alice"`) {
 		t.Errorf("the daemon's own user naming alice: %s; want 201 and a chat owned by alice\n%s", got, logs.String())

@@ -16,7 +16,7 @@ import (
 )
 
 // TestServesWhileReattachWaits: remoted answers as soon as it can, while
-// the shims of a restart wait on it (issue 28). Two shims hang: the real
+// the shims of a restart wait on it (docs/benchmarks.md, "Re-attach"). Two shims hang: the real
 // shim of a run that outlived the daemon is stopped (SIGSTOP: its socket
 // accepts, nothing answers), and the run directory of a run whose end was
 // stored holds a socket that reads the daemon's hello and never answers

@@ -22,12 +22,12 @@ import (
 	"remote/lxdexec"
 )
 
-// Runs that outlive the daemon, project chats (issue 17): the real Claude
-// Code CLI runs inside a busybox project container under remote-shim,
-// talking to the fake model on the host through an LXD proxy device. The
-// tests share one project and its container (the 373 MB CLI is pushed
-// once per test process): projectBed, made by the first test that needs it
-// and removed after the package's tests (TestMain calls runAfterTests).
+// Runs that outlive the daemon, project chats (docs/architecture.md, "Runs that
+// outlive the daemon"): the real Claude Code CLI runs inside a busybox project
+// container under remote-shim, talking to the fake model on the host through an
+// LXD proxy device. The tests share one project and its container (the 373 MB
+// CLI is pushed once per test process): projectBed, made by the first test that
+// needs it and removed after the package's tests (TestMain calls runAfterTests).
 
 // afterTests are run by TestMain once every test has run.
 var afterTests struct {
@@ -248,12 +248,11 @@ func (b *projectBed) model(t *testing.T, replies ...fakeanthropic.Reply) *fakean
 	t.Helper()
 	var ln net.Listener
 	var err error
-	for range 50 { // the previous test's server may still be closing
-		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", b.port)); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The previous test's server may still be closing.
+	_ = testkit.Poll(5*time.Second, func() error {
+		ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", b.port))
+		return err
+	})
 	if err != nil {
 		t.Fatalf("listen on the proxied port: %v", err)
 	}
@@ -306,12 +305,8 @@ func (d *daemonProc) chat(chatID string) api.Chat {
 func (d *daemonProc) runEnd(chatID string, skip int, within time.Duration) []api.Event {
 	d.t.Helper()
 	d.waitEvents(chatID, within, func(evs []api.Event) bool { return len(evs) > skip && ended(evs[skip:]) })
-	deadline := time.Now().Add(within)
-	for d.chat(chatID).Running {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("chat %s still running %v after its run ended: %s", chatID, within, summarize(d.events(chatID)))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testkit.Poll(within, func() bool { return !d.chat(chatID).Running }) != nil {
+		d.t.Fatalf("chat %s still running %v after its run ended: %s", chatID, within, summarize(d.events(chatID)))
 	}
 	return d.events(chatID)[skip:]
 }
@@ -396,18 +391,16 @@ func filterRunProcs(ps []string, extra ...string) []string {
 // container may not be there yet (the first prompt creates it).
 func (b *projectBed) waitProcs(t *testing.T, what string, within time.Duration, done func([]string) bool, extra ...string) []string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var ps []string
+	testkit.Eventually(t, within, func() error {
 		all, err := b.procs()
-		ps := filterRunProcs(all, extra...)
+		ps = filterRunProcs(all, extra...)
 		if err == nil && done(ps) {
-			return ps
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s: %s not within %v (%v); run processes:\n%s", b.container, what, within, err, strings.Join(ps, "\n"))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("(%v); run processes:\n%s", err, strings.Join(ps, "\n"))
+	}, "container %s: %s", b.container, what)
+	return ps
 }
 
 func anyContains(lines []string, s string) bool {
@@ -504,20 +497,18 @@ func TestProjectCancelLeavesNothing(t *testing.T) {
 			d := b.daemon(t)
 			chat := d.projectChat(b.project)
 			d.promptRun(chat.ID, "wait in the container")
-			deadline := time.Now().Add(firstRun)
-			for {
+			var evs []api.Event
+			running := func() bool {
 				ps, err := b.procs()
-				if err == nil && anyEndsWith(ps, " "+sleepMarker+" -n 7") && anyEndsWith(ps, " "+sleepMarker) {
-					break
+				return err == nil && anyEndsWith(ps, " "+sleepMarker+" -n 7") && anyEndsWith(ps, " "+sleepMarker)
+			}
+			if testkit.Poll(firstRun, func() bool { evs = d.events(chat.ID); return running() || ended(evs) }) != nil || !running() {
+				var results []fakeanthropic.ToolResult
+				for _, r := range model.MessageRequests() {
+					results = append(results, r.LastToolResult()...)
 				}
-				if evs := d.events(chat.ID); ended(evs) || time.Now().After(deadline) {
-					var results []fakeanthropic.ToolResult
-					for _, r := range model.MessageRequests() {
-						results = append(results, r.LastToolResult()...)
-					}
-					t.Fatalf("the CLI's %q never ran in the container (%v): %s; tool results %+v", sleepMarker, err, summarize(evs), results)
-				}
-				time.Sleep(200 * time.Millisecond)
+				_, err := b.procs()
+				t.Fatalf("the CLI's %q never ran in the container (%v): %s; tool results %+v", sleepMarker, err, summarize(evs), results)
 			}
 			if restart {
 				d.kill9()
@@ -526,7 +517,7 @@ func TestProjectCancelLeavesNothing(t *testing.T) {
 			if st, body := d.do("POST", "/v1/chats/"+chat.ID+"/cancel", nil); st/100 != 2 {
 				t.Errorf("cancel: %d %s", st, body) // and see what the run left
 			}
-			evs := d.runEnd(chat.ID, 0, time.Minute)
+			evs = d.runEnd(chat.ID, 0, time.Minute)
 			if n := count(evs, api.EventError); n != 0 {
 				t.Errorf("the cancel ended in an error: %s", summarize(evs))
 			}

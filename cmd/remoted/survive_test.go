@@ -17,10 +17,11 @@ import (
 	"remote/internal/testkit/fakeopenai"
 )
 
-// Runs that outlive the daemon (issue 17): a loose Claude Code run (the
-// real CLI against a slow fake model) goes on under remote-shim while
-// remoted is killed and started again; the new daemon re-attaches and the
-// chat gets every delta exactly once and one complete, no error.
+// Runs that outlive the daemon (docs/architecture.md, "Runs that outlive the
+// daemon"): a loose Claude Code run (the real CLI against a slow fake model)
+// goes on under remote-shim while remoted is killed and started again; the new
+// daemon re-attaches and the chat gets every delta exactly once and one
+// complete, no error.
 
 const survivePart = "part %d. "
 
@@ -79,17 +80,11 @@ func (d *daemonProc) prompt(chatID, text string) {
 // waitEvents polls the chat's stored events until done says so.
 func (d *daemonProc) waitEvents(chatID string, within time.Duration, done func([]api.Event) bool) []api.Event {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		evs := d.events(chatID)
-		if done(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("chat %s: condition not met in %v; events: %s\nlogs:\n%s", chatID, within, summarize(evs), d.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var evs []api.Event
+	if testkit.Poll(within, func() bool { evs = d.events(chatID); return done(evs) }) != nil {
+		d.t.Fatalf("chat %s: condition not met in %v; events: %s\nlogs:\n%s", chatID, within, summarize(evs), d.logs)
 	}
+	return evs
 }
 
 func summarize(evs []api.Event) string {
@@ -203,13 +198,12 @@ func killRunCLIs(dir string) {
 
 func waitNoCLI(t *testing.T, dir string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for len(runCLIs(dir)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the run's CLI is still running after %v: %v", within, runCLIs(dir))
+	testkit.Eventually(t, within, func() error {
+		if clis := runCLIs(dir); len(clis) > 0 {
+			return fmt.Errorf("still running: %v", clis)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the run's CLI ends")
 }
 
 // TestRunSurvivesKill9 kills remoted with SIGKILL while a loose Claude
@@ -306,17 +300,12 @@ func TestGracefulRestartTenRuns(t *testing.T) {
 // waitRunsEmpty waits until GET /v1/runs lists nothing.
 func (d *daemonProc) waitRunsEmpty() {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st, body := d.do("GET", "/v1/runs", nil)
-		if st == 200 && strings.TrimSpace(string(body)) == "[]" {
-			return
+	testkit.Eventually(d.t, 15*time.Second, func() error {
+		if st, body := d.do("GET", "/v1/runs", nil); st != 200 || strings.TrimSpace(string(body)) != "[]" {
+			return fmt.Errorf("runs still listed: %d %s", st, body)
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("runs still listed: %d %s", st, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "no run listed")
 }
 
 // TestApprovalAnsweredAfterRestart: the real Codex app-server waits on an
@@ -387,17 +376,13 @@ project_env = ["FAKE_OPENAI_API_KEY"]
 	}
 	d.kill9()
 	d.start()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		st, body = d.do("POST", "/v1/chats/"+chat.ID+"/interactions", api.InteractionRequest{InteractionID: id, Result: json.RawMessage(`{"decision":"accept"}`)})
-		if st < 300 {
-			break
+		if st >= 300 {
+			return fmt.Errorf("%d %s\n%s", st, body, d.logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("answer the approval after the restart: %d %s\n%s", st, body, d.logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "the approval answered after the restart")
 	evs = d.waitEvents(chat.ID, 90*time.Second, ended)
 	if got := assistantText(evs); got != "codex-finished-after-restart" {
 		t.Errorf("assistant text %q, want the reply once: %s", got, summarize(evs))
@@ -520,12 +505,8 @@ func TestFaultDirectCLIDiesWithDaemon(t *testing.T) {
 	d.start()
 	chat := d.createChat(dir)
 	d.prompt(chat.ID, "wait for the model")
-	deadline := time.Now().Add(60 * time.Second)
-	for len(fake.MessageRequests()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the CLI never asked the model:\n%s", d.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if testkit.Poll(60*time.Second, func() bool { return len(fake.MessageRequests()) > 0 }) != nil {
+		t.Fatalf("the CLI never asked the model:\n%s", d.logs)
 	}
 	if len(runCLIs(dir)) == 0 {
 		t.Fatal("no CLI process found for the run")

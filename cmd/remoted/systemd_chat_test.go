@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,17 +53,11 @@ func (b *sdBed) events(chatID string) []api.Event {
 // waitEvents polls the chat's events until done says so.
 func (b *sdBed) waitEvents(chatID string, within time.Duration, done func([]api.Event) bool) []api.Event {
 	b.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		evs := b.events(chatID)
-		if done(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("chat %s: condition not met in %v; events: %s\njournal:\n%s", chatID, within, summarize(evs), b.journal("-n", "60"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var evs []api.Event
+	if testkit.Poll(within, func() bool { evs = b.events(chatID); return done(evs) }) != nil {
+		b.t.Fatalf("chat %s: condition not met in %v; events: %s\njournal:\n%s", chatID, within, summarize(evs), b.journal("-n", "60"))
 	}
+	return evs
 }
 
 // prompt starts a turn and returns its run id.
@@ -108,17 +103,12 @@ func (b *sdBed) createChat() api.Chat {
 // waitRunsEmpty waits until GET /v1/runs lists nothing.
 func (b *sdBed) waitRunsEmpty() {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st, body := b.do("GET", "/v1/runs", nil)
-		if st == 200 && strings.TrimSpace(string(body)) == "[]" {
-			return
+	testkit.Eventually(b.t, 15*time.Second, func() error {
+		if st, body := b.do("GET", "/v1/runs", nil); st != 200 || strings.TrimSpace(string(body)) != "[]" {
+			return fmt.Errorf("runs still listed: %d %s", st, body)
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("runs still listed: %d %s", st, body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "no run listed")
 }
 
 // TestAttackSystemdAgentWritesConfig: a loose chat's agent runs as root

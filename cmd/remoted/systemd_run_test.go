@@ -10,8 +10,9 @@ import (
 	"remote/api"
 )
 
-// Runs under remote-shim outlive remoted.service (issue 17), in the
-// real-systemd bed (systemd_test.go, systemd_chat_test.go).
+// Runs under remote-shim outlive remoted.service (docs/architecture.md, "Runs
+// that outlive the daemon"), in the real-systemd bed (systemd_test.go,
+// systemd_chat_test.go).
 
 // checkRunUnit asserts that the run's CLI runs in the transient unit
 // remote-run-<runID>.service the shim asked systemd for, outside
@@ -105,7 +106,7 @@ func TestSystemdRunSurvivesRestart(t *testing.T) {
 	}
 	b.checkRunUnit(runID)
 	b.must("systemctl", "stop", "remoted.service")
-	time.Sleep(2 * time.Second) // no request meanwhile: one would activate it
+	time.Sleep(2 * time.Second) //nolint:forbidigo // no request meanwhile: one would activate it
 	if got := b.show("remoted.service", "ActiveState"); got != "inactive" {
 		t.Fatalf("remoted.service %s after stop", got)
 	}

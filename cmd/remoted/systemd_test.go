@@ -66,16 +66,10 @@ func sdHostLXC(stdin io.Reader, args ...string) ([]byte, error) {
 	return out, err
 }
 
-// sdWait polls cond every 200 ms until it holds, failing t after limit.
+// sdWait waits until cond holds, failing t after limit.
 func sdWait(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.Eventually(t, limit, cond, "%s", what)
 }
 
 // newSystemdBed launches a container from the bed's image and waits until
@@ -419,7 +413,7 @@ func TestSystemdUnit(t *testing.T) {
 		b.must("systemctl", "daemon-reload")
 		b.must("systemctl", "restart", "remoted.service")
 		pid, restarts := b.show("remoted.service", "MainPID"), b.show("remoted.service", "NRestarts")
-		time.Sleep(7 * time.Second) // > 2 × WatchdogSec: alive on its pings
+		time.Sleep(7 * time.Second) //nolint:forbidigo // > 2 × WatchdogSec: alive on its pings
 		if got := b.show("remoted.service", "MainPID"); got != pid || b.show("remoted.service", "NRestarts") != restarts {
 			t.Fatalf("MainPID %s (was %s): a healthy remoted was restarted by the watchdog:\n%s", got, pid, b.journal("-n", "20"))
 		}
@@ -474,7 +468,7 @@ func TestSystemdUnit(t *testing.T) {
 		}
 		sdWait(t, "5 starts' error lines in the journal", 15*time.Second, func() bool { n, _ := count(); return n >= 5 })
 		restarts := b.show("remoted.service", "NRestarts")
-		time.Sleep(5 * time.Second) // > 2 × RestartSec: the limit holds
+		time.Sleep(5 * time.Second) //nolint:forbidigo // > 2 × RestartSec: the limit holds
 		if got := b.show("remoted.service", "NRestarts"); got != restarts || b.show("remoted.service", "ActiveState") != "failed" {
 			t.Errorf("NRestarts=%s 5 s after the limit, was %s: want the service to stay failed", got, restarts)
 		}

@@ -25,7 +25,7 @@ import (
 )
 
 // tab is one browser tab of the original Remote frontend, as its chat hook,
-// prompt queue and reducers behave (issue 27): it keeps a client-side
+// prompt queue and reducers behave (docs/api.md, "Chat WebSocket"): it keeps a client-side
 // queue of prompts and sends the first one whenever it believes the chat
 // idle; it marks the chat streaming when it sends a prompt, on a sync with
 // running:true and on any live stored event other than complete or error
@@ -327,7 +327,7 @@ func settle(t *testing.T, tabs ...*tab) {
 	for _, tb := range tabs {
 		tb.waitFor(fmt.Sprintf("every event (seq %d)", last), func() bool { return tb.lastSeq >= last })
 	}
-	time.Sleep(200 * time.Millisecond) // what the daemon sends after its last event
+	time.Sleep(200 * time.Millisecond) //nolint:forbidigo // what the daemon sends after its last event
 	for _, tb := range tabs {
 		tb.frame() // a hidden tab shown again; a visible one has flushed already
 	}
@@ -440,7 +440,7 @@ func TestFrontendRefusedWhileOtherRunsSyncsRunning(t *testing.T) {
 	b.sendIfIdleLocked()
 	b.mu.Unlock()
 	b.waitFor("its prompt refused", func() bool { return b.rejected == 1 })
-	time.Sleep(200 * time.Millisecond) // the sync that follows the refusal
+	time.Sleep(200 * time.Millisecond) //nolint:forbidigo // the sync that follows the refusal
 	b.mu.Lock()
 	streaming, frames := b.streaming, b.frames
 	b.mu.Unlock()
@@ -539,7 +539,7 @@ func TestFrontendEventsOutsideRunAreSynced(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		a.waitFor(what+" seen", func() bool { return len(a.seen) > from })
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) //nolint:forbidigo // a quiet period: collects every frame the action causes, not just the first
 		a.mu.Lock()
 		got := slices.Clone(a.seen[from:])
 		a.mu.Unlock()

@@ -116,11 +116,10 @@ func TestDoctorWarmPool(t *testing.T) {
 				}
 			}
 		}()
-		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if st := pool.Stats(); st.Ready == 1 || st.LastError != "" {
-				break
-			}
-		}
+		testkit.Eventually(t, 2*time.Minute, func() bool {
+			st := pool.Stats()
+			return st.Ready == 1 || st.LastError != ""
+		}, "the pool ready or failing")
 		for _, c := range (&doctor.Doctor{Warm: pool}).Check(context.Background()).Checks {
 			if c.Name == "warm" {
 				return c
@@ -140,7 +139,7 @@ func TestDoctorWarmPool(t *testing.T) {
 	}
 }
 
-// TestDoctorWarmPoolHoldingItsRefill (issue 28): after a claim the pool
+// TestDoctorWarmPoolHoldingItsRefill (docs/operating.md, "Warm containers"): after a claim the pool
 // creates nothing for its refill delay; the doctor says so and when the
 // next create starts, rather than show an idle pool short of containers.
 func TestDoctorWarmPoolHoldingItsRefill(t *testing.T) {
@@ -150,11 +149,12 @@ func TestDoctorWarmPoolHoldingItsRefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	warmtest.Run(t, pool)
-	for deadline := time.Now().Add(time.Minute); pool.Stats().Ready < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pool: %+v", pool.Stats())
+	testkit.Eventually(t, time.Minute, func() error {
+		if st := pool.Stats(); st.Ready < 1 {
+			return fmt.Errorf("pool %+v", st)
 		}
-	}
+		return nil
+	}, "a ready container")
 	if c := pool.Claim(context.Background(), "id", "p"); c == "" {
 		t.Fatal("claim: none ready")
 	}

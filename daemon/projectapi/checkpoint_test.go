@@ -92,7 +92,7 @@ func (e *projectEnv) startProject(t testing.TB, project string) {
 	}
 }
 
-// TestCheckpointSkippedOnFreshContainer (issue 28): the turn whose
+// TestCheckpointSkippedOnFreshContainer (docs/operating.md, "Warm containers"): the turn whose
 // preparation created the project's container takes no checkpoint (no
 // LXD snapshot, no checkpoint event: nothing to restore to), and a fork
 // with the container at that turn is 404 naming the missing checkpoint;
@@ -391,9 +391,7 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 	status, body = e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
 	close(release)
 	// The run ends before the test's cleanups remove its container.
-	for deadline := time.Now().Add(2 * time.Minute); e.srv.Hub().Running(chat.ID) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 2*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "the run's end")
 	want := "chat " + chat.ID + ` of project "` + proj.Name + `" is running; cancel it before restoring ` + cp
 	if status != http.StatusConflict || errorCode(t, body) != api.CodeConflict || errorMessage(t, body) != want {
 		t.Fatalf("restore while running: %d %s, want 409 %q", status, body, want)

@@ -203,7 +203,7 @@ func TestProjectChatClaudeFromCLIStore(t *testing.T) {
 		if status, body := e.do("POST", "/v1/chats/"+running.ID+"/prompt", "alice", api.PromptRequest{Text: "take your time"}); status != http.StatusAccepted {
 			t.Fatalf("prompt: %d %s", status, body)
 		}
-		waitUntil(t, "the slow run reached the model", func() bool { return len(model.MessageRequests()) > sent })
+		testkit.Eventually(t, 90*time.Second, func() bool { return len(model.MessageRequests()) > sent }, "the slow run reached the model")
 		exe, _ := e.sh(t, name, "readlink /proc/$(pidof claude)/exe")
 		if strings.TrimSpace(exe) != "/opt/remote-cli/claude/"+v1+"/claude" {
 			t.Fatalf("running claude is %q", exe)
@@ -224,7 +224,7 @@ func TestProjectChatClaudeFromCLIStore(t *testing.T) {
 		if inst.Devices["remote-cli-claude-"+v2]["source"] != filepath.Join(st.Dir(), "claude", v2) || inst.Devices["remote-cli-claude-"+v1] == nil {
 			t.Fatalf("devices after the switch: %v", inst.Devices)
 		}
-		waitUntil(t, "the slow run ended", func() bool { return !e.srv.Hub().Running(running.ID) })
+		testkit.Eventually(t, 90*time.Second, func() bool { return !e.srv.Hub().Running(running.ID) }, "the slow run ended")
 		evs = e.events(running.ID)
 		if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) || assistantText(evs) != "still on the old one" {
 			t.Fatalf("the run started before the switch: %s", dump(evs))

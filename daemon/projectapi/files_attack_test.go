@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 )
 
 // get GETs a file route as alice with extra headers; the caller closes
@@ -120,10 +121,10 @@ func TestAttackFilesConcurrentDownloads(t *testing.T) {
 
 	// A download that ends gives its slot back.
 	held[0].Body.Close()
-	waitUntil(t, "a slot freed by a closed download", func() bool {
+	testkit.Eventually(t, 90*time.Second, func() bool {
 		status, _ := e.do("GET", "/v1/projects/"+a.Name+"/files", "alice", nil)
 		return status == 200
-	})
+	}, "a slot freed by a closed download")
 }
 
 // TestAttackFilesSubresource: a chat's Markdown renders

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/lxdexec"
 )
 
@@ -237,15 +238,9 @@ func TestAttackFilesUploadCap(t *testing.T) {
 	if _, err := conn.Write([]byte(strings.Repeat("y", 256<<10))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // let the push reach LXD
+	time.Sleep(500 * time.Millisecond) //nolint:forbidigo // let the push reach LXD
 	conn.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for !gone("half.bin") {
-		if time.Now().After(deadline) {
-			t.Fatal("a broken-off upload left half.bin behind")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return gone("half.bin") }, "a broken-off upload leaves no half.bin behind")
 }
 
 // TestAttackFilesSymlinkEscape: root in the container links /workspace

@@ -302,7 +302,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 // claimWarm gives a new project on the default image and pool a warm
-// container (issue 28): already running, marked with the project's id,
+// container (docs/operating.md, "Warm containers"): already running, marked with the project's id,
 // with the project's limits. false: none was ready; the project's own
 // container is created at its first start, as without a pool.
 func (p *Projects) claimWarm(ctx context.Context, proj *api.Project) bool {

@@ -76,13 +76,7 @@ func (e *projectEnv) prompt(t testing.TB, chatID, user, text string) []api.Event
 		t.Fatalf("prompt: %d %s", status, body)
 	}
 	// The run lock is taken before 202, so waiting for idle is enough.
-	deadline := time.Now().Add(3 * time.Minute)
-	for e.srv.Hub().Running(chatID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("chat %s still running", chatID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chatID) }, "chat %s idle", chatID)
 	return e.events(chatID)[before:]
 }
 
@@ -227,11 +221,11 @@ func TestProjectChatRealClaude(t *testing.T) {
 
 	t.Run("container stopped outside is noticed and restarted", func(t *testing.T) {
 		testkit.BehindTheBack(t, "lxc stop --force", lxcCommand("stop", "--force", p.Container))
-		waitUntil(t, "stored status stopped", func() bool {
+		testkit.Eventually(t, 90*time.Second, func() bool {
 			_, body := e.do("GET", "/v1/projects/"+name, "alice", nil)
 			responses = append(responses, string(body))
 			return strings.Contains(string(body), `"status":"stopped"`)
-		})
+		}, "stored status stopped")
 		model.Push(fakeanthropic.Text("restarted"))
 		evs := e.prompt(t, chat.ID, "alice", "again")
 		if got := subtypes(evs); !slices.Contains(got, "container_starting") || !hasType(evs, api.EventComplete) {
@@ -291,7 +285,7 @@ echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-
 	for range 600 {
 		ex, err := cl.Exec(context.Background(), container, lxdexec.ExecRequest{Command: []string{"sh", "-c", script}})
 		if err != nil { // the container is still being created
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) //nolint:forbidigo // retries an exec while the container is still being created
 			continue
 		}
 		_ = ex.Stdin().Close()
@@ -303,7 +297,7 @@ echo '{"claudeAiOauth":{"accessToken":"rotated-in-container","refreshToken":"rt-
 		if code, err := ex.Wait(); err == nil && code == 0 {
 			return out.String()
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) //nolint:forbidigo // retries the in-container script until the CLI shows up
 	}
 	return ""
 }

@@ -121,23 +121,20 @@ func approvalRun(t *testing.T, e *projectEnv, model *fakeopenai.Server, project,
 		t.Fatalf("prompt: %d %s", status, body)
 	}
 	var req api.Event
-	deadline := time.Now().Add(3 * time.Minute)
-	for req.Type == "" {
-		for _, ev := range e.events(chat.ID) {
+	testkit.Eventually(t, 3*time.Minute, func() error {
+		evs := e.events(chat.ID)
+		for _, ev := range evs {
 			if ev.Type == api.EventInteractionRequest {
 				req = ev
 			}
 		}
-		if req.Type != "" {
-			break
+		if req.Type != "" || !e.srv.Hub().Running(chat.ID) {
+			return nil
 		}
-		if !e.srv.Hub().Running(chat.ID) {
-			t.Fatalf("run ended without asking for approval: %s", dump(e.events(chat.ID)))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no interaction_request: %s", dump(e.events(chat.ID)))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("events so far: %s", dump(evs))
+	}, "an interaction_request")
+	if req.Type == "" {
+		t.Fatalf("run ended without asking for approval: %s", dump(e.events(chat.ID)))
 	}
 	var asked struct {
 		ItemID  string `json:"itemId"`
@@ -154,12 +151,7 @@ func approvalRun(t *testing.T, e *projectEnv, model *fakeopenai.Server, project,
 	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/interactions", "alice", answer); status/100 != 2 {
 		t.Fatalf("answer interaction: %d %s", status, body)
 	}
-	for e.srv.Hub().Running(chat.ID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("chat %s still running: %s", chat.ID, dump(e.events(chat.ID)))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "chat %s idle", chat.ID)
 	evs := e.events(chat.ID)
 	ran := slices.ContainsFunc(evs, func(ev api.Event) bool {
 		return ev.Type == api.EventToolUseEnd && ev.ID == asked.ItemID && strings.Contains(ev.Output, marker) && !ev.IsError

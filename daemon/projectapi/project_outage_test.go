@@ -126,21 +126,21 @@ func TestProjectsLXDOutage(t *testing.T) {
 	if status, _ := e.do("GET", "/v1/projects/"+name, "alice", nil); status != 200 {
 		t.Errorf("GET project during the outage: %d", status)
 	}
-	waitUntil(t, "reconciler notices the outage", func() bool { return errors.Is(e.rec.Available(), errUnavailableClass()) })
+	testkit.Eventually(t, 90*time.Second, func() bool { return errors.Is(e.rec.Available(), errUnavailableClass()) }, "reconciler notices the outage")
 
 	proxy.up(t)
-	waitUntil(t, "recovery", func() bool {
+	testkit.Eventually(t, 90*time.Second, func() bool {
 		status, _ := e.do("POST", "/v1/projects/"+name+"/start", "alice", nil)
 		return status == 200 && e.rec.Available() == nil
-	})
+	}, "recovery")
 	// Lifecycle events flow again: a stop behind the daemon's back shows.
 	if err := testkit.LXD(t).SetState(context.Background(), p.Container, lxdexec.StateRequest{Action: "stop", Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "stored status stopped after recovery", func() bool {
+	testkit.Eventually(t, 90*time.Second, func() bool {
 		_, body := e.do("GET", "/v1/projects/"+name, "alice", nil)
 		return strings.Contains(string(body), `"status":"stopped"`)
-	})
+	}, "stored status stopped after recovery")
 }
 
 func errUnavailableClass() error { return provisioning.ErrUnavailable }

@@ -422,10 +422,10 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
-		waitUntil(t, "sleep 4242 gone", func() bool {
+		testkit.Eventually(t, 90*time.Second, func() bool {
 			frames := e.execFrames(t, name, "alice", api.ExecRequest{Command: []string{"ps"}})
 			return !strings.Contains(joinStream(frames, "stdout"), "sleep 4242")
-		})
+		}, "sleep 4242 gone")
 	})
 
 	t.Run("terminal is a pty over a websocket", func(t *testing.T) {
@@ -501,18 +501,6 @@ func TestProjectRoutesRealLXD(t *testing.T) {
 }
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, lxdexec.ErrNotFound) }
-
-// waitUntil polls cond (a wait, not a timing assertion).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // forgeFor is cmd/remoted's adapter of package forge over [forges] to
 // the repository routes.

@@ -81,10 +81,10 @@ func errorMessage(t *testing.T, body []byte) string {
 	return e.Error.Message
 }
 
-// TestAttackRecreatedProject (issue 16 #4): alice deletes her project and
-// bob creates one of the same name with a secret. Alice's old chat in it
-// must not run: not in bob's container, not with bob's secret, and no
-// container is touched.
+// TestAttackRecreatedProject (docs/threat-model.md, the project routes): alice
+// deletes her project and bob creates one of the same name with a secret.
+// Alice's old chat in it must not run: not in bob's container, not with bob's
+// secret, and no container is touched.
 func TestAttackRecreatedProject(t *testing.T) {
 	var (
 		mu    sync.Mutex
@@ -197,7 +197,7 @@ func TestAttackRecreatedProject(t *testing.T) {
 	})
 }
 
-// TestAttackSquattedContainer (issue 16 #5): a container that already
+// TestAttackSquattedContainer (docs/threat-model.md, the project routes): a container that already
 // exists under a project's container name — left by a deleted project of
 // the same name, created unmarked, or marked with another project's id —
 // is never adopted: starting answers 409 naming it, and its files reach

@@ -67,15 +67,15 @@ func execDirect(b *testing.B, cl *lxdexec.Client, container string, argv ...stri
 }
 
 // BenchmarkChatDiff: GET /v1/chats/{id}/diff of a project cloned from a
-// 10,000-file repository after a turn changed 100 files, through the
-// daemon's API, the whole chat ("whole") and the changing turn (?turn=,
-// its tree taken before the change; the last turn, so against the
-// working tree now: "turn"), against `git diff --stat` + `git diff` run
-// in the container directly, through LXD's exec API ("direct", the
-// transport the daemon uses) and through `lxc exec` ("lxc", as a user
-// would), with the user's index refreshed (git status) first; one iteration measures all four in turn (issue 26). Metrics:
-// the four times in ms, whole/direct and turn/direct (goal ≤ 1.5, whole
-// < 300 ms).
+// 10,000-file repository after a turn changed 100 files, through the daemon's
+// API, the whole chat ("whole") and the changing turn (?turn=, its tree taken
+// before the change; the last turn, so against the working tree now: "turn"),
+// against `git diff --stat` + `git diff` run in the container directly, through
+// LXD's exec API ("direct", the transport the daemon uses) and through `lxc
+// exec` ("lxc", as a user would), with the user's index refreshed (git status)
+// first; one iteration measures all four in turn (docs/benchmarks.md, "The diff
+// of a chat"). Metrics: the four times in ms, whole/direct and turn/direct (goal
+// ≤ 1.5, whole < 300 ms).
 func BenchmarkChatDiff(b *testing.B) {
 	if _, err := exec.LookPath("lxc"); err != nil {
 		testkit.Missing(b, "lxc client for the side-by-side figure: %v", err)
@@ -165,13 +165,13 @@ func hasSubtype(evs []api.Event, subtype string) bool {
 	return ok
 }
 
-// BenchmarkCloneToFirstEvent: a new project with the 10,000-file
-// repository, from POST /v1/projects (with the token secret and a Claude
-// chat) through the first prompt to the run's repo_cloned event
-// ("cloned") and to the CLI's first event ("first", the real Claude Code
-// CLI from the store against the fake model), on the development image,
-// against `lxc launch remote-dev` + `git clone` in it through `lxc exec`
-// ("lxc"); one iteration measures both in turn (issue 26). Each run must
+// BenchmarkCloneToFirstEvent: a new project with the 10,000-file repository,
+// from POST /v1/projects (with the token secret and a Claude chat) through the
+// first prompt to the run's repo_cloned event ("cloned") and to the CLI's first
+// event ("first", the real Claude Code CLI from the store against the fake
+// model), on the development image, against `lxc launch remote-dev` + `git
+// clone` in it through `lxc exec` ("lxc"); one iteration measures both in turn
+// (docs/benchmarks.md, "A new project with that repository"). Each run must
 // complete (the CLI reached the model). Metrics: the three times in ms,
 // cloned/lxc and first/lxc.
 func BenchmarkCloneToFirstEvent(b *testing.B) {
@@ -220,7 +220,7 @@ func BenchmarkCloneToFirstEvent(b *testing.B) {
 			if time.Now().After(deadline) {
 				b.Fatalf("no event from the CLI: %s", dump(e.events(chat.ID)))
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) //nolint:forbidigo // a benchmark's poll: a fixed 2 ms step is the measurement's resolution
 		}
 		if cloned == 0 {
 			b.Fatalf("the CLI's first event came before repo_cloned: %s", dump(e.events(chat.ID)))
@@ -231,7 +231,7 @@ func BenchmarkCloneToFirstEvent(b *testing.B) {
 			if time.Now().After(deadline) {
 				b.Fatalf("the run did not end: %s", dump(e.events(chat.ID)))
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) //nolint:forbidigo // a benchmark's poll between measured steps
 		}
 		if evs := e.events(chat.ID); hasType(evs, api.EventError) || !hasType(evs, api.EventComplete) {
 			b.Fatalf("run did not complete: %s", dump(evs))

@@ -24,7 +24,7 @@ import (
 	"remote/providers/runner"
 )
 
-// devImage is the development image with git (issue 26's tests name it).
+// devImage is the development image with git (the repository tests name it).
 const devImage = "remote-dev"
 
 // shellAgent is a provider whose "CLI" runs the prompt's last line as a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning"
@@ -54,11 +55,9 @@ func TestCheckpointRetentionOffTurnPath(t *testing.T) {
 		if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: turn}); status != http.StatusAccepted {
 			t.Fatalf("prompt: %d %s", status, body)
 		}
-		for deadline := time.Now().Add(2 * time.Minute); e.srv.Hub().Running(chat.ID); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				open()
-				t.Fatalf("turn %s did not end while LXD's snapshot listing was held: it waits for retention", turn)
-			}
+		if err := testkit.Poll(2*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }); err != nil {
+			open()
+			t.Fatalf("turn %s did not end while LXD's snapshot listing was held: it waits for retention", turn)
 		}
 		evs := e.events(chat.ID)[before:]
 		if !hasType(evs, api.EventCheckpoint) || !hasType(evs, api.EventComplete) {

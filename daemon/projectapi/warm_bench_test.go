@@ -22,14 +22,14 @@ func looseFirstEvent(b *testing.B, ts *testServer, model *fakeanthropic.Server) 
 	return took
 }
 
-// BenchmarkFirstPromptWarm (issue 28): a new project's first Claude
-// prompt to the CLI's first event with [projects] warm = 1 (a warm
-// container ready before the project is created; the pool refills
-// between iterations, outside the timer), against a loose chat's first
-// prompt on the same CLI and fake model (host launcher), and a new
-// project's first prompt without a pool; one iteration measures all
-// three in turn. Metrics: the three times in ms, warm/loose (goal ≤ 1.3)
-// and cold/warm.
+// BenchmarkFirstPromptWarm (docs/benchmarks.md, "A new project's first prompt
+// with a warm container"): a new project's first Claude prompt to the CLI's
+// first event with [projects] warm = 1 (a warm container ready before the
+// project is created; the pool refills between iterations, outside the timer),
+// against a loose chat's first prompt on the same CLI and fake model (host
+// launcher), and a new project's first prompt without a pool; one iteration
+// measures all three in turn. Metrics: the three times in ms, warm/loose (goal ≤
+// 1.3) and cold/warm.
 //
 //	CI=true go test -run '^$' -bench BenchmarkFirstPromptWarm -benchtime 5x ./daemon/projectapi/
 func BenchmarkFirstPromptWarm(b *testing.B) {

@@ -3,6 +3,7 @@ package projectapi
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,13 +69,12 @@ func removeWarm(t testing.TB, prefix string) {
 // waitWarm waits until the pool holds n ready containers.
 func waitWarm(t testing.TB, p *warm.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for p.Stats().Ready < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("warm pool: %+v, want %d ready", p.Stats(), n)
+	testkit.Eventually(t, 3*time.Minute, func() error {
+		if st := p.Stats(); st.Ready < n {
+			return fmt.Errorf("pool %+v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "%d ready in the warm pool", n)
 }
 
 // warmReady lists the containers of prefix LXD has ready in a pool.
@@ -93,7 +93,7 @@ func warmReady(t testing.TB, e *projectEnv, prefix string) []string {
 	return out
 }
 
-// TestWarmContainers (issue 28): with [projects] warm = 1 a new project
+// TestWarmContainers (docs/operating.md, "Warm containers"): with [projects] warm = 1 a new project
 // on the default image and pool is answered with a container that
 // already runs, marked with the project's id, name and "claimed"; the pool
 // refills with another container; the project's first turn starts
@@ -150,7 +150,7 @@ func TestWarmContainers(t *testing.T) {
 	}
 }
 
-// TestAttackWarmContainerNeverReused (issue 28, threat model "warm
+// TestAttackWarmContainerNeverReused (docs/threat-model.md, "warm
 // containers"): two projects created at once get two different warm
 // containers; a container a project had (deleted without purge: it stays
 // in LXD, marked) is never adopted by the pool of a restarted daemon, so
@@ -198,7 +198,7 @@ func TestAttackWarmContainerNeverReused(t *testing.T) {
 
 // TestWarmContainerHasStoreCLI: a warm container has the store's CLI
 // mounted before any project claims it, so a new project's first
-// preparation finds it there (issue 28: the mount was 170 ms of the
+// preparation finds it there (docs/benchmarks.md, warm container: the mount was 170 ms of the
 // first prompt).
 func TestWarmContainerHasStoreCLI(t *testing.T) {
 	st := testStore(t, providers.Claude)

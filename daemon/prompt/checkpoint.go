@@ -10,18 +10,20 @@ import (
 )
 
 // checkpointTurn returns ctx asking the project preparer for the turn's
-// checkpoint (issue 11): the snapshot is taken once per turn, after the
-// container is prepared and before the CLI starts, and stored as a
-// checkpoint event, or system/checkpoint_failed with the reason (the turn
-// runs either way). Loose chats get ctx unchanged.
+// checkpoint (docs/operating.md, "Checkpoints, forks, limits and storage
+// pools"): the snapshot is taken once per turn, after the container is prepared
+// and before the CLI starts, and stored as a checkpoint event, or
+// system/checkpoint_failed with the reason (the turn runs either way). Loose
+// chats get ctx unchanged.
 func (s *Service) checkpointTurn(ctx context.Context, chat api.Chat, userSeq int64, em *emitter) context.Context {
 	if chat.Project == "" {
 		return ctx
 	}
 	var once, treeOnce sync.Once
 	return checkpoint.WithTurn(ctx, checkpoint.Turn{Chat: chat.ID, Seq: userSeq, Once: &once,
-		// The repository's working tree at the turn's start (issue 26),
-		// once per turn: system/turn_tree {turn, tree} or {turn, error}.
+		// The repository's working tree at the turn's start (docs/operating.md,
+		// "A repository per project"), once per turn: system/turn_tree {turn,
+		// tree} or {turn, error}.
 		Tree: func(tree string, err error) {
 			treeOnce.Do(func() {
 				d := map[string]any{"turn": userSeq, "tree": tree}

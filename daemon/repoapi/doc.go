@@ -1,14 +1,14 @@
-// Package repoapi serves a project chat's repository routes (issue 26):
-// GET /v1/chats/{id}/diff (a turn's changes, or the working tree against
-// the cloned base), POST /v1/chats/{id}/push (commit what is uncommitted
-// on the chat's branch and push it with the project's token) and POST
-// /v1/chats/{id}/pull-request (push, then open a pull request of the
-// branch on the repository's forge). It finds the chat through the
-// daemon's server (owner checked: another user's chat is not found), the
-// project and its token secret through the store, and runs git in the
-// container through provisioning/gitrepo. A chat with its own branch (and
-// worktree) is diffed and pushed there; Checkout tells the preparer where
-// a chat works and whether another chat of its project runs.
+// Package repoapi serves a project chat's repository routes (docs/operating.md,
+// "A repository per project"): GET /v1/chats/{id}/diff (a turn's changes, or the
+// working tree against the cloned base), POST /v1/chats/{id}/push (commit what
+// is uncommitted on the chat's branch and push it with the project's token) and
+// POST /v1/chats/{id}/pull-request (push, then open a pull request of the branch
+// on the repository's forge). It finds the chat through the daemon's server
+// (owner checked: another user's chat is not found), the project and its token
+// secret through the store, and runs git in the container through
+// provisioning/gitrepo. A chat with its own branch (and worktree) is diffed and
+// pushed there; Checkout tells the preparer where a chat works and whether
+// another chat of its project runs.
 //
 // The diff never starts a container (a GET: a link in agent-written
 // Markdown could), and diffs are bounded together as well as one by one

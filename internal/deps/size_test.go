@@ -14,7 +14,7 @@ import (
 )
 
 // maxLines is how many non-test Go lines one package directory may hold
-// (issue 24): past it, a concern has grown a name of its own and should
+// (docs/architecture.md, "The layers"): past it, a concern has grown a name of its own and should
 // move out. lxdexec, the client of one REST API, may reach 3,000.
 var maxLines = map[string]int{"remote/lxdexec": 3000}
 

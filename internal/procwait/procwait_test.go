@@ -39,7 +39,7 @@ func TestExitedHoldsNoP(t *testing.T) {
 		info, err := Exited(cmd.Process.Pid)
 		done <- result{info, err}
 	}()
-	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) { //nolint:forbidigo // samples the goroutines in syscalls for 500 ms: the subject
 		if n := inSyscalls(); n > before {
 			t.Fatalf("%d goroutines in system calls while Exited waits, %d before: it holds a P", n, before)
 		}

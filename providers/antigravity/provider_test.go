@@ -88,7 +88,7 @@ func fakeAgy(scenario string) int {
 	}
 	write := func(s string) {
 		os.Stdout.WriteString(s)
-		time.Sleep(5 * time.Millisecond) // separate reads on the other end
+		time.Sleep(5 * time.Millisecond) //nolint:forbidigo // separate reads on the other end
 	}
 	switch scenario {
 	case "ok", "two", "invalid":
@@ -125,13 +125,13 @@ func fakeAgy(scenario string) int {
 			if _, err := os.Stat(record + ".release"); err == nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) //nolint:forbidigo // the fake CLI (a subprocess, no testing.T) polls for the test's release file
 		}
 		write("done\n")
 		return 0
 	case "hang":
 		write("working\n")
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) //nolint:forbidigo // the fake CLI hangs: the subject
 		return 0
 	}
 	return 99

@@ -41,7 +41,7 @@ func TestModelsFromCLI(t *testing.T) {
 	if _, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{}); err != nil || e.p.modelsNext != first {
 		t.Errorf("a second call within the TTL asked the CLI again")
 	}
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(250 * time.Millisecond) //nolint:forbidigo // the subject: the models cache's TTL passes (the CLI is a real subprocess, out of synctest's reach)
 	// After the TTL the cached list is served while model/list runs again
 	// in the background.
 	caps2, err := e.p.Capabilities(context.Background(), providers.CapabilityRequest{})

@@ -166,7 +166,7 @@ func fakeAppServer(scenario string) int {
 	case "linger": // finishes the turn, then never exits, not even when stdin closes
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"done"}}`, tid)
 		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) //nolint:forbidigo // the fake CLI lingers: the subject
 	case "eof-marker": // finishes the turn, then records that stdin was closed
 		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed"}}}`)
 		for {
@@ -177,7 +177,7 @@ func fakeAppServer(scenario string) int {
 		}
 	case "hang":
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"partial"}}`, tid)
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) //nolint:forbidigo // the fake CLI hangs: the subject
 	case "failed":
 		p.send(`{"method":"error","params":{"error":{"message":"unexpected status 401 Unauthorized"},"willRetry":false}}`)
 		p.send(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"failed","error":{"message":"unexpected status 401 Unauthorized"}}}}`)
@@ -186,7 +186,7 @@ func fakeAppServer(scenario string) int {
 		return 3
 	case "long-line":
 		p.send(`{"method":"x","params":{"pad":"%s"}}`, strings.Repeat("a", MaxLineBytes+10))
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) //nolint:forbidigo // the fake CLI hangs after the long line: the subject
 	case "big":
 		big := strings.Repeat("b", 2<<20)
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":%q}}`, tid, big)

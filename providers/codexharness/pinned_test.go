@@ -33,7 +33,7 @@ func lateTurnID(p *fakePeer) int {
 			p.send(`{"id":%s,"result":{"thread":{"id":"thr-1"},"model":"gpt-fake"}}`, m["id"])
 		case "turn/start":
 			p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"early"}}`, tid)
-			time.Sleep(300 * time.Millisecond) // lets the cancel land before the turn id
+			time.Sleep(300 * time.Millisecond) //nolint:forbidigo // lets the cancel land before the turn id
 			p.send(`{"id":%s,"result":{"turn":{"id":"turn-1","status":"inProgress","items":[]}}}`, m["id"])
 		case "turn/interrupt":
 			p.send(`{"id":%s,"result":{}}`, m["id"])

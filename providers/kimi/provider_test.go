@@ -93,7 +93,7 @@ func fakeKimi(scenario string) int {
 			if _, err := os.Stat(record + ".release"); err == nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) //nolint:forbidigo // the fake CLI (a subprocess, no testing.T) polls for the test's release file
 		}
 		scenario = "ok"
 	}

@@ -1,18 +1,18 @@
 package probe
 
-// Probe tests moved with readiness.go from providers/runner/mutants3_test.go.
+// Probe tests moved with readiness.go from providers/runner/shim_lifecycle_test.go.
 
 import (
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/runner"
 )
@@ -247,16 +247,13 @@ func settle(p *Probe) {
 }
 
 // waitForWaiter returns once a caller waits for a check.
-func waitForWaiter(p *Probe) {
-	for {
+func waitForWaiter(t *testing.T, p *Probe) {
+	t.Helper()
+	testkit.Eventually(t, time.Minute, func() bool {
 		p.mu.Lock()
-		n := p.waiting
-		p.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		runtime.Gosched()
-	}
+		defer p.mu.Unlock()
+		return p.waiting > 0
+	}, "a caller waiting for the check")
 }
 
 // A prompt never waits for the probe of a provider known ready: once the
@@ -376,8 +373,8 @@ func TestProbeNotReadyCheckedAgain(t *testing.T) {
 	<-g.entered
 	answered := make(chan providers.Readiness, 1)
 	go func() { answered <- p.Readiness(context.Background()) }()
-	waitForWaiter(p)   // the caller waits for the old check
-	g.set(false, true) // ...the fix; the next check is not held
+	waitForWaiter(t, p) // the caller waits for the old check
+	g.set(false, true)  // ...the fix; the next check is not held
 	close(g.release)
 	if r := <-answered; !r.Ready || !r.LoggedIn {
 		t.Fatalf("after the fix: %+v, want ready (a check begun after the call)", r)

@@ -67,7 +67,7 @@ func runChild(mode string) int {
 		line := []byte(os.Getenv("CHILD_LINE") + "\n")
 		for range n {
 			os.Stdout.Write(line)
-			time.Sleep(every)
+			time.Sleep(every) //nolint:forbidigo // the fake CLI's pace: lines CHILD_EVERY apart
 		}
 		return 0
 	case "env":
@@ -81,12 +81,12 @@ func runChild(mode string) int {
 		return 0
 	case "sleep": // announce readiness, then wait to be signalled
 		fmt.Println("ready")
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) //nolint:forbidigo // the fake CLI blocks until signalled
 		return 0
 	case "stubborn": // ignores SIGTERM: only SIGKILL ends it
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) //nolint:forbidigo // the fake CLI blocks until SIGKILLed
 		return 0
 	case "term-exit": // exits 3 on SIGTERM after printing a line
 		ch := make(chan os.Signal, 1)
@@ -139,7 +139,7 @@ func runChild(mode string) int {
 		for _, l := range strings.Split(os.Getenv("CHILD_SCRIPT"), "\\n") {
 			fmt.Println(l)
 		}
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) //nolint:forbidigo // the fake CLI blocks until killed
 		return 0
 	case "terminal-daemon": // TestAttackRunReachesTheOperatorsTerminal's daemon
 		return terminalDaemon()

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"remote/internal/testkit"
 	"remote/providers"
 )
 
@@ -82,17 +84,12 @@ func TestAgentCLIsRunNicer(t *testing.T) {
 	// The threads that forked the children are gone with them: every
 	// thread of the daemon is back at its own value.
 	own := strconv.Itoa(ownNice(t))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		odd := threadsNotAt(t, own)
-		if len(odd) == 0 {
-			break
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if odd := threadsNotAt(t, own); len(odd) > 0 {
+			return fmt.Errorf("threads %v", odd)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("threads of the daemon left at another nice value than %s: %v", own, odd)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "every thread of the daemon back at its nice value %s", own)
 }
 
 // threadsNotAt lists this process's threads whose nice value is not

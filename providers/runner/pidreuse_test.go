@@ -59,7 +59,7 @@ func hostPIDReuseScenario(t *testing.T) {
 	}
 	p.Stdin().Close()
 	cli := p.(*hostProcess).cmd.Process.Pid
-	time.Sleep(300 * time.Millisecond) // sh has exited; its sleep holds the pipes
+	time.Sleep(300 * time.Millisecond) //nolint:forbidigo // sh has exited; its sleep holds the pipes
 
 	type victim struct {
 		cmd    *exec.Cmd
@@ -84,7 +84,7 @@ func hostPIDReuseScenario(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) //nolint:forbidigo // an absence that must last: no victim process group is killed meanwhile
 	for _, v := range victims {
 		select {
 		case err := <-v.exited:

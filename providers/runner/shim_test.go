@@ -169,10 +169,12 @@ func TestShimHostReattachExactlyOnce(t *testing.T) {
 	t.Parallel()
 	cfg := hostShim(t)
 	reattachExactlyOnce(t, func() providers.Launcher { return &HostLauncher{Shim: cfg} }, os.Getenv("PATH"))
-	if !eventually(func() bool { entries, _ := os.ReadDir(cfg.RunsDir); return len(entries) == 0 }) {
-		entries, _ := os.ReadDir(cfg.RunsDir)
-		t.Fatalf("run directories left after the release: %v", entries)
-	}
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) > 0 {
+			return fmt.Errorf("left: %v", entries)
+		}
+		return nil
+	}, "run directories removed after the release")
 }
 
 func TestShimContainerReattachExactlyOnce(t *testing.T) {
@@ -183,9 +185,12 @@ func TestShimContainerReattachExactlyOnce(t *testing.T) {
 	reattachExactlyOnce(t, func() providers.Launcher {
 		return (&LXDLauncher{Client: client, Shim: cfg}).Container(name)
 	}, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	if !eventually(func() bool { return containerExec(t, client, name, "ls", "-A", ContainerRunsDir) == "" }) {
-		t.Fatalf("run directories left in the container: %q", containerExec(t, client, name, "ls", "-A", ContainerRunsDir))
-	}
+	testkit.Eventually(t, 30*time.Second, func() error {
+		if left := containerExec(t, client, name, "ls", "-A", ContainerRunsDir); left != "" {
+			return fmt.Errorf("left: %q", left)
+		}
+		return nil
+	}, "run directories removed in the container")
 
 	// Re-attaching to a released run, or in a container that is gone,
 	// says the shim is gone and why.
@@ -202,17 +207,6 @@ func TestShimContainerReattachExactlyOnce(t *testing.T) {
 	if err := attach("t-no-such-container"); !errors.Is(err, providers.ErrShimGone) || !strings.Contains(err.Error(), "container t-no-such-container is gone") {
 		t.Fatalf("attach in a missing container: %v", err)
 	}
-}
-
-// eventually polls cond for up to 30 s (a bound, not a timing assertion).
-func eventually(cond func() bool) bool {
-	for range 300 {
-		if cond() {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
 }
 
 // containerExec runs a command in the container directly (no shim).
@@ -283,7 +277,7 @@ func TestFaultReattachWithoutShimStartsNothing(t *testing.T) {
 			t.Errorf("%T: re-attach without a shim: %v", l, err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) //nolint:forbidigo // an absence that must last: no second CLI starts meanwhile
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a second CLI was started for a run that already has one")
 	}
@@ -317,13 +311,10 @@ func TestFaultShimKilledEndsTheRun(t *testing.T) {
 		t.Fatalf("RunProcess after the shim was killed: %v", err)
 	}
 	pid := int(cliPID.Load())
-	for range 600 {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err != nil || strings.Contains(string(b), ") Z ") {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the CLI (pid %d) outlived its killed shim", pid)
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		return err != nil || strings.Contains(string(b), ") Z ")
+	}, "the CLI (pid %d) ends with its killed shim", pid)
 }
 
 // TestShimNotUsedOffTheMainProcess: probes and other commands of a run
@@ -457,17 +448,20 @@ func TestAttackCancelInContainerLeavesNothing(t *testing.T) {
 			}
 		}
 	}()
-	sleeps := func() int { return strings.Count(containerExec(t, client, name, "ps"), "sleep 1000") }
-	if !eventually(func() bool { return sleeps() == 2 }) {
-		t.Fatalf("the run's two sleeps did not start:\n%s", containerExec(t, client, name, "ps"))
+	sleeps := func(want int) func() error {
+		return func() error {
+			if ps := containerExec(t, client, name, "ps"); strings.Count(ps, "sleep 1000") != want {
+				return fmt.Errorf("not %d sleeps in:\n%s", want, ps)
+			}
+			return nil
+		}
 	}
+	testkit.Eventually(t, 30*time.Second, sleeps(2), "the run's two sleeps start")
 	cancel()
 	if err := p.Wait(); err == nil {
 		t.Fatal("a cancelled run exited 0")
 	}
-	if !eventually(func() bool { return sleeps() == 0 }) {
-		t.Fatalf("processes of the cancelled run are left in the container:\n%s", containerExec(t, client, name, "ps"))
-	}
+	testkit.Eventually(t, 30*time.Second, sleeps(0), "no process of the cancelled run left in the container")
 }
 
 // TestShimHostRunsAsTheHostUser: a shimmed run drops to the command's
@@ -557,14 +551,15 @@ func TestReleaseOrphans(t *testing.T) {
 	if n := cfg.ReleaseOrphans(context.Background(), func(id string) bool { return id == "tracked" }); n != 2 {
 		t.Errorf("ReleaseOrphans cleaned %d, want 2 (orphan, stale)", n)
 	}
-	if !eventually(func() bool {
+	testkit.Eventually(t, 30*time.Second, func() error {
 		_, e1 := os.Stat(filepath.Join(cfg.RunsDir, "orphan"))
 		_, e2 := os.Stat(stale)
-		return os.IsNotExist(e1) && os.IsNotExist(e2)
-	}) {
-		entries, _ := os.ReadDir(cfg.RunsDir)
-		t.Fatalf("left after ReleaseOrphans: %v", entries)
-	}
+		if !os.IsNotExist(e1) || !os.IsNotExist(e2) {
+			entries, _ := os.ReadDir(cfg.RunsDir)
+			return fmt.Errorf("left: %v", entries)
+		}
+		return nil
+	}, "ReleaseOrphans removes the orphan and the stale directory")
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, "tracked", "stdout")); err != nil {
 		t.Fatalf("a tracked run's directory was touched: %v", err)
 	}
@@ -595,17 +590,20 @@ func TestAttackCancelLeavesNoDetachedProcess(t *testing.T) {
 		}
 		go io.Copy(io.Discard, p.Stderr())
 		go io.Copy(io.Discard, p.Stdout())
-		sleeps := func() int { return len(sleepLine.FindAllString(ps(), -1)) }
-		if !eventually(func() bool { return sleeps() == 2 }) {
-			t.Fatalf("the run's two sleeps did not start:\n%s", ps())
+		sleeps := func(want int) func() error {
+			return func() error {
+				if out := ps(); len(sleepLine.FindAllString(out, -1)) != want {
+					return fmt.Errorf("not %d sleeps in:\n%s", want, out)
+				}
+				return nil
+			}
 		}
+		testkit.Eventually(t, 30*time.Second, sleeps(2), "the run's two sleeps start")
 		cancel()
 		if err := p.Wait(); err == nil {
 			t.Fatal("a cancelled run exited 0")
 		}
-		if !eventually(func() bool { return sleeps() == 0 }) {
-			t.Fatalf("processes of the cancelled run are left:\n%s", ps())
-		}
+		testkit.Eventually(t, 30*time.Second, sleeps(0), "no process of the cancelled run left")
 	}
 	t.Run("host", func(t *testing.T) {
 		t.Parallel()

@@ -1,5 +1,6 @@
-// Package shim owns remote-shim: the small supervisor that runs one run's
-// CLI so the run outlives the daemon (issue 17, providers/runslot.go).
+// Package shim owns remote-shim: the small supervisor that runs one run's CLI so
+// the run outlives the daemon (docs/architecture.md, "Runs that outlive the
+// daemon"; providers/runslot.go).
 //
 // It holds the wire protocol between the daemon and a shim (a JSON hello
 // line each way, then length-prefixed frames), the layout of a run

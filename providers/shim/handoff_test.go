@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"remote/internal/testkit"
 )
 
 // received is what one client read of one stream, from offset off on.
@@ -48,7 +50,7 @@ func (r *received) readAll(src io.Reader, slow bool) {
 			return
 		}
 		if slow {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) //nolint:forbidigo // a slow reader: the subject
 		}
 	}
 }
@@ -99,11 +101,12 @@ func TestAttachDuringFloodGetsEveryByteOnce(t *testing.T) {
 			for i, r := range []*received{c.out, c.err} {
 				<-r.done
 				end := r.off + int64(len(r.b))
-				for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-					if fi, err := files[i].Stat(); err != nil || fi.Size() >= end || time.Now().After(deadline) {
-						break
-					}
-				}
+				// Not Eventually: this runs off the test's goroutine, and the
+				// comparison below says what was missing.
+				_ = testkit.Poll(time.Minute, func() bool {
+					fi, err := files[i].Stat()
+					return err != nil || fi.Size() >= end
+				})
 				want := make([]byte, len(r.b))
 				if n, err := files[i].ReadAt(want, r.off); n != len(want) {
 					t.Errorf("client %d, stream %d: got %d bytes from %d, the spool has %d there: %v", k, i, len(r.b), r.off, n, err)
@@ -119,7 +122,7 @@ func TestAttachDuringFloodGetsEveryByteOnce(t *testing.T) {
 	}
 	clients, midFlood := 1, 0
 	for k := 1; k < 80; k++ {
-		time.Sleep(time.Duration(k%5) * time.Millisecond)
+		time.Sleep(time.Duration(k%5) * time.Millisecond) //nolint:forbidigo // staggers the hand-offs against the flood: the subject
 		var off0, off1 int64
 		switch k % 4 {
 		case 1, 3: // where the previous client got to

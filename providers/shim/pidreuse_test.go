@@ -102,7 +102,7 @@ func pidReuseScenario(t *testing.T, mode string) {
 	if err := done(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) //nolint:forbidigo // an absence that must last: no victim process group is killed meanwhile
 	for _, v := range victims {
 		select {
 		case err := <-v.exited:

@@ -10,7 +10,7 @@ import (
 )
 
 // A spool run (Spec.Spool, protocol version 2) is a host run whose
-// output no process copies on its way to the daemon (issue 28: the shim
+// output no process copies on its way to the daemon (docs/benchmarks.md, "remote-shim": the shim
 // as a relay cost 12-40 % of the daemon's events/s). The CLI writes its
 // pipes as ever; whoever holds the spooling moves what they hold into the
 // spool files with splice(2), in the kernel, and the daemon reads the

@@ -309,7 +309,7 @@ func TestSpoolHandOffsExactlyOnce(t *testing.T) {
 		}
 		cl.Close()
 		if k%2 == 1 {
-			time.Sleep(5 * time.Millisecond) // the shim splices meanwhile
+			time.Sleep(5 * time.Millisecond) //nolint:forbidigo // the shim splices meanwhile
 		}
 		var aerr error
 		if cl, aerr = AttachSpool(context.Background(), dial(t, dir), dir, int64(len(got)), 0); aerr != nil {
@@ -357,7 +357,7 @@ func TestSpoolConcurrentAttachesExactlyOnce(t *testing.T) {
 			c.Close()
 		}()
 		if k%2 == 1 {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) //nolint:forbidigo // staggers the clients so some attach mid-splice: the subject
 		}
 	}
 	wg.Wait()

@@ -108,9 +108,10 @@ type Turn struct {
 	Seq  int64
 	Done func(project, snapshot string, err error)
 	Once *sync.Once
-	// Tree, when set, is called with the git tree of a project
-	// repository's working tree at the turn's start (issue 26), or the
-	// error recording it; projects without a repository never call it.
+	// Tree, when set, is called with the git tree of a project repository's
+	// working tree at the turn's start (docs/operating.md, "A repository per
+	// project"), or the error recording it; projects without a repository never
+	// call it.
 	Tree func(tree string, err error)
 }
 

@@ -1,10 +1,10 @@
 // Package gitrepo owns a project's git repository inside its container
-// (issue 26): validating the repository URL, the clone into /workspace,
-// the working tree recorded as a git tree at a turn's start (through a
-// temporary index: the user's index and files are untouched), diffs
-// between trees with git's output parsed, a chat's own branch (checked
-// against git's ref rules) checked out in /workspace or in a git worktree
-// of its own under /workspace/.worktrees, and the commit and push of a
+// (docs/operating.md, "A repository per project"): validating the repository
+// URL, the clone into /workspace, the working tree recorded as a git tree at a
+// turn's start (through a temporary index: the user's index and files are
+// untouched), diffs between trees with git's output parsed, a chat's own branch
+// (checked against git's ref rules) checked out in /workspace or in a git
+// worktree of its own under /workspace/.worktrees, and the commit and push of a
 // chat's branch.
 //
 // Git runs in two places. In the container, through LXD's exec API:

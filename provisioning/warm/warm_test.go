@@ -2,10 +2,12 @@ package warm_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"remote/internal/testkit"
 	"remote/provisioning/warm"
 	"remote/provisioning/warm/warmtest"
 )
@@ -43,16 +45,15 @@ func startPool(t *testing.T, size int, delay time.Duration) (*warm.Pool, *create
 
 func waitReady(t *testing.T, p *warm.Pool, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for p.Stats().Ready < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %+v, want %d ready", p.Stats(), n)
+	testkit.Eventually(t, time.Minute, func() error {
+		if st := p.Stats(); st.Ready < n {
+			return fmt.Errorf("pool %+v", st)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	}, "%d ready", n)
 }
 
-// TestRefillWaitsAfterTheLatestClaim (issue 28): the pool creates no
+// TestRefillWaitsAfterTheLatestClaim (docs/operating.md, "Warm containers"): the pool creates no
 // container until RefillDelay after the latest claim, so the refill does
 // not share the host's cores with the new project's first prompt; then it
 // refills. Claims close together push the refill back to the last one.
@@ -67,7 +68,7 @@ func TestRefillWaitsAfterTheLatestClaim(t *testing.T) {
 	if got := p.Claim(context.Background(), "id-a", "a"); got == "" {
 		t.Fatal("first claim: none ready")
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) //nolint:forbidigo // the subject: time passes between two claims, measured against the refill delay
 	second := time.Now()
 	if got := p.Claim(context.Background(), "id-b", "b"); got == "" {
 		t.Fatal("second claim: none ready")

@@ -1,6 +1,6 @@
 // Package live is remote-shim's live window: the recent output of one
 // stream of a run with frames, held in memory blocks so a caught-up
-// client is served from memory, not from the spool file (issue 28). The
+// client is served from memory, not from the spool file (docs/benchmarks.md, "remote-shim"). The
 // shim's server (providers/shim) owns the locking: a Window is guarded by
 // the server's mutex.
 //
@@ -25,7 +25,7 @@ import "sort"
 // spool goroutine, not a span of the window, not a streamer sending from
 // it outside server.mu. Reusing blocks spares the shim a fresh 256 KiB
 // per block (zeroing, page faults, garbage), about a third of its CPU
-// time in a flood (issue 28).
+// time in a flood (docs/benchmarks.md, "remote-shim").
 
 // Sizes of the live window.
 const (

@@ -4,7 +4,7 @@ import "testing"
 
 // A block of the live window is read into again only once nothing holds
 // it: after the window trimmed its spans, a streamer still sending from
-// it keeps it from reuse until it lets go (issue 28). Reused too early,
+// it keeps it from reuse until it lets go (docs/benchmarks.md, "remote-shim"). Reused too early,
 // a caught-up client served from memory would get bytes of later output.
 func TestWindowReusesOnlyUnheldBlocks(t *testing.T) {
 	var w Window

@@ -1,7 +1,8 @@
 package prompt
 
-// Tests that kill the mutants gremlins found alive in the prompt service's
-// own code (make mutate, docs/testing.md).
+// The prompt service's own bounds: a UTF-8 tail that fits is kept whole,
+// the history exactly at its bound, roots resolved through a symlink, and
+// a session set for one provider keeping the others'.
 
 import (
 	"os"

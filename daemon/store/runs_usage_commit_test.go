@@ -18,9 +18,8 @@ import (
 	"remote/api"
 )
 
-// Behaviour that mutation testing (make mutate) found unpinned or never
-// ran in this package: run records and positions, secret and key-file
-// bounds, usage accounting, group commit, EventsBefore.
+// Run records and positions, secret and key-file bounds, usage accounting,
+// group commit (at most 8192 events a transaction), and EventsBefore.
 
 // appendAt stores one event of chat with mark as its run position and waits
 // for the commit.

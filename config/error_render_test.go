@@ -1,7 +1,8 @@
 package config
 
-// Tests that kill mutants gremlins found alive in config's error rendering
-// (make mutate, docs/testing.md).
+// How config renders its errors: the text of each edge, keys quoted only
+// when not bare, at most twenty problems sorted by line (unknown last), and
+// a file of up to 1 MiB accepted.
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
 package config
 
-// Tests that kill the mutants gremlins found alive in config at 0a66e4b
-// (make mutate, docs/testing.md): the exact edges of the values a user
-// may write, and the line an error names.
+// The exact edges of the values a user may write (ids, ports, TTLs, URL
+// schemes, host and pool names, limits, file modes, sizes), and the line
+// an error names in deep dotted keys and array tables.
 
 import (
 	"strings"

@@ -1,8 +1,10 @@
 package codexharness
 
-// Tests that kill the mutants gremlins found living in this package
-// (make mutate PKGS=./providers/codexharness; docs/testing.md): each
-// asserts the behaviour with literal values.
+// The app-server protocol's edges and bounds: the parser's notifications,
+// usage, deltas and item tracking (at most 1024 items and answers), the
+// run's retry, interrupt and exit defaults, its request ids and pending
+// requests (at most 256), and the capture and line bounds, each with
+// literal values against a scenario app-server (edgeFake).
 
 import (
 	"bufio"
@@ -176,13 +178,13 @@ func TestEncodeRequestIDZero(t *testing.T) {
 	}
 }
 
-// mutantFakeEnv selects a scenario of mutantFake, an app-server for the
+// edgeFakeEnv selects a scenario of edgeFake, an app-server for the
 // tests below (init runs before TestMain, so fake_test.go stays as is).
-const mutantFakeEnv = "CODEXHARNESS_MUTANT_FAKE"
+const edgeFakeEnv = "CODEXHARNESS_EDGE_FAKE"
 
 func init() {
-	if sc := os.Getenv(mutantFakeEnv); sc != "" {
-		os.Exit(mutantFake(sc))
+	if sc := os.Getenv(edgeFakeEnv); sc != "" {
+		os.Exit(edgeFake(sc))
 	}
 }
 
@@ -198,7 +200,7 @@ func (p *lockedPeer) send(format string, args ...any) {
 	p.fakePeer.send(format, args...)
 }
 
-func mutantFake(scenario string) int {
+func edgeFake(scenario string) int {
 	fp := &fakePeer{in: bufio.NewScanner(os.Stdin), out: bufio.NewWriter(os.Stdout)}
 	fp.in.Buffer(make([]byte, 1<<16), 1<<24)
 	p := &lockedPeer{fakePeer: fp}
@@ -250,7 +252,7 @@ func mutantFake(scenario string) int {
 					fmt.Fprintln(os.Stderr, "turn/interrupt reuses request id", string(m["id"]))
 					continue // a reused id is never answered
 				}
-				time.Sleep(delay)
+				time.Sleep(delay) //nolint:forbidigo // the fake CLI answers the interrupt late: the subject
 				p.send(`{"id":%s,"result":{}}`, m["id"])
 				done("interrupted")
 				close(interrupted)
@@ -275,7 +277,7 @@ func mutantFake(scenario string) int {
 	case "retry-once": // one retry notice, then 300 ms later the answer
 		go answerInterrupt(0)
 		p.send(`{"method":"error","params":{"error":{"message":"Reconnecting... 1/5"},"willRetry":true,%s}}`, tid)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) //nolint:forbidigo // the fake CLI's retry pause: the subject
 		p.send(`{"method":"item/agentMessage/delta","params":{%s,"itemId":"m-1","delta":"hi"}}`, tid)
 		done("completed")
 	case "slow-interrupt": // answers an interrupt after 300 ms
@@ -312,7 +314,7 @@ func mutantFake(scenario string) int {
 				break
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) //nolint:forbidigo // the fake CLI exits late: the subject
 		os.WriteFile(os.Getenv("EOF_MARKER"), []byte("exited on its own"), 0o600)
 		return 0
 	}
@@ -323,21 +325,21 @@ func mutantFake(scenario string) int {
 	}
 }
 
-func mutantCommand(scenario string, env ...string) providers.Command {
-	return providers.Command{Path: os.Args[0], Env: append([]string{mutantFakeEnv + "=" + scenario, "GORACE=atexit_sleep_ms=0"}, env...)}
+func edgeCommand(scenario string, env ...string) providers.Command {
+	return providers.Command{Path: os.Args[0], Env: append([]string{edgeFakeEnv + "=" + scenario, "GORACE=atexit_sleep_ms=0"}, env...)}
 }
 
-func mutantConfig() Config {
+func edgeConfig() Config {
 	return Config{Provider: providers.Codex, Settings: Settings{ApprovalPolicy: "never", Sandbox: "danger-full-access"}}
 }
 
 // Retry notices that go on past the retry limit end the run as failed,
 // saying why, never as interrupted.
 func TestRunGivesUpRetrying(t *testing.T) {
-	cfg := mutantConfig()
+	cfg := edgeConfig()
 	cfg.RetryLimit = 300 * time.Millisecond
 	rec := &recorder{}
-	err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("retry-forever"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit)
+	err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("retry-forever"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit)
 	if !errors.Is(err, providers.ErrRunFailed) || !strings.Contains(err.Error(), "codex could not reach its model endpoint: still retrying after 300ms (Reconnecting... ") {
 		t.Fatalf("Run = %v, want the give-up as ErrRunFailed", err)
 	}
@@ -351,7 +353,7 @@ func TestRunGivesUpRetrying(t *testing.T) {
 // the answer is no failure.
 func TestRunDefaultRetryLimitIsNotZero(t *testing.T) {
 	rec := &recorder{}
-	err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("retry-once"), providers.RunRequest{Prompt: "hi"}, mutantConfig(), rec.emit)
+	err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("retry-once"), providers.RunRequest{Prompt: "hi"}, edgeConfig(), rec.emit)
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -370,7 +372,7 @@ func TestRunDefaultInterruptTimeoutIsNotZero(t *testing.T) {
 			cancel()
 		}
 	}}
-	if err := Run(ctx, &runner.HostLauncher{}, mutantCommand("slow-interrupt"), providers.RunRequest{Prompt: "hi"}, mutantConfig(), rec.emit); err != nil {
+	if err := Run(ctx, &runner.HostLauncher{}, edgeCommand("slow-interrupt"), providers.RunRequest{Prompt: "hi"}, edgeConfig(), rec.emit); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	got := strings.Join(rec.lines(), "\n")
@@ -383,7 +385,7 @@ func TestRunDefaultInterruptTimeoutIsNotZero(t *testing.T) {
 // after the turn (it saves its rollout then).
 func TestRunDefaultExitGraceIsNotZero(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "exit")
-	if err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("slow-exit", "EOF_MARKER="+marker), providers.RunRequest{Prompt: "hi"}, mutantConfig(), (&recorder{}).emit); err != nil {
+	if err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("slow-exit", "EOF_MARKER="+marker), providers.RunRequest{Prompt: "hi"}, edgeConfig(), (&recorder{}).emit); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "exited on its own" {
@@ -394,7 +396,7 @@ func TestRunDefaultExitGraceIsNotZero(t *testing.T) {
 // An app-server that dies during the handshake: the error says how it
 // exited.
 func TestRunAppServerDiesInHandshake(t *testing.T) {
-	err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("die-in-handshake"), providers.RunRequest{Prompt: "hi"}, mutantConfig(), (&recorder{}).emit)
+	err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("die-in-handshake"), providers.RunRequest{Prompt: "hi"}, edgeConfig(), (&recorder{}).emit)
 	if err == nil || !strings.Contains(err.Error(), "(exit status 3)") {
 		t.Fatalf("Run = %v, want the exit status 3 named", err)
 	}
@@ -410,10 +412,10 @@ func TestRunThreadStartParams(t *testing.T) {
 		{"gpt-5.1", "flex", "/workspace", []string{`"model":"gpt-5.1"`, `"serviceTier":"flex"`, `"cwd":"/workspace"`}, nil},
 		{"", "", "", nil, []string{`"model"`, `"serviceTier"`, `"cwd"`}},
 	} {
-		cfg := mutantConfig()
+		cfg := edgeConfig()
 		cfg.Settings.Model, cfg.Settings.ServiceTier, cfg.Settings.Cwd = tc.model, tc.tier, tc.cwd
 		rec := &recorder{}
-		if err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("answer"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit); err != nil {
+		if err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("answer"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
 		var params string
@@ -447,7 +449,7 @@ func TestRunPositionsEventsByStdoutOffset(t *testing.T) {
 			lines = append(lines, p.Line)
 		}
 	}}
-	if err := Run(ctx, &runner.HostLauncher{}, mutantCommand("answer"), providers.RunRequest{Prompt: "hi"}, mutantConfig(), rec.emit); err != nil {
+	if err := Run(ctx, &runner.HostLauncher{}, edgeCommand("answer"), providers.RunRequest{Prompt: "hi"}, edgeConfig(), rec.emit); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	// initialize's answer, thread/start's answer, test/threadParams and
@@ -477,10 +479,10 @@ func TestRunTurnStartEffort(t *testing.T) {
 		{"high", []string{`"effort":"high"`, `"reasoning_effort":"high"`}, nil},
 		{"", []string{`"reasoning_effort":null`}, []string{`"effort"`}},
 	} {
-		cfg := mutantConfig()
+		cfg := edgeConfig()
 		cfg.Settings.Effort = tc.effort
 		rec := &recorder{}
-		if err := Run(context.Background(), &runner.HostLauncher{}, mutantCommand("answer"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit); err != nil {
+		if err := Run(context.Background(), &runner.HostLauncher{}, edgeCommand("answer"), providers.RunRequest{Prompt: "hi"}, cfg, rec.emit); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
 		var params string
@@ -506,7 +508,7 @@ func TestRunTurnStartEffort(t *testing.T) {
 func TestRunAtMost256PendingRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := Run(ctx, &runner.HostLauncher{}, mutantCommand("flood"), providers.RunRequest{Prompt: "hi"}, mutantConfig(), (&recorder{}).emit)
+	err := Run(ctx, &runner.HostLauncher{}, edgeCommand("flood"), providers.RunRequest{Prompt: "hi"}, edgeConfig(), (&recorder{}).emit)
 	if err == nil || !strings.Contains(err.Error(), "more than 256 pending server requests") {
 		t.Fatalf("Run = %v, want more than 256 pending server requests", err)
 	}
@@ -523,7 +525,7 @@ func TestRunAnswerWithEquivalentID(t *testing.T) {
 			responses <- providers.InteractionResponse{ID: `"a\u0062"`, Result: json.RawMessage(`{"answers":{}}`)}
 		}
 	}}
-	err := Run(ctx, &runner.HostLauncher{}, mutantCommand("answer-id"), providers.RunRequest{Prompt: "hi", InteractionResponses: responses}, mutantConfig(), rec.emit)
+	err := Run(ctx, &runner.HostLauncher{}, edgeCommand("answer-id"), providers.RunRequest{Prompt: "hi", InteractionResponses: responses}, edgeConfig(), rec.emit)
 	if err != nil || !strings.Contains(strings.Join(rec.lines(), "\n"), "answered") {
 		t.Fatalf("Run = %v, events:\n%s\nwant the answer delivered", err, strings.Join(rec.lines(), "\n"))
 	}

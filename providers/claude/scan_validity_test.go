@@ -6,10 +6,9 @@ import (
 	"testing"
 )
 
-// The tests of this file pin what mutation testing (make mutate) found
-// unpinned: the validating scanner must accept exactly the JSON that
-// encoding/json accepts (the stream-json lines a user's run produces are
-// parsed by it), and decode the values the same.
+// The validating scanner accepts exactly the JSON that encoding/json
+// accepts (the stream-json lines a user's run produces are parsed by it),
+// and decodes the values the same.
 
 // scanCorpus is valid and invalid JSON around every branch of the scanner.
 var scanCorpus = []string{

@@ -1,14 +1,15 @@
 package runner
 
-// Tests that kill the mutants gremlins found living in this package after
-// the run shim landed (shim.go, hostshim.go, lxdshim.go; make mutate
-// PKGS=./providers/runner; docs/testing.md): each asserts a behaviour a
-// user relies on, with literal values.
+// Re-attaching to a run's shim (host and container): stdin delivered once
+// whether the re-attach comes before or after it, the release over a new
+// connection, orphans released without a shim, the digest that names the
+// shim binary, and the container launcher's edges.
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -221,17 +222,16 @@ func TestShimContainerEdges(t *testing.T) {
 		defer other.Close()
 		// The run's own attach exec ends once the shim closed its socket.
 		attaches := func() int { return strings.Count(containerExec(t, client, name, "ps"), "attach --dir "+handle.Dir) }
-		if !eventually(func() bool { return attaches() == 1 }) {
-			t.Fatalf("the run's attach exec did not end:\n%s", containerExec(t, client, name, "ps"))
-		}
-		slot.Release()
-		for range 50 {
-			if !strings.Contains(containerExec(t, client, name, "ls", "-A", ContainerRunsDir), slot.RunID) {
-				return
+		testkit.Eventually(t, 30*time.Second, func() error {
+			if n := attaches(); n != 1 {
+				return fmt.Errorf("%d attach execs:\n%s", n, containerExec(t, client, name, "ps"))
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("run directory %s left after the release", handle.Dir)
+			return nil
+		}, "the run's attach exec ends")
+		slot.Release()
+		testkit.Eventually(t, 30*time.Second, func() bool {
+			return !strings.Contains(containerExec(t, client, name, "ls", "-A", ContainerRunsDir), slot.RunID)
+		}, "run directory %s removed after the release", handle.Dir)
 	})
 
 	// A handle that names no container (as the host's do) re-attaches in
@@ -300,17 +300,6 @@ func TestShimContainerEdges(t *testing.T) {
 	})
 }
 
-// gone reports whether path disappears within 5 s.
-func gone(path string) bool {
-	for range 100 {
-		if _, err := os.Stat(path); os.IsNotExist(err) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
 // A run whose connection to its shim was taken over (another client
 // attached) is still released when its end is stored: the release goes
 // over a new connection, and the shim removes the run directory.
@@ -336,9 +325,10 @@ func TestShimHostReleaseOverANewConnection(t *testing.T) {
 	}
 	defer other.Close()
 	slot.Release()
-	if !gone(handle.Dir) {
-		t.Fatalf("run directory %s left after the release", handle.Dir)
-	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		_, err := os.Stat(handle.Dir)
+		return os.IsNotExist(err)
+	}, "run directory %s removed after the release", handle.Dir)
 }
 
 // A project run re-attached after a daemon restart runs on in the

@@ -1,7 +1,9 @@
 package runhub
 
-// Tests that kill the mutants gremlins found alive in the hub (make mutate,
-// docs/testing.md): each asserts a behaviour a user or the daemon relies on.
+// Following a chat through the hub: subscriber queue sizes, the run lock
+// outliving followers, a follower staying after the run ends, a live send
+// error ending the follow, replay beyond one page, cancel-all and
+// respond, and a failed append logged.
 
 import (
 	"bytes"

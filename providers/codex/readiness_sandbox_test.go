@@ -1,7 +1,9 @@
 package codex
 
-// Tests that kill the mutants gremlins found living in this package
-// (make mutate PKGS=./providers/codex; docs/testing.md).
+// Readiness runs on the host launcher and asks only about the model
+// provider at the top level; the models list is cached ten minutes; a host
+// run gets its sandbox and plan-mode flags. (Found unpinned by mutation
+// testing: docs/testing.md.)
 
 import (
 	"context"

@@ -1,15 +1,15 @@
 package runner
 
-// Tests that kill the mutants gremlins found living in the run shim's
-// launchers (lxdshim.go, shim.go) and process.go (make mutate
-// PKGS=./providers/runner; docs/testing.md, "providers/runner: the run
-// shim launchers and process.go"): each asserts a behaviour a user relies
-// on, with literal values.
+// A run shim's life in the launchers (lxdshim.go, shim.go) and process.go:
+// the release after the attach is gone, the digest following the binary,
+// stdin written once on re-attach, an unfinished turn saying why, and a
+// wait after detach that is not a lost shim.
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,9 +58,12 @@ func TestShimContainerReleaseAfterAttachGone(t *testing.T) {
 			t.Fatal("no attach process in the container")
 		}
 		containerExec(t, client, name, "sh", "-c", "kill -9 "+strings.ReplaceAll(pids, "\n", " "))
-		if !eventually(func() bool { return attaches() == "" }) {
-			t.Fatalf("attach processes %s left", attaches())
-		}
+		testkit.Eventually(t, 30*time.Second, func() error {
+			if pids := attaches(); pids != "" {
+				return fmt.Errorf("attach processes %s left", pids)
+			}
+			return nil
+		}, "the attach processes end")
 		return slot
 	}
 	runDirs := func() string { return containerExec(t, client, name, "ls", "-A", ContainerRunsDir) }

@@ -7,8 +7,10 @@ import (
 	"remote/providers"
 )
 
-// Behaviour that the first full mutation measurement of this package
-// (make mutate, commit 0a66e4b) found unpinned.
+// The scanner decodes like encoding/json (unicode escapes, bytes around
+// ASCII, escaped strings), and the parser's edges: an assistant error's
+// text, the reasons a line is skipped, the OAuth URL on the next line,
+// every streamed message remembered.
 
 // decodeLikeEncodingJSON checks that walkObject accepts doc exactly when
 // encoding/json does, and decodes every key and string value the same.

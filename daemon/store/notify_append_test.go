@@ -10,7 +10,10 @@ import (
 	"remote/api"
 )
 
-// Chat-store behaviour that mutation testing (make mutate) found unpinned.
+// Change notices only for what was saved or deleted (chats and projects),
+// the order of chats created at the same time, and appends: an event of
+// exactly 8 MiB, a batch that keeps the rest after one failure, the byte
+// counts of chats appended together, the wire framing.
 
 func TestCreateChatNotifiesOnlyWhenSaved(t *testing.T) {
 	t.Parallel()

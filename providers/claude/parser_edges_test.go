@@ -8,7 +8,9 @@ import (
 	"remote/providers"
 )
 
-// Parser behaviour that mutation testing (make mutate) found unpinned.
+// The stream-json parser's edges: failure messages, where the model comes
+// from, native and stream events, its bounds (at most 4096 tracked), and
+// the event slice it reuses.
 
 func TestParserFailureMessages(t *testing.T) {
 	t.Parallel()
