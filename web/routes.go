@@ -29,6 +29,7 @@ func (s *Server) pageRoutes() []route {
 		{"POST /logout", s.serveLogout},
 		{"GET /preview/{project}/{port}", s.servePreviewStart},
 		{"GET " + previewConfirmPath, s.servePreviewConfirm},
+		{"POST /hooks/{forge}/{project}", s.serveHook},
 		{"/v1/", s.serveAPI},
 		{"/ws/", s.serveAPI},
 	}
