@@ -121,7 +121,8 @@ func requestsTo(fg *fakeforge.Server, method, suffix string) []fakeforge.Request
 // gets a comment naming the chat; the turn's change is pushed to
 // remote/issue-7, a draft pull request saying "Fixes #7" is opened, and
 // its link is commented on the issue. The same delivery again (a
-// replay) creates nothing.
+// replay) creates nothing. A comment with @remote starts the next turn
+// (pushed to the branch); its replay starts none.
 func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	e := newRepoEnv(t, hookToken)
 	proj, url := e.hookProject(t, api.ProjectRepo{})
@@ -181,6 +182,35 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	}
 	if got := e.git.Git(t, "acme/calc", "show", "remote/issue-7:calc.py"); !strings.Contains(got, "a + b") {
 		t.Errorf("pushed calc.py = %q", got)
+	}
+	// A comment with the trigger phrase starts the next turn in the
+	// issue's chat; its replay starts none. The turn's change is pushed
+	// to the same branch (the pull request exists already).
+	dc := fakeforge.IssueDelivery("github", hookSecret, fakeforge.Issue{Repo: "acme/calc", CloneURL: url, Number: 7, Title: "add subtracts",
+		Body: "test_add fails.", Sender: "carol", Comment: "@remote add notes too\necho notes > notes.txt"})
+	if status, body := e.deliver(t, proj.Name, "github", dc); status != http.StatusAccepted || !strings.Contains(string(body), chat.ID) {
+		t.Fatalf("comment delivery: %d %s", status, body)
+	}
+	if status, body := e.deliver(t, proj.Name, "github", dc); status != http.StatusOK || !strings.Contains(string(body), `"duplicate"`) {
+		t.Errorf("replayed comment: %d %s", status, body)
+	}
+	waitUntil(t, "the second turn's comment", func() bool {
+		return len(requestsTo(e.forge, "POST", "/issues/7/comments")) >= 3
+	})
+	users := 0
+	for _, ev := range e.events(chat.ID) {
+		if ev.Type == api.EventUser {
+			users++
+		}
+	}
+	if users != 2 {
+		t.Errorf("%d turns in the chat, want 2 (the replayed comment started one)", users)
+	}
+	if got := e.git.Git(t, "acme/calc", "show", "remote/issue-7:notes.txt"); got != "notes" {
+		t.Errorf("pushed notes.txt = %q", got)
+	}
+	if prs := requestsTo(e.forge, "POST", "/repos/acme/calc/pulls"); len(prs) != 1 {
+		t.Errorf("%d pull requests", len(prs))
 	}
 	if strings.Contains(e.logs.String(), hookSecret) || strings.Contains(e.logs.String(), hookToken) {
 		t.Error("a secret is in the daemon's log")
