@@ -46,6 +46,11 @@ func TestAttackWebhookSignature(t *testing.T) {
 			if ev, _ := forge.ParseEvent(kind, dc.Header, dc.Body); ev.Type != "comment" || ev.Comment != "please @remote" || ev.Issue != 12 || ev.Sender != "carol" {
 				t.Errorf("comment event = %+v", ev)
 			}
+			com.PullRequest = true
+			dp := fakeforge.IssueDelivery(string(kind), secret, com)
+			if ev, _ := forge.ParseEvent(kind, dp.Header, dp.Body); ev.Type != "comment" || !ev.PullRequest || ev.Issue != 12 {
+				t.Errorf("pull request comment event = %+v", ev)
+			}
 
 			for name, bad := range map[string]func() fakeforge.Delivery{
 				"another secret": func() fakeforge.Delivery { return fakeforge.IssueDelivery(string(kind), "guess", iss) },

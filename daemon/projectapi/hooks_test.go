@@ -122,7 +122,8 @@ func requestsTo(fg *fakeforge.Server, method, suffix string) []fakeforge.Request
 // remote/issue-7, a draft pull request saying "Fixes #7" is opened, and
 // its link is commented on the issue. The same delivery again (a
 // replay) creates nothing. A comment with @remote starts the next turn
-// (pushed to the branch); its replay starts none.
+// (pushed to the branch); its replay starts none. A comment with the
+// phrase on the pull request starts the next.
 func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	e := newRepoEnv(t, hookToken)
 	proj, url := e.hookProject(t, api.ProjectRepo{})
@@ -211,6 +212,23 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	}
 	if prs := requestsTo(e.forge, "POST", "/repos/acme/calc/pulls"); len(prs) != 1 {
 		t.Errorf("%d pull requests", len(prs))
+	}
+	// A review comment with the phrase on the pull request the chat
+	// opened is the chat's next prompt; on another pull request, nothing.
+	onPR := fakeforge.Issue{Repo: "acme/calc", CloneURL: url, Number: 1, Title: "add subtracts (#7)", Sender: "carol",
+		Comment: "@remote also a changelog\necho fixed > CHANGES", PullRequest: true}
+	if status, body := e.deliver(t, proj.Name, "github", fakeforge.IssueDelivery("github", hookSecret, onPR)); status != http.StatusAccepted || !strings.Contains(string(body), chat.ID) {
+		t.Fatalf("pull request comment: %d %s", status, body)
+	}
+	onPR.Number = 2
+	if status, body := e.deliver(t, proj.Name, "github", fakeforge.IssueDelivery("github", hookSecret, onPR)); status != http.StatusOK || !strings.Contains(string(body), "ignored") {
+		t.Errorf("another pull request's comment: %d %s", status, body)
+	}
+	waitUntil(t, "the third turn's comment", func() bool {
+		return len(requestsTo(e.forge, "POST", "/issues/7/comments")) >= 4
+	})
+	if got := e.git.Git(t, "acme/calc", "show", "remote/issue-7:CHANGES"); got != "fixed" {
+		t.Errorf("pushed CHANGES = %q", got)
 	}
 	if strings.Contains(e.logs.String(), hookSecret) || strings.Contains(e.logs.String(), hookToken) {
 		t.Error("a secret is in the daemon's log")

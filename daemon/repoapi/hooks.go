@@ -250,8 +250,12 @@ func (rt *Routes) forgeEvents(w http.ResponseWriter, r *http.Request) error {
 		log.Warn("forge event ignored: sender may not trigger", "sender", ev.Sender, "reason", "no write access and not in repo.triggerUsers")
 		return daemon.WriteJSON(w, http.StatusOK, hookAnswer{Status: "ignored", Reason: "sender " + ev.Sender + " may not trigger"})
 	}
-	// The chat of the issue (its branch), or a new one.
+	// The chat of the issue (its branch), or of the pull request it
+	// opened; else a new one (an issue only).
 	existing, err := rt.issueChat(srv, proj, ev.Issue)
+	if ev.PullRequest {
+		existing, err = rt.prChat(srv, proj, ev.Issue)
+	}
 	if err != nil {
 		return err
 	}
@@ -365,6 +369,28 @@ func (rt *Routes) issueChat(srv *daemon.Server, proj api.Project, n int) (*api.C
 	return nil, nil
 }
 
+// prChat is the project's forge chat that opened pull request n, nil
+// when none did.
+func (rt *Routes) prChat(srv *daemon.Server, proj api.Project, n int) (*api.Chat, error) {
+	chats, err := srv.Store().Chats()
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	for _, c := range chats {
+		if c.Project != proj.Name || c.ProjectID != proj.ID || !strings.HasPrefix(c.Branch, gitrepo.ReservedBranchPrefix+"issue-") {
+			continue
+		}
+		_, _, pr, err := issueOf(srv, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		if pr == n {
+			return &c, nil
+		}
+	}
+	return nil, nil
+}
+
 // createIssueChat makes the chat of ev's issue: the project owner's, the
 // project's provider (else the daemon's default), on the issue's daemon
 // branch in a worktree of its own, with a system/forge_issue event.
@@ -450,7 +476,7 @@ func (rt *Routes) turnEnded(chatID string) {
 	if err != nil || !strings.HasPrefix(chat.Branch, gitrepo.ReservedBranchPrefix+"issue-") {
 		return
 	}
-	ref, last, prOpened, err := issueOf(srv, chatID)
+	ref, last, prNumber, err := issueOf(srv, chatID)
 	if err != nil || ref.Number == 0 {
 		return
 	}
@@ -508,7 +534,7 @@ func (rt *Routes) turnEnded(chatID string) {
 		rt.comment(ctx, hf, token, ref.Number, chat, "Remote could not push the changes of chat "+rt.chatLink(chat)+".")
 		return
 	}
-	if prOpened {
+	if prNumber > 0 {
 		rt.comment(ctx, hf, token, ref.Number, chat, fmt.Sprintf("Pushed %s to `%s`.", pushed.SHA, pushed.Branch))
 		return
 	}
@@ -539,17 +565,23 @@ func (rt *Routes) turnEnded(chatID string) {
 }
 
 // issueOf reads a chat's events: its forge_issue, the last assistant
-// message of its last turn, and whether a pull request was opened.
-func issueOf(srv *daemon.Server, chatID string) (issueRef, string, bool, error) {
+// message of its last turn, and the number of the pull request it opened
+// (0: none).
+func issueOf(srv *daemon.Server, chatID string) (issueRef, string, int, error) {
 	var ref issueRef
 	var last strings.Builder
-	var pr bool
+	var pr int
 	err := srv.Store().Events(chatID, 0, 0, func(ev api.Event) error {
 		switch {
 		case ev.Type == api.EventSystem && ev.Subtype == api.SubtypeForgeIssue:
 			_ = json.Unmarshal(ev.Data, &ref)
 		case ev.Type == api.EventSystem && ev.Subtype == api.SubtypePullRequest:
-			pr = true
+			var d struct {
+				Number int `json:"number"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && d.Number > 0 {
+				pr = d.Number
+			}
 		case ev.Type == api.EventUser:
 			last.Reset()
 		case ev.Type == api.EventAssistantText:

@@ -169,6 +169,9 @@ type Issue struct {
 	Label    string // the label just added (a "labeled" event)
 	Sender   string
 	Comment  string // set: an issue_comment (GitLab: a note) on the issue
+	// PullRequest makes Number a pull request's (GitLab: a merge
+	// request's note), for a Comment.
+	PullRequest bool
 }
 
 // Delivery is a webhook delivery as the forge sends it: its headers
@@ -208,6 +211,11 @@ func IssueDelivery(kind, secret string, iss Issue) Delivery {
 			h.Set("X-Gitlab-Event", "Note Hook")
 			payload = map[string]any{"object_kind": "note", "event_type": "note", "user": user, "project": project,
 				"object_attributes": map[string]any{"note": iss.Comment, "noteable_type": "Issue"}, "issue": issue}
+			if iss.PullRequest {
+				payload["object_attributes"] = map[string]any{"note": iss.Comment, "noteable_type": "MergeRequest"}
+				payload["merge_request"] = map[string]any{"iid": iss.Number, "title": iss.Title}
+				delete(payload, "issue")
+			}
 		} else {
 			h.Set("X-Gitlab-Event", "Issue Hook")
 			attrs := map[string]any{"iid": iss.Number, "title": iss.Title, "description": iss.Body, "action": "open"}
@@ -246,6 +254,12 @@ func IssueDelivery(kind, secret string, iss Issue) Delivery {
 			event = "issue_comment"
 			payload["action"] = "created"
 			payload["comment"] = map[string]any{"body": iss.Comment, "user": map[string]any{"login": iss.Sender}}
+			if iss.PullRequest {
+				issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://forge.example/%s/pulls/%d", iss.Repo, iss.Number)}
+				if kind == "gitea" {
+					payload["is_pull"] = true
+				}
+			}
 		}
 		if kind == "gitea" {
 			payload["number"] = iss.Number
