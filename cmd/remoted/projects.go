@@ -147,7 +147,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	}
 	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
 		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
-		Forge: forgeFor(cfg.Forges), Hooks: hooksFor(cfg.Forges), DefaultProvider: defaultProvider(cfg)})
+		Forge: forgeFor(cfg.Forges), Hooks: hooksFor(cfg.Forges), DefaultProvider: defaultProvider(cfg), PageURL: cfg.Web.PublicURL})
 	if err != nil {
 		return projectWiring{}, err
 	}
