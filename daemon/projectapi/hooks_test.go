@@ -295,3 +295,40 @@ func TestAttackForgeWebhook(t *testing.T) {
 		t.Errorf("the forge got comments: %d", len(reqs))
 	}
 }
+
+// TestAttackForgeWebhookGitLabGitea: at the route, GitLab's
+// X-Gitlab-Token and Gitea's X-Gitea-Signature: a delivery with the
+// project's secret passes verification (an issue without the trigger
+// label is then ignored: 200), a wrong token or signature, a changed body
+// (Gitea) or a missing header is 401; nothing is created.
+func TestAttackForgeWebhookGitLabGitea(t *testing.T) {
+	for _, kind := range []string{"gitlab", "gitea"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newForgeRepoEnv(t, hookToken, kind)
+			proj, url := e.hookProject(t, api.ProjectRepo{})
+			iss := fakeforge.Issue{Repo: "acme/calc", CloneURL: url, Number: 5, Title: "t", Body: "echo hi", Labels: []string{"bug"}, Sender: "carol"}
+			if status, body := e.deliver(t, proj.Name, kind, fakeforge.IssueDelivery(kind, hookSecret, iss)); status != http.StatusOK || !strings.Contains(string(body), "no trigger") {
+				t.Errorf("verified delivery without the label: %d %s", status, body)
+			}
+			if status, body := e.deliver(t, proj.Name, kind, fakeforge.IssueDelivery(kind, "not-the-secret", iss)); status != http.StatusUnauthorized {
+				t.Errorf("wrong secret: %d %s", status, body)
+			}
+			sig := map[string]string{"gitlab": "X-Gitlab-Token", "gitea": "X-Gitea-Signature"}[kind]
+			d := fakeforge.IssueDelivery(kind, hookSecret, iss)
+			d.Header.Del(sig)
+			if status, body := e.deliver(t, proj.Name, kind, d); status != http.StatusUnauthorized {
+				t.Errorf("no %s: %d %s", sig, status, body)
+			}
+			if kind == "gitea" {
+				d := fakeforge.IssueDelivery(kind, hookSecret, fakeforge.Issue{Repo: "acme/calc", CloneURL: url, Number: 5, Title: "t", Body: "echo hi", Sender: "carol"})
+				d.Body = []byte(strings.Replace(string(d.Body), `"labels":[]`, `"labels":[{"name":"remote"}]`, 1))
+				if status, body := e.deliver(t, proj.Name, kind, d); status != http.StatusUnauthorized {
+					t.Errorf("changed body: %d %s", status, body)
+				}
+			}
+			if n := len(e.projectChats(t, proj.Name)); n != 0 {
+				t.Errorf("%d chats were created", n)
+			}
+		})
+	}
+}
