@@ -230,6 +230,11 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	if got := e.git.Git(t, "acme/calc", "show", "remote/issue-7:CHANGES"); got != "fixed" {
 		t.Errorf("pushed CHANGES = %q", got)
 	}
+	// The agent prints its environment into the chat (shellAgent): the
+	// webhook secret, like the token, is not in it.
+	if all, _ := json.Marshal(e.events(chat.ID)); strings.Contains(string(all), hookSecret) || strings.Contains(string(all), hookToken) {
+		t.Error("a secret reached the agent's environment or the chat's events")
+	}
 	if strings.Contains(e.logs.String(), hookSecret) || strings.Contains(e.logs.String(), hookToken) {
 		t.Error("a secret is in the daemon's log")
 	}
