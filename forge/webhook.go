@@ -111,7 +111,8 @@ type Event struct {
 	Issue       int
 	Title, Body string
 	// Labels are the issue's labels; Label the one just added (GitHub's
-	// "labeled"), "" otherwise.
+	// "labeled", GitLab's update adding one label), "" otherwise (Gitea
+	// sends the whole set).
 	Labels []string
 	Label  string
 	// Comment is a comment's text; PullRequest says it is on a pull request.
@@ -255,11 +256,14 @@ func parseGitLab(h http.Header, body []byte) (Event, error) {
 			for _, l := range p.Changes.Labels.Previous {
 				prev[l.Title] = true
 			}
+			var added []string
 			for _, l := range ev.Labels {
 				if !prev[l] {
-					ev.Label = l // a label added by this update
-					break
+					added = append(added, l)
 				}
+			}
+			if len(added) == 1 {
+				ev.Label = added[0] // the label this update added; several: "" (Labels says which are set)
 			}
 		}
 	case "note":
