@@ -10,6 +10,14 @@
 // worktree) is diffed and pushed there; Checkout tells the preparer where
 // a chat works and whether another chat of its project runs.
 //
+// It also takes a project's forge webhooks (hooks.go, POST
+// /v1/projects/{name}/forge-events, relayed by remote-web): each
+// delivery verified with the project's webhook secret through HookForge,
+// replays and other repositories' deliveries refused, and a trigger from
+// a user with write access made a chat on the daemon's remote/issue-<n>
+// branch whose turn ends are answered on the issue (push, draft pull
+// request, comment).
+//
 // It imports daemon (routes, errors, identity), the store's types,
 // provisioning and provisioning/gitrepo; it must never import projectapi
 // or config, nor package forge (which depends on config): cmd/remoted
