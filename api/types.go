@@ -132,6 +132,9 @@ const (
 	// SubtypeEgressBlocked: the project's egress proxy refused a
 	// connection (data: host, port, method?, reason).
 	SubtypeEgressBlocked = "egress_blocked"
+	// SubtypeForgeIssue: the chat was started by a forge issue or comment
+	// (a verified webhook); data: forge, number, repo.
+	SubtypeForgeIssue = "forge_issue"
 )
 
 // Chat is a chat's metadata as the API returns it.
@@ -436,6 +439,16 @@ type ProjectRepo struct {
 	URL         string `json:"url"`
 	Ref         string `json:"ref,omitempty"`
 	TokenSecret string `json:"tokenSecret,omitempty"`
+	// WebhookSecret names the project secret the forge's webhooks are
+	// verified with (never the secret); "" takes no webhooks.
+	WebhookSecret string `json:"webhookSecret,omitempty"`
+	// TriggerLabel is the issue label that makes an issue a task
+	// ("": "remote"); TriggerPhrase the comment phrase ("": "@remote").
+	TriggerLabel  string `json:"triggerLabel,omitempty"`
+	TriggerPhrase string `json:"triggerPhrase,omitempty"`
+	// TriggerUsers are forge users who may trigger without write access
+	// to the repository.
+	TriggerUsers []string `json:"triggerUsers,omitempty"`
 }
 
 // DiffFile is one changed path of a Diff. Status is git's: A (added),

@@ -210,6 +210,9 @@ type Web struct {
 	// "<port>-<project id>" (one origin per project and port). Unset
 	// means http(s)://*.localhost:<preview_listen port> (PreviewOrigin).
 	PreviewURL string `toml:"preview_url" doc:"wildcard origin of the previews, e.g. https://*.preview.example.net (* becomes <port>-<project id>); empty: http(s)://*.localhost:<preview_listen port>"`
+	// PublicURL is the page's address as people open it; the daemon links
+	// chats with it in the comments it writes on forge issues.
+	PublicURL string `toml:"public_url" doc:"the page's public URL, e.g. https://remote.example.net, for the chat links the daemon comments on forge issues; empty: the chat's id"`
 }
 
 // PreviewOrigin is the wildcard origin of the previews: preview_url, or

@@ -333,6 +333,12 @@ func (n Notify) validate(ps *problems) {
 // page's, and preview_url (when set) an origin whose scheme and host are
 // the browser's view of it.
 func (w Web) validatePreview(ps *problems) {
+	if w.PublicURL != "" {
+		u, err := url.Parse(w.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			ps.add(ErrInvalidValue, keyPath("web", "public_url"), "%q: want an absolute http(s) URL without user, query or fragment, like \"https://remote.example.net\"", w.PublicURL)
+		}
+	}
 	if w.PreviewListen == "" {
 		if w.PreviewURL != "" {
 			ps.add(ErrInvalidValue, keyPath("web", "preview_url"), "set preview_listen too, or leave preview_url out")

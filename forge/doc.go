@@ -8,6 +8,10 @@
 // operator-configured forge ([forges."<host>"]) for a clone URL, so a user's
 // URL selects a forge but never names where the token goes.
 //
+// It also speaks the forges' webhooks (webhook.go: each one's signature
+// or token scheme, the issue and comment payloads) and the requests that
+// answer them (issues.go: an issue comment, a user's write access).
+//
 // It imports only config and the standard library: never the daemon, the
 // provisioning layers, git or LXD (the caller pushes the branch and hands
 // over the token). Its error classes are errdefs marker methods

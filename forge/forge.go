@@ -45,6 +45,11 @@ type PullRequest struct {
 	Base  string // the branch to merge into
 	Title string
 	Body  string
+	// Draft opens it as a draft where the forge has drafts: GitHub's
+	// "draft": true, GitLab's "Draft: " title prefix, Gitea's "WIP: "
+	// title prefix (its default WORK_IN_PROGRESS_PREFIXES; its API has
+	// no draft field).
+	Draft bool
 }
 
 // Result is the opened pull request: its page (html_url, GitLab's web_url)
@@ -99,19 +104,7 @@ func (f Forge) OpenPullRequest(ctx context.Context, token string, pr PullRequest
 		return Result{}, invalid("%s: build request: %v", f.Kind, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "remoted") // GitHub refuses requests without one
-	switch f.Kind {
-	case GitHub:
-		req.Header.Set("Accept", "application/vnd.github+json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	case GitLab:
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("PRIVATE-TOKEN", token)
-	case Gitea:
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Authorization", "token "+token)
-	}
+	f.authorize(req, token)
 	r, err := f.do(req, base, token)
 	var ae *APIError
 	var fe *Error
@@ -149,15 +142,23 @@ func (f Forge) request(pr PullRequest) (string, []byte, error) {
 	case GitHub, Gitea:
 		owner, name, _ := strings.Cut(pr.Repo, "/")
 		endpoint = api + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/pulls"
+		title := pr.Title
+		if pr.Draft && f.Kind == Gitea {
+			title = "WIP: " + title
+		}
 		body = struct {
 			Title string `json:"title"`
 			Head  string `json:"head"`
 			Base  string `json:"base"`
 			Body  string `json:"body,omitempty"`
-		}{pr.Title, pr.Head, pr.Base, pr.Body}
+			Draft bool   `json:"draft,omitempty"`
+		}{title, pr.Head, pr.Base, pr.Body, pr.Draft && f.Kind == GitHub}
 	case GitLab:
 		// The project path is one segment: its slashes are %2F.
 		endpoint = api + "/projects/" + url.PathEscape(pr.Repo) + "/merge_requests"
+		if pr.Draft {
+			pr.Title = "Draft: " + pr.Title
+		}
 		body = struct {
 			SourceBranch string `json:"source_branch"`
 			TargetBranch string `json:"target_branch"`

@@ -509,6 +509,9 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	if cur.Repo != nil {
 		var token string
 		secrets, token = gitrepo.TakeToken(secrets, cur.Repo.TokenSecret)
+		// The webhook secret stays out too: with it an agent could forge
+		// the deliveries that start chats.
+		secrets, _ = gitrepo.TakeToken(secrets, cur.Repo.WebhookSecret)
 		sub, data, dir, err := p.repos.Ensure(ctx, c.Name, cur.ID, req.Chat, *cur.Repo, token, checkpoint.TreeHook(ctx))
 		if sub != "" {
 			emit(systemEvent(sub, data))

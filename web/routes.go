@@ -30,6 +30,9 @@ func (s *Server) pageRoutes() []route {
 		{"GET /preview/{project}/{port}", s.servePreviewStart},
 		{"GET " + previewConfirmPath, s.servePreviewConfirm},
 		{routineHookPrefix + "{id}", s.serveRoutine},
+		// Any method: serveHook answers 405 to all but POST (a method
+		// in the pattern would clash with the routine hook's).
+		{"/hooks/{forge}/{project}", s.serveHook},
 		{"/v1/", s.serveAPI},
 		{"/ws/", s.serveAPI},
 	}

@@ -91,6 +91,11 @@ func startFakeDaemon(t *testing.T) *fakeDaemon {
 		w.Header().Set("Set-Cookie", "daemon=1")
 		writeJSON(w, http.StatusOK, map[string]string{"user": r.Header.Get(HeaderUser)})
 	})
+	mux.HandleFunc("POST /v1/projects/{name}/forge-events", func(w http.ResponseWriter, r *http.Request) {
+		d.record(r)
+		b, _ := io.ReadAll(r.Body)
+		writeJSON(w, http.StatusAccepted, map[string]any{"query": r.URL.RawQuery, "header": r.Header, "body": string(b)})
+	})
 	mux.HandleFunc("/v1/stream", func(w http.ResponseWriter, r *http.Request) {
 		d.record(r)
 		w.Header().Set("Content-Type", "application/x-ndjson")

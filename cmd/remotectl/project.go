@@ -20,7 +20,7 @@ func init() {
 
 // projectCommands are the subcommands of `remotectl project`.
 var projectCommands = map[string]command{
-	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [-pool NAME] [-repo URL [-ref REF] [-token-secret KEY]] [--json]", Summary: "create a project (-repo: a git repository cloned into /workspace)", Run: runProjectCreate},
+	"create":      {Name: "create", Usage: "NAME [-image ALIAS] [-provider ID] [-port N]... [-autostart=false] [-credentials shared|project] [-checkpoints turn|off] [-pool NAME] [-repo URL [-ref REF] [-token-secret KEY] [-webhook-secret KEY] [-trigger-label L] [-trigger-phrase P]] [--json]", Summary: "create a project (-repo: a git repository cloned into /workspace)", Run: runProjectCreate},
 	"list":        {Name: "list", Usage: "[--json]", Summary: "list projects", Run: runProjectList},
 	"show":        {Name: "show", Usage: "NAME [--json]", Summary: "show one project", Run: runProjectShow},
 	"start":       {Name: "start", Usage: "NAME [--json]", Summary: "start the project's container (recreated if missing)", Run: runProjectStart},
@@ -90,6 +90,9 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&repo.URL, "repo", "", "git repository `URL` (https, no credentials) cloned into /workspace at the container's first preparation")
 	fs.StringVar(&repo.Ref, "ref", "", "branch or tag of -repo to check out (default: the repository's HEAD)")
 	fs.StringVar(&repo.TokenSecret, "token-secret", "", "`KEY` of the project secret holding the token git and the forge get (set it with project secret set; never the token itself)")
+	fs.StringVar(&repo.WebhookSecret, "webhook-secret", "", "`KEY` of the project secret the forge's webhooks are verified with (issues become chats; see docs/operating.md)")
+	fs.StringVar(&repo.TriggerLabel, "trigger-label", "", "issue `label` that makes an issue a task (default remote)")
+	fs.StringVar(&repo.TriggerPhrase, "trigger-phrase", "", "comment `phrase` that makes a comment a prompt (default @remote)")
 	args, err := parseExact(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -99,6 +102,8 @@ func runProjectCreate(ctx context.Context, e *env, args []string) error {
 		req.Repo = &repo
 	case repo.Ref != "" || repo.TokenSecret != "":
 		return usagef("-ref and -token-secret need -repo URL")
+	case repo.WebhookSecret != "" || repo.TriggerLabel != "" || repo.TriggerPhrase != "":
+		return usagef("-webhook-secret, -trigger-label and -trigger-phrase need -repo URL")
 	}
 	req.Name, req.Ports, req.Autostart = args[0], ports, autostart
 	p, err := e.Client.CreateProject(ctx, req)
@@ -166,6 +171,9 @@ func printProject(e *env, p api.Project) error {
 		fmt.Fprintf(tw, "repo ref:\t%s\n", dash(oneLine(r.Ref, 200)))
 		// The secret's name; its value never leaves the daemon.
 		fmt.Fprintf(tw, "repo token secret:\t%s\n", dash(r.TokenSecret))
+		if r.WebhookSecret != "" {
+			fmt.Fprintf(tw, "repo webhook secret:\t%s\n", r.WebhookSecret)
+		}
 	}
 	fmt.Fprintf(tw, "created:\t%s\n", p.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	return tw.Flush()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestProjectCreateRepo(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &p) != nil {
 		t.Fatalf("create: %+v", r)
 	}
-	if p.Repo == nil || *p.Repo != (api.ProjectRepo{URL: url, Ref: "release/1.2", TokenSecret: "GIT_TOKEN"}) {
+	if p.Repo == nil || !reflect.DeepEqual(*p.Repo, api.ProjectRepo{URL: url, Ref: "release/1.2", TokenSecret: "GIT_TOKEN"}) {
 		t.Fatalf("created project's repo: %+v", p.Repo)
 	}
 	if r := runCtl(ctx, fake, "token-value-never-shown\n", "project", "secret", "set", "app", "GIT_TOKEN"); r.code != 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -179,7 +180,7 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	blocked.Store(routes)
 	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
 		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
-		Forge: forgeFor(cfg.Forges)})
+		Forge: forgeFor(cfg.Forges), Hooks: hooksFor(cfg.Forges), DefaultProvider: defaultProvider(cfg), PageURL: cfg.Web.PublicURL})
 	if err != nil {
 		return projectWiring{}, err
 	}
@@ -374,4 +375,52 @@ func forgeFor(forges map[string]config.Forge) func(repoURL string) (repoapi.Open
 			return res.URL, res.Number, err
 		}, nil
 	}
+}
+
+// defaultProvider is the first enabled provider: a forge issue's chat in
+// a project without a provider of its own runs it.
+func defaultProvider(cfg config.Config) string {
+	for _, id := range config.ProviderIDs() {
+		if p, ok := cfg.Providers[id]; ok && p.IsEnabled() {
+			return id
+		}
+	}
+	return ""
+}
+
+// hooksFor adapts package forge over [forges] to the webhook intake.
+func hooksFor(forges map[string]config.Forge) func(repoURL string) (repoapi.HookForge, error) {
+	return func(repoURL string) (repoapi.HookForge, error) {
+		f, repo, err := forge.ForRepo(forges, repoURL)
+		if err != nil {
+			return nil, err
+		}
+		return HookForge{F: f, Path: repo}, nil
+	}
+}
+
+// HookForge is one repository's forge as the webhook intake sees it.
+type HookForge struct {
+	F    forge.Forge
+	Path string
+}
+
+func (h HookForge) Kind() string { return string(h.F.Kind) }
+func (h HookForge) Repo() string { return h.Path }
+func (h HookForge) Verify(secret string, hd http.Header, body []byte) (string, error) {
+	return forge.VerifyWebhook(h.F.Kind, secret, hd, body)
+}
+func (h HookForge) Parse(hd http.Header, body []byte) (repoapi.ForgeEvent, error) {
+	ev, err := forge.ParseEvent(h.F.Kind, hd, body)
+	return repoapi.ForgeEvent(ev), err
+}
+func (h HookForge) Comment(ctx context.Context, token string, issue int, body string) (string, error) {
+	return h.F.Comment(ctx, token, h.Path, issue, body)
+}
+func (h HookForge) CanWrite(ctx context.Context, token, user string) (bool, error) {
+	return h.F.CanWrite(ctx, token, h.Path, user)
+}
+func (h HookForge) OpenPullRequest(ctx context.Context, token string, pr repoapi.PullRequest) (string, int, error) {
+	res, err := h.F.OpenPullRequest(ctx, token, forge.PullRequest{Repo: h.Path, Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Draft: pr.Draft})
+	return res.URL, res.Number, err
 }

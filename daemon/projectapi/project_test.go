@@ -207,7 +207,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			t.Fatal(err)
 		}
 		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo"),
-			Forge: forgeFor(o.forges)})
+			Forge: forgeFor(o.forges), Hooks: hooksFor(o.forges), DefaultProvider: "claude"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,14 +74,18 @@ type repoEnv struct {
 	answers []byte
 }
 
-func newRepoEnv(t *testing.T, token string) *repoEnv {
+func newRepoEnv(t *testing.T, token string) *repoEnv { return newForgeRepoEnv(t, token, "github") }
+
+// newForgeRepoEnv is newRepoEnv with a stand-in of kind (github, gitlab,
+// gitea) as the git server's forge.
+func newForgeRepoEnv(t *testing.T, token, kind string) *repoEnv {
 	testkit.LXD(t)
 	git := gitserver.New(t, token)
-	fg := fakeforge.New(t, "github")
+	fg := fakeforge.New(t, kind)
 	fg.SetToken(token)
 	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{shellAgent},
 		profiles: []string{"default", proxyProfile(t, git.Port)}, images: []string{devImage},
-		forges: map[string]config.Forge{strings.TrimPrefix(git.URL, "http://"): {Kind: "github", API: fg.URL()}}})
+		forges: map[string]config.Forge{strings.TrimPrefix(git.URL, "http://"): {Kind: kind, API: fg.URL()}}})
 	return &repoEnv{projectEnv: e, git: git, forge: fg}
 }
 

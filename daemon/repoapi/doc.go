@@ -16,6 +16,14 @@
 // memory of a daemon-wide budget and one of its user's places (budget.go),
 // and is refused at once, naming the bound, when it does not fit.
 //
+// It also takes a project's forge webhooks (hooks.go, POST
+// /v1/projects/{name}/forge-events, relayed by remote-web): each
+// delivery verified with the project's webhook secret through HookForge,
+// replays and other repositories' deliveries refused, and a trigger from
+// a user with write access made a chat on the daemon's remote/issue-<n>
+// branch whose turn ends are answered on the issue (push, draft pull
+// request, comment).
+//
 // It imports daemon (routes, errors, identity), the store's types,
 // provisioning and provisioning/gitrepo; it must never import projectapi
 // or config, nor package forge (which depends on config): cmd/remoted

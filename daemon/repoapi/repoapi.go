@@ -79,13 +79,27 @@ type Options struct {
 	// for repoURL's host, or an error naming the host and its config key
 	// when there is none; it sends nothing. cmd/remoted adapts package
 	// forge over [forges]. nil: no forge is configured.
-	Forge  func(repoURL string) (Opener, error)
-	Logger hclog.Logger
+	Forge func(repoURL string) (Opener, error)
+	// Hooks returns the forge of repoURL's host for the webhook intake
+	// (POST /v1/projects/{name}/forge-events), or an error naming the
+	// host; nil: no forge is configured.
+	Hooks func(repoURL string) (HookForge, error)
+	// DefaultProvider makes a forge issue's chat in a project without a
+	// provider of its own ([agent] default_provider).
+	DefaultProvider string
+	// PageURL is the page's public URL (https://remote.example), for the
+	// chat links the daemon comments on issues; "": the chat's id.
+	PageURL string
+	Logger  hclog.Logger
 }
 
 // PullRequest is what the routes ask a forge to open: the pushed branch
 // (head) into base.
-type PullRequest struct{ Head, Base, Title, Body string }
+type PullRequest struct {
+	Head, Base, Title, Body string
+	// Draft asks for a draft where the forge has them.
+	Draft bool
+}
 
 // Opener opens a pull request on one repository's forge with the user's
 // token and returns its page and number; the token never appears in its
@@ -97,6 +111,7 @@ type Routes struct {
 	o     Options
 	srv   atomic.Pointer[daemon.Server]
 	diffs *diffBudget
+	hooks hookState
 }
 
 // New returns the routes; Store, Starter and Exec are required.
@@ -127,11 +142,21 @@ func New(o Options) (*Routes, error) {
 			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
 		}
 	}
+	if o.Hooks == nil {
+		o.Hooks = func(string) (HookForge, error) {
+			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
+		}
+	}
 	return &Routes{o: o, diffs: diffBudgetFor(o)}, nil
 }
 
-// Attach gives the routes the server's chats. Call it once, after New.
-func (rt *Routes) Attach(s *daemon.Server) { rt.srv.Store(s) }
+// Attach gives the routes the server's chats and watches the ends of
+// turns (a forge issue's chat answers its issue). Call it once, after
+// New, before the server serves.
+func (rt *Routes) Attach(s *daemon.Server) {
+	rt.srv.Store(s)
+	s.Hub().Observe(rt.observe)
+}
 
 // Routes lists the repository routes; all act for a named user.
 func (rt *Routes) Routes() []daemon.Route {
@@ -139,6 +164,9 @@ func (rt *Routes) Routes() []daemon.Route {
 		{Method: http.MethodGet, Pattern: "/v1/chats/{id}/diff", Access: daemon.AccessUser, Handler: rt.diff},
 		{Method: http.MethodPost, Pattern: "/v1/chats/{id}/push", Access: daemon.AccessUser, Handler: rt.push},
 		{Method: http.MethodPost, Pattern: "/v1/chats/{id}/pull-request", Access: daemon.AccessUser, Handler: rt.pullRequest},
+		// A forge's webhook, relayed by remote-web: a peer route whose
+		// handler admits only peers that may assert users.
+		{Method: http.MethodPost, Pattern: "/v1/projects/{name}/forge-events", Access: daemon.AccessPeer, Handler: rt.forgeEvents},
 	}
 }
 

@@ -140,7 +140,9 @@ func CheckOut(ctx context.Context, x Execer, container string, co Checkout) (str
 	if co.Branch == "" {
 		return Workspace, nil
 	}
-	if err := CheckBranch("branch", co.Branch); err != nil {
+	// The daemon's own remote/ names (a forge issue's chat) pass here;
+	// CheckChatProject refuses them to users.
+	if err := CheckBranch("branch", strings.TrimPrefix(co.Branch, ReservedBranchPrefix)); err != nil {
 		return "", err
 	}
 	env := gitEnv()

@@ -52,6 +52,23 @@ func ValidateRepo(r api.ProjectRepo, validSecret func(string) bool) error {
 	if r.TokenSecret != "" && !validSecret(r.TokenSecret) {
 		return errdefs.InvalidArgument("repo.tokenSecret %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", r.TokenSecret)
 	}
+	if r.WebhookSecret != "" && !validSecret(r.WebhookSecret) {
+		return errdefs.InvalidArgument("repo.webhookSecret %q: must match ^[A-Za-z_][A-Za-z0-9_]*$", r.WebhookSecret)
+	}
+	if len(r.TriggerLabel) > 100 || strings.ContainsAny(r.TriggerLabel, "\r\n\x00") {
+		return errdefs.InvalidArgument("repo.triggerLabel: at most 100 bytes on one line")
+	}
+	if len(r.TriggerPhrase) > 100 || strings.ContainsAny(r.TriggerPhrase, "\r\n\x00") {
+		return errdefs.InvalidArgument("repo.triggerPhrase: at most 100 bytes on one line")
+	}
+	if len(r.TriggerUsers) > 100 {
+		return errdefs.InvalidArgument("repo.triggerUsers: at most 100 users")
+	}
+	for _, u := range r.TriggerUsers {
+		if u == "" || len(u) > 255 || strings.ContainsAny(u, " /\t\r\n\x00") {
+			return errdefs.InvalidArgument("repo.triggerUsers: %q is not a forge user name", u)
+		}
+	}
 	return nil
 }
 

@@ -68,6 +68,11 @@ type Server struct {
 	next   []Answer
 	number int
 	open   map[string]int // "repo head base" → number of an open pull request
+	// perms are the forge users' permissions on every repository:
+	// GitHub/Gitea "admin", "write", "read"…; GitLab an access level
+	// ("30"). A user not listed is no collaborator (404).
+	perms    map[string]string
+	comments int
 }
 
 // New starts a stand-in of kind "github", "gitlab" or "gitea" (Forgejo
@@ -82,7 +87,7 @@ func New(t testing.TB, kind string) *Server {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	s := &Server{kind: kind, token: "fk_" + hex.EncodeToString(b), open: map[string]int{}}
+	s := &Server{kind: kind, token: "fk_" + hex.EncodeToString(b), open: map[string]int{}, perms: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -163,6 +168,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	if s.serveIssues(w, r, body, token, &rec, queued) {
+		return
+	}
 	status, problem := s.check(r, body, token, &rec)
 	rec.Problem = problem
 	s.mu.Lock()
@@ -227,6 +235,13 @@ func (s *Server) check(r *http.Request, body []byte, token string, rec *Request)
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
 		return http.StatusBadRequest, "Problems parsing JSON"
+	}
+	if raw, ok := obj["draft"]; ok && s.kind == "github" { // GitHub's only non-string field
+		var d bool
+		if json.Unmarshal(raw, &d) != nil {
+			return http.StatusUnprocessableEntity, `field "draft" is not a boolean`
+		}
+		delete(obj, "draft")
 	}
 	for k := range obj {
 		if _, known := fields[k]; !known {

@@ -52,7 +52,7 @@ func TestStrict(t *testing.T) {
 	if st, a := post(t, gh, "/repos/o/r/pulls", h, ok); st != 401 || a["message"] != "Bad credentials" {
 		t.Errorf("token scheme: %d %v, want 401 Bad credentials", st, a)
 	}
-	if st, _ := post(t, gh, "/repos/o/r/pulls", ghHeaders(), `{"title":"t","head":"h","base":"main","draft":true}`); st != 422 {
+	if st, _ := post(t, gh, "/repos/o/r/pulls", ghHeaders(), `{"title":"t","head":"h","base":"main","labels":["x"]}`); st != 422 {
 		t.Errorf("undocumented field: %d, want 422", st)
 	}
 	if st, _ := post(t, gh, "/repos/o/r/pulls", ghHeaders(), `{"title":"t","head":"h"}`); st != 422 {
