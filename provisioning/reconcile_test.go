@@ -9,6 +9,7 @@ import (
 	"remote/api"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/reconcile"
 )
 
 func TestReconcilerRealLXD(t *testing.T) {
@@ -32,7 +33,7 @@ func TestReconcilerRealLXD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: cl, Events: cl})
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: cl, Events: cl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestResyncForeignContainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: lister})
+		rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: lister})
 		if err != nil {
 			t.Fatal(err)
 		}
