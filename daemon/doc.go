@@ -8,8 +8,8 @@
 // (daemon/prompt), the run hub (daemon/runhub), the Prometheus series
 // (daemon/metrics), webhook notifications (daemon/webhook), fork at a turn
 // (daemon/fork) and the store (daemon/store). It builds on those, api, providers and errdefs; nothing
-// outside cmd/ and the route providers (daemon/projectapi, daemon/doctor)
-// imports it, and it never imports provisioning, lxdexec, a provider
+// outside cmd/ and the route providers (daemon/projectapi, daemon/repoapi,
+// daemon/loginapi: the host CLIs' logins, daemon/doctor) imports it, and it never imports provisioning, lxdexec, a provider
 // adapter or a route provider (cmd/remoted wires those).
 //
 // docs/architecture.md shows how these layers meet; the guarantees its

@@ -87,6 +87,8 @@ var rules = []rule{
 		Why: "warm keeps the warm container pool for provisioning and the project routes: lxdexec only; provisioning hands it the container create (issue 28)"},
 	{From: "remote/daemon/repoapi", Never: []string{"remote/daemon/projectapi", "remote/config", "remote/web", "remote/client"},
 		Why: "the repository routes reach chats through the daemon's server and git through gitrepo; never the project routes, a provider adapter or config (issue 26)"},
+	{From: "remote/daemon/loginapi", Never: []string{"remote/daemon/projectapi", "remote/daemon/repoapi", "remote/daemon/doctor", "remote/providers/claude", "remote/providers/codex", "remote/config", "remote/web", "remote/client"},
+		Why: "the login routes drive a CLI's login through the providers' LoginDriver and join the table as a RouteProvider: never the other route providers, a provider adapter or config"},
 	{From: "remote/daemon/prompt/projection", Never: []string{"remote/daemon", "remote/provisioning", "remote/lxdexec", "remote/config", "remote/web", "remote/client", "remote/providers/runner"},
 		Why: "projection is pure: a provider event in, a chat event out; api and providers only (issue 24's split)"},
 	{From: "remote/daemon/storageguard", Never: []string{"remote/daemon/prompt", "remote/daemon/projectapi", "remote/daemon/repoapi", "remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/lxdexec", "remote/config", "remote/web", "remote/client"},
