@@ -43,6 +43,10 @@ type rule struct {
 var rules = []rule{
 	{From: "remote/lxdexec", Never: []string{module}, ThirdParty: []string{"github.com/gorilla/websocket"},
 		Why: "lxdexec is our LXD REST client and imports nothing of ours (design: lxdexec → anything of ours)"},
+	{From: "remote/lxdexec/lxdws", Never: []string{module}, ThirdParty: []string{"github.com/gorilla/websocket"},
+		Why: "lxdws is LXD's websockets under lxdexec, which imports it: the standard library and gorilla/websocket only, never lxdexec"},
+	{From: "remote/lxdexec/lxdtls", Never: []string{module}, ThirdParty: []string{},
+		Why: "lxdtls is lxdexec's TLS configuration and certificate pin, which lxdexec imports: the standard library only, never lxdexec"},
 	{From: "remote/config", Never: []string{module}, ThirdParty: []string{"github.com/BurntSushi/toml"},
 		Why: "config is the TOML schema, stdlib and toml only (design: config → anything of ours)"},
 	{From: "remote/api", Never: []string{module}, ThirdParty: []string{},
