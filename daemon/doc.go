@@ -7,8 +7,10 @@
 // The layers below it are packages of their own: the prompt service
 // (daemon/prompt), the run hub (daemon/runhub), the Prometheus series
 // (daemon/metrics), webhook notifications (daemon/webhook), fork at a turn
-// (daemon/fork) and the store (daemon/store). It builds on those, api, providers and errdefs; nothing
-// outside cmd/ and the route providers (daemon/projectapi, daemon/doctor)
+// (daemon/fork), the events route's replay and follow streams
+// (daemon/eventstream) and the store (daemon/store). It builds on those, api, providers and errdefs; nothing
+// outside cmd/ and the route providers (daemon/projectapi, daemon/repoapi,
+// daemon/loginapi: the host CLIs' logins, daemon/doctor)
 // imports it, and it never imports provisioning, lxdexec, a provider
 // adapter or a route provider (cmd/remoted wires those).
 //

@@ -1,21 +1,15 @@
 package daemon
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"remote/api"
-	"remote/daemon/runhub"
+	"remote/daemon/eventstream"
 )
-
-// streamWriteTimeout bounds one write to a follower.
-const streamWriteTimeout = 15 * time.Second
 
 // handleEvents serves GET /v1/chats/{id}/events: a JSON array replay by
 // default, NDJSON replay-then-live with follow=true, and SSE (id: SEQ,
@@ -44,96 +38,20 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		return s.streamEvents(w, r, c.ID, since, "text/event-stream", writeSSE)
+		return s.followEvents(w, r, c.ID, since, "text/event-stream", eventstream.SSE)
 	}
 	if follow {
-		return s.streamEvents(w, r, c.ID, since, "application/x-ndjson", writeNDJSON)
+		return s.followEvents(w, r, c.ID, since, "application/x-ndjson", eventstream.NDJSON)
 	}
-	return s.replayArray(w, c.ID, since)
+	return eventstream.ReplayArray(w, s.store, c.ID, since, s.log)
 }
 
-// replayArray writes the stored events after since as one JSON array,
-// straight from their stored wire JSON (EventsRaw: no decode and
-// re-encode). The store reads in bounded batches and calls back outside its
-// transactions, so memory stays bounded and a slow client never holds a
-// store transaction open. A store failure after the array has started
-// truncates it (logged); the client sees invalid JSON, never a silently
-// short but valid answer.
-func (s *Server) replayArray(w http.ResponseWriter, chatID string, since int64) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte("["))
-	var werr error // a failed write: the client is gone, nothing to log
-	n := 0
-	err := s.store.EventsRaw(chatID, since, 0, func(seq int64, raw []byte) error {
-		if n > 0 {
-			_, _ = w.Write([]byte(","))
-		}
-		n++
-		_, werr = w.Write(raw)
-		return werr
-	})
-	switch {
-	case werr != nil:
-		return nil
-	case err != nil:
-		s.log.Error("replay chat", "chat", chatID, "after", since, "sent", n, "error", err)
-		return nil
-	}
-	_, _ = w.Write([]byte("]\n"))
-	return nil
-}
-
-// writeNDJSON frames one event's wire JSON as an NDJSON line.
-func writeNDJSON(buf *bytes.Buffer, _ int64, b []byte) {
-	buf.Write(b)
-	buf.WriteByte('\n')
-}
-
-// writeSSE frames one event's wire JSON as an SSE message, with id: SEQ
-// for stored events.
-func writeSSE(buf *bytes.Buffer, seq int64, b []byte) {
-	if seq > 0 {
-		buf.WriteString("id: " + strconv.FormatInt(seq, 10) + "\n")
-	}
-	buf.WriteString("data: ")
-	buf.Write(b)
-	buf.WriteString("\n\n")
-}
-
-// streamEvents follows the chat, writing each event's wire JSON framed by
-// format and flushing it, until the client goes away or the server stops.
-// Replayed events go out as stored (FollowRaw); only sync and live events
-// are encoded here.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, chatID string, since int64, contentType string, format func(buf *bytes.Buffer, seq int64, wire []byte)) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("flush stream start: %w", err)
-	}
+// followEvents streams the chat's events (eventstream.Follow) until the
+// client goes away or the server stops its streams.
+func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, chatID string, since int64, contentType string, format eventstream.Format) error {
 	ctx, cancel := s.streamContext(r.Context())
 	defer cancel()
-	var buf bytes.Buffer
-	write := func(seq int64, wire []byte) error {
-		buf.Reset()
-		format(&buf, seq, wire)
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	err := s.hub.FollowRaw(ctx, chatID, since, write, func(ev api.Event) error {
-		b, _ := json.Marshal(ev)
-		return write(ev.Seq, b)
-	})
-	if errors.Is(err, runhub.ErrSlowSubscriber) {
-		s.log.Info("follower dropped", "chat", chatID, "error", err)
-	}
-	return err
+	return eventstream.Follow(ctx, w, s.hub, chatID, since, contentType, format, s.log)
 }
 
 // History page sizes: the default and the largest a client may ask for.

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"remote/api"
+	"remote/daemon/eventstream"
 	"remote/providers"
 )
 
@@ -170,7 +171,7 @@ func BenchmarkReplayArray100k(b *testing.B) {
 	}
 	b.Run("raw", func(b *testing.B) {
 		for range b.N {
-			_ = ts.srv.replayArray(&discardResponse{h: http.Header{}}, chat.ID, 0)
+			_ = eventstream.ReplayArray(&discardResponse{h: http.Header{}}, ts.st, chat.ID, 0, ts.srv.log)
 		}
 	})
 	b.Run("decode-encode", func(b *testing.B) {

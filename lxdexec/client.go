@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -24,6 +22,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"remote/lxdexec/lxdtls"
 )
 
 // Options says how to reach LXD. With URL empty the local Unix socket is
@@ -177,7 +177,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			c.members = append(c.members, member{url: raw, base: "https://" + u.Host, wsBase: "wss://" + u.Host})
 		}
 		opts.URL = strings.Join(urls, ", ") // labels errors
-		tlsConf, err := tlsConfig(opts)
+		tlsConf, err := lxdtls.Config(opts.URL, opts.ClientCert, opts.ClientKey, opts.ServerCert)
 		if err != nil {
 			return nil, err
 		}
@@ -215,60 +215,6 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		c.hdr = "X-Incus-"
 	}
 	return c, nil
-}
-
-// tlsConfig builds the TLS 1.3 client configuration: client certificate,
-// HTTP/1.1 only (no h2, which breaks websocket upgrades), server pinned by
-// the SHA-256 of its certificate when ServerCert is given.
-func tlsConfig(opts Options) (*tls.Config, error) {
-	if opts.ClientCert == "" || opts.ClientKey == "" {
-		return nil, fmt.Errorf("lxd: https %s needs client_cert and client_key", opts.URL)
-	}
-	pair, err := tls.LoadX509KeyPair(opts.ClientCert, opts.ClientKey)
-	if err != nil {
-		return nil, fmt.Errorf("lxd: load client certificate %s: %w", opts.ClientCert, err)
-	}
-	conf := &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{pair},
-		NextProtos:   []string{"http/1.1"},
-	}
-	if opts.ServerCert == "" {
-		return conf, nil
-	}
-	pemBytes, err := os.ReadFile(opts.ServerCert)
-	if err != nil {
-		return nil, fmt.Errorf("lxd: read server certificate: %w", err)
-	}
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("lxd: server certificate %s: no PEM CERTIFICATE block", opts.ServerCert)
-	}
-	want := sha256.Sum256(block.Bytes)
-	// The server certificate is usually self-signed, so chain verification
-	// is replaced by an exact pin of the leaf.
-	conf.InsecureSkipVerify = true
-	conf.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(raw) == 0 {
-			return fmt.Errorf("lxd: server sent no certificate")
-		}
-		got := sha256.Sum256(raw[0])
-		if got != want {
-			return &pinError{got: hex.EncodeToString(got[:]), want: hex.EncodeToString(want[:]), file: opts.ServerCert}
-		}
-		return nil
-	}
-	return conf, nil
-}
-
-// pinError is a server certificate that is not the pinned one. It is
-// never a reason to fail over to another member.
-type pinError struct{ got, want, file string }
-
-func (e *pinError) Error() string {
-	return fmt.Sprintf("lxd: server certificate %s does not match pinned %s (%s); "+
-		"pin the certificate the server presents: every member of an LXD cluster presents "+
-		"the cluster's (/var/lib/lxd/cluster.crt), a standalone server its server.crt", e.got, e.want, e.file)
 }
 
 // CertificateFingerprint returns the SHA-256 fingerprint (lowercase hex of
@@ -454,7 +400,7 @@ func (c *Client) URLs() []string {
 // no route, TLS handshake failed before anything was sent), or a read-only
 // request lost its connection.
 func failoverable(err error, method string) bool {
-	var pin *pinError
+	var pin *lxdtls.PinError
 	if !errors.Is(err, ErrUnreachable) || errors.As(err, &pin) {
 		return false
 	}
@@ -467,7 +413,7 @@ func failoverable(err error, method string) bool {
 // isDialError reports whether err is a failed connection attempt (nothing
 // of the request was sent).
 func isDialError(err error) bool {
-	var pin *pinError
+	var pin *lxdtls.PinError
 	if errors.As(err, &pin) {
 		return false
 	}

@@ -19,6 +19,8 @@
 // size and an unread stream stalls the command. Pings from LXD are answered
 // only while a stream is being read, so read continuously.
 //
-// It imports only the standard library and gorilla/websocket, nothing of
-// this module, and never runs the lxc binary.
+// It imports only the standard library, gorilla/websocket and its own
+// sub-packages (lxdws: the websockets of exec and events; lxdtls: the TLS
+// configuration and certificate pin), nothing else of this module, and
+// never runs the lxc binary.
 package lxdexec

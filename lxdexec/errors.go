@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"remote/lxdexec/lxdws"
 )
 
 // Error classes. Test with errors.Is; the concrete *Error (errors.As) carries
@@ -54,7 +56,7 @@ var (
 	ErrUnreachable error = &marked{"lxd: unreachable", classUnavailable}
 	// ErrStreamBroken: an exec output stream ended without its end-of-stream
 	// marker, so output may be incomplete.
-	ErrStreamBroken = errors.New("lxd: exec stream broken")
+	ErrStreamBroken = lxdws.ErrStreamBroken
 )
 
 // Error is an error LXD reported: an error envelope (StatusCode is the HTTP

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"remote/lxdexec/lxdws"
 )
 
 // Event types and lifecycle actions used by this project.
@@ -147,7 +149,7 @@ func (c *Client) Events(ctx context.Context, types ...string) (<-chan Event, err
 		backoff := 100 * time.Millisecond
 		for {
 			c.readEvents(ctx, conn, ch)
-			conn.conn.Close()
+			conn.Conn.Close()
 			for {
 				select {
 				case <-ctx.Done():
@@ -163,7 +165,7 @@ func (c *Client) Events(ctx context.Context, types ...string) (<-chan Event, err
 			select {
 			case ch <- Event{Type: EventReconnected, Timestamp: time.Now()}:
 			case <-ctx.Done():
-				conn.conn.Close()
+				conn.Conn.Close()
 				return
 			}
 		}
@@ -171,7 +173,7 @@ func (c *Client) Events(ctx context.Context, types ...string) (<-chan Event, err
 	return ch, nil
 }
 
-func (c *Client) dialEvents(ctx context.Context, path string) (*wsConn, error) {
+func (c *Client) dialEvents(ctx context.Context, path string) (*lxdws.Conn, error) {
 	conn, resp, err := c.dialWS(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("lxd events: %w", errorFromHandshake("/1.0/events", resp, err))
@@ -180,8 +182,8 @@ func (c *Client) dialEvents(ctx context.Context, path string) (*wsConn, error) {
 		resp.Body.Close()
 	}
 	conn.SetReadLimit(maxEventSize)
-	keepReadingOnPongFailure(conn)
-	return &wsConn{conn: conn}, nil
+	lxdws.KeepReadingOnPongFailure(conn)
+	return &lxdws.Conn{Conn: conn}, nil
 }
 
 // maxEventSize bounds one event message.
@@ -189,11 +191,11 @@ const maxEventSize = 4 << 20
 
 // readEvents reads one connection until it fails or ctx ends. It never
 // writes: LXD 5.0 ends the listener on any client message.
-func (c *Client) readEvents(ctx context.Context, conn *wsConn, ch chan<- Event) {
-	stop := context.AfterFunc(ctx, func() { conn.conn.Close() })
+func (c *Client) readEvents(ctx context.Context, conn *lxdws.Conn, ch chan<- Event) {
+	stop := context.AfterFunc(ctx, func() { conn.Conn.Close() })
 	defer stop()
 	for {
-		_, raw, err := conn.conn.ReadMessage()
+		_, raw, err := conn.Conn.ReadMessage()
 		if err != nil {
 			return
 		}

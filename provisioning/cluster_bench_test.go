@@ -16,6 +16,7 @@ import (
 	"remote/api"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/reconcile"
 )
 
 // BenchmarkClusterReconcile60 is the reconciler's start-up pass over 60
@@ -83,7 +84,7 @@ func BenchmarkClusterReconcile60(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: cl})
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: cl})
 	if err != nil {
 		b.Fatal(err)
 	}

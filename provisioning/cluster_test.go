@@ -10,6 +10,7 @@ import (
 	"remote/api"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/reconcile"
 )
 
 // TestFaultMoveDeleteIsNotMissing replays, on the real LXD, what LXD 5.0
@@ -34,7 +35,7 @@ func TestFaultMoveDeleteIsNotMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: cl, Events: cl})
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: cl, Events: cl})
 	if err != nil {
 		t.Fatal(err)
 	}

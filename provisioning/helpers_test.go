@@ -16,6 +16,7 @@ import (
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
+	"remote/provisioning/reconcile"
 )
 
 // memStore is an in-memory ProjectStore.
@@ -190,4 +191,12 @@ func (c *collect) subtypes() []string {
 		out = append(out, ev.Subtype)
 	}
 	return out
+}
+
+// newReconciler is reconcile.New for prep's projects, with the preparer's
+// Start and container marker keys, as cmd/remoted wires it.
+func newReconciler(prep *Preparer, o reconcile.Options) (*reconcile.Reconciler, error) {
+	o.Start = func(ctx context.Context, p api.Project) error { _, err := prep.Start(ctx, p); return err }
+	o.MarkerKey, o.NameKey = MarkerKey, NameKey
+	return reconcile.New(o)
 }

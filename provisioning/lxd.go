@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"remote/api"
@@ -11,10 +10,10 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning/lxdconn"
+	"remote/provisioning/reconcile"
 )
 
-// LXD is the part of the LXD REST client the preparer and the reconciler
-// use. *lxdexec.Client satisfies it; tests wrap a real client to inject
+// LXD is the part of the LXD REST client the preparer uses. *lxdexec.Client satisfies it; tests wrap a real client to inject
 // faults.
 type LXD interface {
 	Instance(ctx context.Context, name string) (*lxdexec.Instance, string, error)
@@ -29,13 +28,6 @@ type LXD interface {
 }
 
 var _ LXD = (*lxdexec.Client)(nil)
-
-// EventSource is the optional LXD ability the Reconciler watches.
-type EventSource interface {
-	Events(ctx context.Context, types ...string) (<-chan lxdexec.Event, error)
-}
-
-var _ EventSource = (*lxdexec.Client)(nil)
 
 // ProjectStore looks projects up and updates their stored status. The
 // daemon's store satisfies it. Errors are returned wrapped, so a caller can
@@ -59,12 +51,13 @@ func (f SecretSourceFunc) ProjectSecrets(project string) ([]providers.Secret, er
 	return f(project)
 }
 
-// Stored project statuses (api.Project.Status).
+// Stored project statuses (api.Project.Status), which the reconciler
+// (provisioning/reconcile) keeps true to LXD.
 const (
-	StatusRunning = "running"
-	StatusStopped = "stopped"
-	StatusMissing = "missing"
-	StatusUnknown = "unknown"
+	StatusRunning = reconcile.StatusRunning
+	StatusStopped = reconcile.StatusStopped
+	StatusMissing = reconcile.StatusMissing
+	StatusUnknown = reconcile.StatusUnknown
 )
 
 // Error classes of this package, tested with errors.Is; each that an API
@@ -92,11 +85,5 @@ var (
 	ErrUnknownProvider = errors.New("no provisioning setup for provider")
 )
 
-// classify wraps err with ErrUnavailable when it means LXD is unreachable
-// (lxdexec marks those ErrUnreachable; errdefs recognises its marker).
-func classify(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
+// classify wraps err with ErrUnavailable when it means LXD is unreachable.
+var classify = lxdconn.Classify

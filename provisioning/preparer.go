@@ -193,8 +193,6 @@ var (
 	_ checkpoint.Snapshotter    = (*lxdconn.Conn)(nil)
 	_ preview.DeviceEditor      = (*lxdconn.Conn)(nil)
 	_ LXD                       = (*lxdconn.Conn)(nil)
-	_ EventSource               = (*lxdconn.Conn)(nil)
-	_ InstanceLister            = (*lxdconn.Conn)(nil)
 	_ placement.PoolChecker     = (*lxdconn.Conn)(nil)
 	_ placement.ClusterMembers  = (*lxdconn.Conn)(nil)
 	_ clidevice.Remover         = (*lxdconn.Conn)(nil)

@@ -10,6 +10,7 @@ import (
 	"remote/api"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/reconcile"
 )
 
 func TestReconcilerRealLXD(t *testing.T) {
@@ -33,7 +34,7 @@ func TestReconcilerRealLXD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: cl, Events: cl})
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: cl, Events: cl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestResyncForeignContainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := NewReconciler(ReconcilerOptions{Preparer: prep, Projects: store, Lister: lister})
+		rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: lister})
 		if err != nil {
 			t.Fatal(err)
 		}

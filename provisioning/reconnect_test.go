@@ -9,6 +9,7 @@ import (
 	"remote/api"
 	"remote/internal/testkit"
 	"remote/lxdexec"
+	"remote/provisioning/reconcile"
 )
 
 // fakeLister is an InstanceLister whose answer the test changes.
@@ -50,8 +51,7 @@ func TestRunResyncsWhenEventsReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewReconciler(ReconcilerOptions{
-		Preparer: prep, Projects: store, Lister: lister,
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: lister,
 		Events: eventsFunc(func(context.Context, ...string) (<-chan lxdexec.Event, error) {
 			close(subscribed)
 			return events, nil
@@ -85,8 +85,7 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 	events := make(chan lxdexec.Event, 1)
 	var mu sync.Mutex
 	calls := 0
-	rec, err := NewReconciler(ReconcilerOptions{
-		Preparer: prep, Projects: store, Lister: lister,
+	rec, err := newReconciler(prep, reconcile.Options{Projects: store, Lister: lister,
 		Events: eventsFunc(func(context.Context, ...string) (<-chan lxdexec.Event, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -114,7 +113,7 @@ func TestRunRetriesEventSubscription(t *testing.T) {
 
 // runReconciler runs rec until the test ends, then stops it and checks
 // that Run returned nil.
-func runReconciler(t *testing.T, rec *Reconciler) {
+func runReconciler(t *testing.T, rec *reconcile.Reconciler) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rec.Run(ctx) }()

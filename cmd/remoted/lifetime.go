@@ -16,6 +16,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/doctor"
+	"remote/daemon/loginapi"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
@@ -251,7 +252,7 @@ func (d *remoted) newServer() error {
 			Profiles:       d.projects.Profiles,
 			Uses:           d.store,
 			Forges:         doctorForges(cfg.Forges),
-		}, &daemon.ProviderLogins{Registry: d.reg, HostUser: hostUser}, schedules),
+		}, &loginapi.ProviderLogins{Registry: d.reg, HostUser: hostUser}, schedules),
 		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
 		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
 			Chat: int64(cfg.Daemon.MaxChatQueuedBytes), User: int64(cfg.Daemon.MaxUserQueuedBytes)},

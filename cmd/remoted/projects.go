@@ -30,6 +30,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/reconcile"
 	"remote/provisioning/warm"
 )
 
@@ -153,8 +154,10 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		return projectWiring{}, err
 	}
 	var onEvacuated atomic.Pointer[func(api.Project, string)]
-	rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{
-		Preparer: prep, Projects: st, Lister: conn, Events: conn,
+	rec, err := reconcile.New(reconcile.Options{
+		Start:     func(ctx context.Context, p api.Project) error { _, err := prep.Start(ctx, p); return err },
+		MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
+		Projects: st, Lister: conn, Events: conn,
 		Parallel: cfg.Projects.StartParallel, Logger: log.Named("reconcile"),
 		OnEvacuated: func(p api.Project, member string) {
 			if fn := onEvacuated.Load(); fn != nil {

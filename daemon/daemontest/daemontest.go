@@ -36,6 +36,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/doctor"
 	"remote/daemon/egress"
+	"remote/daemon/loginapi"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
@@ -274,7 +275,7 @@ func New(t testing.TB, o Options) *Daemon {
 		RouteProviders: []daemon.RouteProvider{projects, doc, repos, schedules,
 			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
 			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage()},
-			&daemon.ProviderLogins{Registry: reg, HostUser: hostUser},
+			&loginapi.ProviderLogins{Registry: reg, HostUser: hostUser},
 		},
 	}
 	if o.Configure != nil {

@@ -12,18 +12,13 @@ import (
 	"remote/api"
 	"remote/client"
 	"remote/daemon/daemontest"
+	"remote/internal/testkit"
 )
 
 // waitUntil polls cond for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, cond, "waiting for %s", what)
 }
 
 func wantStatus(t *testing.T, what string, err error, status int, text string) {

@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"remote/api"
 	"remote/config"
 	"remote/daemon/repoapi"
 	"remote/forge"
+	"remote/internal/testkit"
 	"remote/internal/testkit/fakeforge"
 )
 
@@ -147,9 +149,9 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	if status, body := e.deliver(t, proj.Name, "github", d); status != http.StatusOK || !strings.Contains(string(body), `"duplicate"`) {
 		t.Errorf("replayed delivery: %d %s", status, body)
 	}
-	waitUntil(t, "the pull request's link on the issue", func() bool {
+	testkit.Eventually(t, 3*time.Minute, func() bool {
 		return len(requestsTo(e.forge, "POST", "/issues/7/comments")) >= 2
-	})
+	}, "the pull request's link on the issue")
 	if n := len(e.projectChats(t, proj.Name)); n != 1 {
 		t.Errorf("%d chats after the replay", n)
 	}
@@ -195,9 +197,9 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	if status, body := e.deliver(t, proj.Name, "github", dc); status != http.StatusOK || !strings.Contains(string(body), `"duplicate"`) {
 		t.Errorf("replayed comment: %d %s", status, body)
 	}
-	waitUntil(t, "the second turn's comment", func() bool {
+	testkit.Eventually(t, 3*time.Minute, func() bool {
 		return len(requestsTo(e.forge, "POST", "/issues/7/comments")) >= 3
-	})
+	}, "the second turn's comment")
 	users := 0
 	for _, ev := range e.events(chat.ID) {
 		if ev.Type == api.EventUser {
@@ -224,9 +226,9 @@ func TestForgeIssueBecomesPullRequest(t *testing.T) {
 	if status, body := e.deliver(t, proj.Name, "github", fakeforge.IssueDelivery("github", hookSecret, onPR)); status != http.StatusOK || !strings.Contains(string(body), "ignored") {
 		t.Errorf("another pull request's comment: %d %s", status, body)
 	}
-	waitUntil(t, "the third turn's comment", func() bool {
+	testkit.Eventually(t, 3*time.Minute, func() bool {
 		return len(requestsTo(e.forge, "POST", "/issues/7/comments")) >= 4
-	})
+	}, "the third turn's comment")
 	if got := e.git.Git(t, "acme/calc", "show", "remote/issue-7:CHANGES"); got != "fixed" {
 		t.Errorf("pushed CHANGES = %q", got)
 	}

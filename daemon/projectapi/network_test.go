@@ -238,11 +238,5 @@ func TestAttackNetworkAllowRoute(t *testing.T) {
 // waitNet polls cond until it holds (a wait, not a timing assertion).
 func waitNet(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 90*time.Second, cond, "waiting for %s", what)
 }

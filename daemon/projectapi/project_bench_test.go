@@ -22,6 +22,7 @@ import (
 	"remote/lxdexec"
 	"remote/providers"
 	"remote/provisioning"
+	"remote/provisioning/reconcile"
 )
 
 // benchEnv is a project env plus one started project for benchmarks.
@@ -272,7 +273,8 @@ func BenchmarkProjectStartup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{Preparer: prep, Projects: st, Lister: cl})
+	rec, err := reconcile.New(reconcile.Options{Start: func(ctx context.Context, p api.Project) error { _, err := prep.Start(ctx, p); return err },
+		MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey, Projects: st, Lister: cl})
 	if err != nil {
 		b.Fatal(err)
 	}

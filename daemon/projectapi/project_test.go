@@ -35,6 +35,7 @@ import (
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
+	"remote/provisioning/reconcile"
 	"remote/provisioning/warm"
 )
 
@@ -44,7 +45,7 @@ type projectEnv struct {
 	lxd    *lxdexec.Client
 	conn   *lxdconn.Conn
 	prep   *provisioning.Preparer
-	rec    *provisioning.Reconciler
+	rec    *reconcile.Reconciler
 	routes *Projects
 	repos  *repoapi.Routes
 	logs   *syncBuffer
@@ -190,7 +191,8 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := provisioning.NewReconciler(provisioning.ReconcilerOptions{Preparer: prep, Projects: st, Lister: e.conn, Events: e.conn, Logger: log, Resync: o.resync})
+		rec, err := reconcile.New(reconcile.Options{Start: func(ctx context.Context, p api.Project) error { _, err := prep.Start(ctx, p); return err },
+			MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey, Projects: st, Lister: e.conn, Events: e.conn, Logger: log, Resync: o.resync})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -161,13 +161,7 @@ func (e *env) prompt(t *testing.T, chatID, user, script string) int64 {
 		t.Fatalf("prompt: %d %s", status, body)
 	}
 	// The run lock is taken before 202, so waiting for idle is enough.
-	deadline := time.Now().Add(3 * time.Minute)
-	for e.d.Server.Hub().Running(chatID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("chat %s still running", chatID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.d.Server.Hub().Running(chatID) }, "chat %s still running", chatID)
 	var user1 int64
 	var ended api.Event
 	_ = e.d.Store.Events(chatID, 0, 0, func(ev api.Event) error {
@@ -390,7 +384,7 @@ func TestAttackDiffsPastTheBudget(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d diffs held in alice's container, want %d", held(alice.Container), n)
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // polls three channels and the container together
 		}
 		return answer{}, false
 	}

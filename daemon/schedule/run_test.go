@@ -39,7 +39,7 @@ func TestScheduleRunLoop(t *testing.T) {
 		}
 		// The bubble's clock starts at midnight: boundaries at :05, :10.
 		for i, want := range []int{0, 1, 1, 2} {
-			time.Sleep([]time.Duration{4 * time.Minute, time.Minute + time.Second, 4 * time.Minute, time.Minute}[i])
+			time.Sleep([]time.Duration{4 * time.Minute, time.Minute + time.Second, 4 * time.Minute, time.Minute}[i]) //nolint:forbidigo // synctest's fake clock: the sleep is the subject
 			synctest.Wait()
 			if n, _ := p.counts(); n != want {
 				t.Fatalf("at %s: %d runs, want %d", time.Now().UTC().Format(time.TimeOnly), n, want)

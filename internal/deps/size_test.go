@@ -15,8 +15,9 @@ import (
 
 // maxLines is how many non-test Go lines one package directory may hold
 // (docs/architecture.md, "The layers"): past it, a concern has grown a name of its own and should
-// move out. lxdexec, the client of one REST API, may reach 3,000.
-var maxLines = map[string]int{"remote/lxdexec": 3000}
+// move out. lxdexec, the client of one REST API, may reach 2,800 (its
+// websockets, lxdexec/lxdws, and TLS pin, lxdexec/lxdtls, moved out).
+var maxLines = map[string]int{"remote/lxdexec": 2800}
 
 const defaultMaxLines = 2500
 

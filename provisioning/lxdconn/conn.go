@@ -2,6 +2,7 @@ package lxdconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -16,6 +17,15 @@ import (
 // ErrUnavailable means LXD could not be reached; the API answers 503
 // (provisioning.ErrUnavailable is the same error).
 var ErrUnavailable = errdefs.New(errdefs.ErrUnavailable, "lxd unavailable")
+
+// Classify wraps err with ErrUnavailable when it means LXD is unreachable
+// (lxdexec marks those ErrUnreachable; errdefs recognises its marker).
+func Classify(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || !errdefs.IsUnavailable(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
 
 // Conn is an LXD connection that may not exist yet: until Dial succeeds
 // every call fails with ErrUnavailable, so the daemon can start (and serve

@@ -1,4 +1,4 @@
-package daemon
+package loginapi
 
 import (
 	"crypto/rand"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/providers"
 	"remote/providers/runner"
@@ -18,7 +19,7 @@ import (
 // keepEndedLogins is how long an ended login stays readable.
 const keepEndedLogins = time.Hour
 
-// ProviderLogins serves the host CLIs' logins (a RouteProvider):
+// ProviderLogins serves the host CLIs' logins (a daemon.RouteProvider):
 //
 //	POST   /v1/providers/{id}/login               start (202, the login)
 //	GET    /v1/providers/{id}/login/{login}       its state
@@ -28,12 +29,12 @@ const keepEndedLogins = time.Hour
 //
 // The CLI runs as the host user, so it logs in the account every loose
 // chat of every user runs on: only the host user itself (on the socket,
-// or named by a frontend) and an administrator acting as itself (IsAdmin:
+// or named by a frontend) and an administrator acting as itself (daemon.IsAdmin:
 // root or the daemon's uid, not through a frontend) may do this; any other
 // user is refused (403). One login per provider runs at a time; starting
 // another returns the running one.
 type ProviderLogins struct {
-	Registry *Registry
+	Registry *daemon.Registry
 	HostUser runner.HostUser
 
 	mu     sync.Mutex
@@ -47,27 +48,27 @@ type loginEntry struct {
 }
 
 // Routes returns the login routes.
-func (l *ProviderLogins) Routes() []Route {
-	return []Route{
-		{http.MethodPost, "/v1/providers/{id}/login", AccessUser, l.handleStart},
-		{http.MethodGet, "/v1/providers/{id}/login/{login}", AccessUser, l.handleGet},
-		{http.MethodPost, "/v1/providers/{id}/login/{login}/code", AccessUser, l.handleCode},
-		{http.MethodDelete, "/v1/providers/{id}/login/{login}", AccessUser, l.handleCancel},
-		{http.MethodPost, "/v1/providers/{id}/logout", AccessUser, l.handleLogout},
+func (l *ProviderLogins) Routes() []daemon.Route {
+	return []daemon.Route{
+		{Method: http.MethodPost, Pattern: "/v1/providers/{id}/login", Access: daemon.AccessUser, Handler: l.handleStart},
+		{Method: http.MethodGet, Pattern: "/v1/providers/{id}/login/{login}", Access: daemon.AccessUser, Handler: l.handleGet},
+		{Method: http.MethodPost, Pattern: "/v1/providers/{id}/login/{login}/code", Access: daemon.AccessUser, Handler: l.handleCode},
+		{Method: http.MethodDelete, Pattern: "/v1/providers/{id}/login/{login}", Access: daemon.AccessUser, Handler: l.handleCancel},
+		{Method: http.MethodPost, Pattern: "/v1/providers/{id}/logout", Access: daemon.AccessUser, Handler: l.handleLogout},
 	}
 }
 
 // mayLogin refuses every acting user but the host user and an
 // administrator acting as itself.
 func (l *ProviderLogins) mayLogin(r *http.Request) error {
-	name := UserFrom(r.Context())
+	name := daemon.UserFrom(r.Context())
 	if name != "" && name == l.HostUser.Name {
 		return nil
 	}
-	if IsAdmin(r) {
+	if daemon.IsAdmin(r) {
 		return nil
 	}
-	return &Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
+	return &daemon.Error{Status: http.StatusForbidden, Code: api.CodeForbidden,
 		Message: fmt.Sprintf("user %q may not log the host's CLIs in or out: only the host user (%s) or root may", name, l.HostUser.Name)}
 }
 
@@ -82,7 +83,7 @@ func (l *ProviderLogins) driver(r *http.Request) (string, providers.LoginDriver,
 	}
 	d, ok := p.(providers.LoginDriver)
 	if !ok {
-		return "", nil, BadRequest("provider %q has no login the daemon can drive: log its CLI in on the host as the host user", id)
+		return "", nil, daemon.BadRequest("provider %q has no login the daemon can drive: log its CLI in on the host as the host user", id)
 	}
 	return id, d, nil
 }
@@ -94,7 +95,7 @@ func (l *ProviderLogins) handleStart(w http.ResponseWriter, r *http.Request) err
 	}
 	var req api.StartLoginRequest
 	if r.ContentLength != 0 {
-		if err := decodeBody(w, r, &req); err != nil {
+		if err := daemon.DecodeBody(w, r, &req); err != nil {
 			return err
 		}
 	}
@@ -103,15 +104,15 @@ func (l *ProviderLogins) handleStart(w http.ResponseWriter, r *http.Request) err
 	l.prune()
 	for _, e := range l.logins {
 		if e.provider == id && !e.session.Status().Done() {
-			return writeJSON(w, http.StatusAccepted, e.view())
+			return daemon.WriteJSON(w, http.StatusAccepted, e.view())
 		}
 	}
 	s, err := d.StartLogin(r.Context(), req.Method)
 	if errors.Is(err, providers.ErrLoginMethod) {
-		return BadRequest("method: %v", err)
+		return daemon.BadRequest("method: %v", err)
 	}
 	if err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+		return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
 			Message: fmt.Sprintf("start the %s login as the host user: %v", id, err), Err: errdefs.ErrUnavailable}
 	}
 	b := make([]byte, 8)
@@ -121,7 +122,7 @@ func (l *ProviderLogins) handleStart(w http.ResponseWriter, r *http.Request) err
 		l.logins = map[string]*loginEntry{}
 	}
 	l.logins[e.id] = e
-	return writeJSON(w, http.StatusAccepted, e.view())
+	return daemon.WriteJSON(w, http.StatusAccepted, e.view())
 }
 
 func (l *ProviderLogins) entry(r *http.Request) (*loginEntry, error) {
@@ -142,7 +143,7 @@ func (l *ProviderLogins) handleGet(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, e.view())
+	return daemon.WriteJSON(w, http.StatusOK, e.view())
 }
 
 func (l *ProviderLogins) handleCode(w http.ResponseWriter, r *http.Request) error {
@@ -151,13 +152,13 @@ func (l *ProviderLogins) handleCode(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	var req api.LoginCodeRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
 	if err := e.session.SubmitCode(req.Code); err != nil {
-		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: errdefs.ErrConflict}
+		return &daemon.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error(), Err: errdefs.ErrConflict}
 	}
-	return writeJSON(w, http.StatusOK, e.view())
+	return daemon.WriteJSON(w, http.StatusOK, e.view())
 }
 
 func (l *ProviderLogins) handleCancel(w http.ResponseWriter, r *http.Request) error {
@@ -167,7 +168,7 @@ func (l *ProviderLogins) handleCancel(w http.ResponseWriter, r *http.Request) er
 	}
 	e.session.Cancel()
 	<-e.session.Done()
-	return writeJSON(w, http.StatusOK, e.view())
+	return daemon.WriteJSON(w, http.StatusOK, e.view())
 }
 
 func (l *ProviderLogins) handleLogout(w http.ResponseWriter, r *http.Request) error {
@@ -177,9 +178,9 @@ func (l *ProviderLogins) handleLogout(w http.ResponseWriter, r *http.Request) er
 	}
 	msg, err := d.Logout(r.Context())
 	if err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: err.Error(), Err: errdefs.ErrUnavailable}
+		return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: err.Error(), Err: errdefs.ErrUnavailable}
 	}
-	return writeJSON(w, http.StatusOK, api.LogoutResponse{Provider: id, Message: msg})
+	return daemon.WriteJSON(w, http.StatusOK, api.LogoutResponse{Provider: id, Message: msg})
 }
 
 // prune drops logins that ended more than keepEndedLogins ago.

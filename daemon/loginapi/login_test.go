@@ -1,17 +1,25 @@
-package daemon
+package loginapi_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
+	"remote/daemon"
+	"remote/daemon/daemontest"
+	"remote/daemon/loginapi"
 	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/claude"
@@ -37,7 +45,10 @@ case "$1 $2" in
 esac
 `
 
-func loginServer(t *testing.T, opts ...serverOpt) (*testServer, string) {
+// loginServer is a real daemon (daemontest) serving Claude Code (the
+// fakeClaude script, HOME its own directory) and a Codex that is not
+// installed, with the login routes for host user root.
+func loginServer(t *testing.T, configure func(o *daemon.Options)) (*loginDaemon, string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "claude")
@@ -47,10 +58,78 @@ func loginServer(t *testing.T, opts ...serverOpt) (*testServer, string) {
 	home := t.TempDir()
 	cl := claude.New(providers.AdapterConfig{Binary: bin, Env: map[string]string{"HOME": home}, Host: &runner.HostLauncher{}})
 	cx := codex.New(providers.AdapterConfig{Binary: "codex-not-installed-here", Host: &runner.HostLauncher{}})
-	opts = append([]serverOpt{func(o *Options) {
-		o.RouteProviders = append(o.RouteProviders, &ProviderLogins{Registry: o.Registry, HostUser: runner.HostUser{Name: "root"}})
-	}}, opts...)
-	return newTestServer(t, []providers.Provider{cl, cx}, opts...), home
+	d := daemontest.New(t, daemontest.Options{Providers: []providers.Provider{cl, cx}, Configure: func(o *daemon.Options) {
+		for i, rp := range o.RouteProviders {
+			if l, ok := rp.(*loginapi.ProviderLogins); ok {
+				o.RouteProviders[i] = &loginapi.ProviderLogins{Registry: l.Registry, HostUser: runner.HostUser{Name: "root"}}
+			}
+		}
+		if configure != nil {
+			configure(o)
+		}
+	}})
+	return &loginDaemon{Daemon: d, t: t, client: &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+		return net.Dial("unix", d.Socket)
+	}}}}, home
+}
+
+// loginDaemon sends raw requests to a daemontest daemon.
+type loginDaemon struct {
+	*daemontest.Daemon
+	t      *testing.T
+	client *http.Client
+}
+
+// do sends a request as user (none when "") and returns status and body.
+func (ts *loginDaemon) do(method, path, user string, body any) (int, []byte) {
+	ts.t.Helper()
+	return doWith(ts.t, ts.client, method, path, user, body)
+}
+
+// doWith sends a request through hc as user (none when "").
+func doWith(t *testing.T, hc *http.Client, method, path, user string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		data, _ := json.Marshal(b)
+		r = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, "http://remoted"+path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if user != "" {
+		req.Header.Set(api.HeaderUser, user)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 const loginCode = "PASTED-SECRET-code-1#s1"
@@ -62,7 +141,7 @@ const loginCode = "PASTED-SECRET-code-1#s1"
 // never reaches a response or the daemon's log.
 func TestProviderLoginRoutes(t *testing.T) {
 	var logs lockedBuffer
-	ts, home := loginServer(t, func(o *Options) {
+	ts, home := loginServer(t, func(o *daemon.Options) {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "api", Level: hclog.Debug, Output: &logs, JSONFormat: true})
 	})
 	code, body := ts.do(http.MethodPost, "/v1/providers/claude/login", "root", api.StartLoginRequest{})
@@ -129,8 +208,8 @@ func TestProviderLoginRoutes(t *testing.T) {
 // alice). Before the guard these routes did not exist (404); with routes
 // and no guard, nobody could log the host out.
 func TestAttackProviderLoginByOtherUser(t *testing.T) {
-	ts, home := loginServer(t, func(o *Options) { o.Access = Access{GIDs: []int{65534}} })
-	run := asNobody(t, ts)
+	ts, home := loginServer(t, func(o *daemon.Options) { o.Access = daemon.Access{GIDs: []int{65534}} })
+	nobody := ts.HTTPAs(65534, 65534) // admitted through its group
 	code, body := ts.do(http.MethodPost, "/v1/providers/claude/login", "root", nil)
 	var l api.ProviderLogin
 	if code != http.StatusAccepted || json.Unmarshal(body, &l) != nil {
@@ -138,7 +217,10 @@ func TestAttackProviderLoginByOtherUser(t *testing.T) {
 	}
 	defer ts.do(http.MethodDelete, "/v1/providers/claude/login/"+l.ID, "root", nil)
 
-	paths := []peerRequest{
+	paths := []struct {
+		Method, Path string
+		Body         json.RawMessage
+	}{
 		{Method: "POST", Path: "/v1/providers/claude/login"},
 		{Method: "GET", Path: "/v1/providers/claude/login/" + l.ID},
 		{Method: "POST", Path: "/v1/providers/claude/login/" + l.ID + "/code", Body: json.RawMessage(`{"code":"evil"}`)},
@@ -146,15 +228,13 @@ func TestAttackProviderLoginByOtherUser(t *testing.T) {
 		{Method: "POST", Path: "/v1/providers/claude/logout"},
 	}
 	const refusal = `{"error":{"code":"forbidden","message":"user \"nobody\" may not log the host's CLIs in or out: only the host user (root) or root may"}}` + "\n"
-	for i, a := range run(paths...) {
-		if a.Status != http.StatusForbidden || a.Body != refusal {
-			t.Errorf("%s %s as nobody: %d %s, want 403 %s", paths[i].Method, paths[i].Path, a.Status, a.Body, refusal)
-		}
-	}
 	for _, p := range paths {
 		var b any
 		if p.Body != nil {
 			b = []byte(p.Body)
+		}
+		if status, body := doWith(t, nobody, p.Method, p.Path, "", b); status != http.StatusForbidden || string(body) != refusal {
+			t.Errorf("%s %s as nobody: %d %s, want 403 %s", p.Method, p.Path, status, body, refusal)
 		}
 		code, body := ts.do(p.Method, p.Path, "alice", b)
 		if code != http.StatusForbidden || !strings.Contains(string(body), `user \"alice\" may not log the host's CLIs in or out`) {

@@ -1,4 +1,4 @@
-package provisioning
+package reconcile
 
 import (
 	"context"
@@ -20,14 +20,44 @@ type InstanceLister interface {
 	Instances(ctx context.Context) ([]lxdexec.Instance, error)
 }
 
-var _ InstanceLister = (*lxdexec.Client)(nil)
+// EventSource is the optional LXD ability the Reconciler watches.
+type EventSource interface {
+	Events(ctx context.Context, types ...string) (<-chan lxdexec.Event, error)
+}
 
-// ReconcilerOptions configure a Reconciler.
-type ReconcilerOptions struct {
-	Preparer *Preparer      // starts autostart projects (required)
+// ProjectStore lists projects and updates their stored status. The
+// daemon's store satisfies it (as it does provisioning.ProjectStore).
+type ProjectStore interface {
+	Projects() ([]api.Project, error)
+	UpdateProject(name string, fn func(*api.Project) error) (api.Project, error)
+}
+
+var (
+	_ InstanceLister = (*lxdexec.Client)(nil)
+	_ EventSource    = (*lxdexec.Client)(nil)
+	_ InstanceLister = (*lxdconn.Conn)(nil)
+	_ EventSource    = (*lxdconn.Conn)(nil)
+)
+
+// Stored project statuses (api.Project.Status).
+const (
+	StatusRunning = "running"
+	StatusStopped = "stopped"
+	StatusMissing = "missing"
+	StatusUnknown = "unknown"
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Start starts an autostart project's container (required: the
+	// preparer's Start).
+	Start    func(ctx context.Context, p api.Project) error
 	Projects ProjectStore   // required
 	Lister   InstanceLister // required: status resync
 	Events   EventSource    // nil: status is kept true by resync only
+	// MarkerKey and NameKey are the config keys that mark a container as
+	// a project's (provisioning.MarkerKey and NameKey; required).
+	MarkerKey, NameKey string
 	// Parallel bounds concurrent container starts at start-up (default 4).
 	Parallel int
 	// Resync is how often stored status is compared with LXD's (default
@@ -46,7 +76,7 @@ type ReconcilerOptions struct {
 // events and resyncs periodically, retrying with backoff while LXD is
 // unreachable.
 type Reconciler struct {
-	o   ReconcilerOptions
+	o   Options
 	log hclog.Logger
 
 	mu          sync.Mutex
@@ -56,10 +86,13 @@ type Reconciler struct {
 	startWarn, resyncWarn lxdconn.WarnBackoff
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(o ReconcilerOptions) (*Reconciler, error) {
-	if o.Preparer == nil || o.Projects == nil || o.Lister == nil {
-		return nil, errors.New("reconciler: preparer, project store and instance lister are required")
+// New returns a Reconciler.
+func New(o Options) (*Reconciler, error) {
+	if o.Start == nil || o.Projects == nil || o.Lister == nil {
+		return nil, errors.New("reconciler: start, project store and instance lister are required")
+	}
+	if o.MarkerKey == "" || o.NameKey == "" {
+		return nil, errors.New("reconciler: the marker and name keys are required")
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 4
@@ -74,7 +107,8 @@ func NewReconciler(o ReconcilerOptions) (*Reconciler, error) {
 }
 
 // Available returns nil while LXD answered the last request of the
-// reconciler, and an error matching ErrUnavailable otherwise.
+// reconciler, and an error matching lxdconn.ErrUnavailable
+// (provisioning.ErrUnavailable) otherwise.
 func (r *Reconciler) Available() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -88,7 +122,7 @@ func (r *Reconciler) setAvailable(err error) {
 		r.unavailable = nil
 		return
 	}
-	r.unavailable = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	r.unavailable = fmt.Errorf("%w: %w", lxdconn.ErrUnavailable, err)
 }
 
 // instances lists LXD's containers by name and records whether LXD
@@ -96,7 +130,7 @@ func (r *Reconciler) setAvailable(err error) {
 func (r *Reconciler) instances(ctx context.Context) (map[string]lxdexec.Instance, error) {
 	insts, err := r.o.Lister.Instances(ctx)
 	if err != nil {
-		err = classify(err)
+		err = lxdconn.Classify(err)
 		r.setAvailable(err)
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -111,7 +145,7 @@ func (r *Reconciler) instances(ctx context.Context) (map[string]lxdexec.Instance
 // StartAll starts every autostart project's container (at most Parallel at
 // once) and corrects every project's stored status. It returns the
 // failures joined; an unreachable LXD gives an error matching
-// ErrUnavailable.
+// lxdconn.ErrUnavailable.
 func (r *Reconciler) StartAll(ctx context.Context) error {
 	projects, err := r.o.Projects.Projects()
 	if err != nil {
@@ -133,7 +167,7 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 		}
 		in, exists := byName[p.Container]
 		if !p.Autostart || (exists && in.Status == "Running") {
-			r.record(p, statusOf(p, in, exists), in.Location)
+			r.record(p, r.statusOf(p, in, exists), in.Location)
 			continue
 		}
 		wg.Add(1)
@@ -141,7 +175,7 @@ func (r *Reconciler) StartAll(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := r.o.Preparer.Start(ctx, p); err != nil {
+			if err := r.o.Start(ctx, p); err != nil {
 				r.log.Error("autostart project", "project", p.Name, "container", p.Container, "error", err)
 				mu.Lock()
 				errs = append(errs, err)
@@ -172,11 +206,11 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 		}
 		in, ok := byName[p.Container]
 		if !ok {
-			if _, moving := placement.MovingCopy(mapValues(byName), p, MarkerKey); moving {
+			if _, moving := placement.MovingCopy(mapValues(byName), p, r.o.MarkerKey); moving {
 				continue // LXD is moving it between cluster members
 			}
 		}
-		r.record(p, statusOf(p, in, ok), in.Location)
+		r.record(p, r.statusOf(p, in, ok), in.Location)
 	}
 	return nil
 }
@@ -185,11 +219,11 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 // under p's container name that is not p's (marked with another project's
 // id, or unmarked) is StatusUnknown: neither p's running container nor a
 // missing one (starting p answers 409 naming it).
-func statusOf(p api.Project, in lxdexec.Instance, exists bool) string {
+func (r *Reconciler) statusOf(p api.Project, in lxdexec.Instance, exists bool) string {
 	switch {
 	case !exists:
 		return StatusMissing
-	case !mayBeOwn(p, in):
+	case !r.mayBeOwn(p, in):
 		return StatusUnknown
 	case in.Status == "Running":
 		return StatusRunning
@@ -201,9 +235,9 @@ func statusOf(p api.Project, in lxdexec.Instance, exists bool) string {
 // mayBeOwn reports whether in is marked as p's: with p's id, or, from
 // before project ids, with p's name only (owns decides on that one when p
 // is started).
-func mayBeOwn(p api.Project, in lxdexec.Instance) bool {
-	id := in.Config[MarkerKey]
-	return (id != "" && id == p.ID) || (id == "" && in.Config[NameKey] == p.Name)
+func (r *Reconciler) mayBeOwn(p api.Project, in lxdexec.Instance) bool {
+	id := in.Config[r.o.MarkerKey]
+	return (id != "" && id == p.ID) || (id == "" && in.Config[r.o.NameKey] == p.Name)
 }
 
 // record stores status, and the cluster member location when not "",
@@ -245,7 +279,7 @@ func lifecycleStatus(action string) (string, bool) {
 // HandleEvent applies one LXD lifecycle event to the stored status and
 // location of the project owning the instance. A delete is checked
 // against LXD first: one that is part of a move between cluster members
-// (see cluster.go) is not recorded as missing.
+// (placement.MovingCopy) is not recorded as missing.
 func (r *Reconciler) HandleEvent(ev lxdexec.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -310,7 +344,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
 		err := r.StartAll(ctx)
-		if err == nil || !errors.Is(err, ErrUnavailable) {
+		if err == nil || !errors.Is(err, lxdconn.ErrUnavailable) {
 			break
 		}
 		r.startWarn.Log(r.log, "lxd unreachable at start-up, retrying", "in", backoff, "error", err)
@@ -373,7 +407,7 @@ func (r *Reconciler) resyncWithBackoff(ctx context.Context, retry *time.Timer, b
 		r.resyncWarn.Reset()
 		return
 	}
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, lxdconn.ErrUnavailable) {
 		r.resyncWarn.Log(r.log, "lxd unreachable, retrying", "in", *backoff, "error", err)
 		retry.Reset(*backoff)
 		*backoff = min(*backoff*2, 30*time.Second)
@@ -395,11 +429,11 @@ func (r *Reconciler) deleteIsMove(ctx context.Context, p api.Project) (api.Proje
 	}
 	for _, in := range insts {
 		if in.Name == p.Container {
-			p.Status, p.Location = statusOf(p, in, true), in.Location
+			p.Status, p.Location = r.statusOf(p, in, true), in.Location
 			return p, true
 		}
 	}
-	if cp, ok := placement.MovingCopy(insts, p, MarkerKey); ok {
+	if cp, ok := placement.MovingCopy(insts, p, r.o.MarkerKey); ok {
 		r.log.Info("container deleted as part of a move between cluster members", "project", p.Name,
 			"container", p.Container, "to", cp.Location)
 		return p, true
