@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"remote/internal/testkit"
 )
 
 // schedule add, list, run, history and rm against the real daemon; bad
@@ -28,10 +31,10 @@ func TestScheduleCommands(t *testing.T) {
 	if r.code != 0 || !regexp.MustCompile(`^[0-9a-f]+\n$`).MatchString(r.stdout) {
 		t.Fatalf("schedule run: %+v", r)
 	}
-	waitFor(t, "the run in the history", func() bool {
+	testkit.Eventually(t, time.Minute, func() bool {
 		r = runCtl(ctx, fake, "", "schedule", "history", id)
 		return r.code == 0 && strings.Contains(r.stdout, "completed")
-	})
+	}, "the run in the history")
 	if !strings.HasPrefix(r.stdout, "START") {
 		t.Fatalf("schedule history: %+v", r)
 	}
