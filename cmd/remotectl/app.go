@@ -42,7 +42,7 @@ type env struct {
 	// Color is whether Stderr takes ANSI styling (a terminal, NO_COLOR unset).
 	Color bool
 	// Raw prints agent text with its terminal control sequences (--raw);
-	// by default they are stripped (stripControls).
+	// by default they are stripped (render.StripControls).
 	Raw bool
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/cmd/remotectl/render"
 )
 
 func init() {
@@ -179,7 +180,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 func describeCapabilities(raw json.RawMessage) (models, features string) {
 	var caps map[string]any
 	if json.Unmarshal(raw, &caps) != nil {
-		return "-", compact(raw, 60)
+		return "-", render.Compact(raw, 60)
 	}
 	def, _ := caps["defaultModel"].(string)
 	var ms, fs []string
@@ -288,7 +289,7 @@ func runChatList(ctx context.Context, e *env, args []string) error {
 	}
 	return printList(e, chats, "ID\tPROVIDER\tPROJECT\tRUNNING\tCREATED\tTITLE", func(tw io.Writer) {
 		for _, c := range chats {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", c.ID, c.Provider, dash(c.Project), c.Running, c.CreatedAt.Local().Format(listTime), oneLine(c.Title, 50))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", c.ID, c.Provider, dash(c.Project), c.Running, c.CreatedAt.Local().Format(listTime), render.OneLine(c.Title, 50))
 		}
 	})
 }
@@ -479,11 +480,11 @@ func runEvents(ctx context.Context, e *env, args []string) error {
 	if e.JSON {
 		return writeJSON(e.Stdout, evs)
 	}
-	r := newRenderer(e, false)
+	r := render.New(e.Stdout, e.Stderr, e.Color, e.Raw, false)
 	for _, ev := range evs {
-		r.event(ev)
+		r.Event(ev)
 	}
-	r.finish()
+	r.Finish()
 	return nil
 }
 
@@ -512,27 +513,4 @@ func runAnswer(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("encode decision %q: %w", args[2], err)
 	}
 	return e.Client.AnswerInteraction(ctx, args[0], api.InteractionRequest{InteractionID: args[1], Result: result})
-}
-
-// oneLine flattens s to one line of at most n runes, without terminal
-// control sequences (a title or a tool's input may carry them).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(stripControls(s)), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// compact prints raw JSON on one line, clipped to n runes.
-func compact(raw json.RawMessage, n int) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return oneLine(string(raw), n)
-	}
-	b, _ := json.Marshal(v)
-	return oneLine(string(b), n)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/cmd/remotectl/render"
 )
 
 func init() {
@@ -167,8 +168,8 @@ func printProject(e *env, p api.Project) error {
 		fmt.Fprintf(tw, "pool:\t%s\n", p.Pool)
 	}
 	if r := p.Repo; r != nil {
-		fmt.Fprintf(tw, "repo:\t%s\n", oneLine(r.URL, 2048))
-		fmt.Fprintf(tw, "repo ref:\t%s\n", dash(oneLine(r.Ref, 200)))
+		fmt.Fprintf(tw, "repo:\t%s\n", render.OneLine(r.URL, 2048))
+		fmt.Fprintf(tw, "repo ref:\t%s\n", dash(render.OneLine(r.Ref, 200)))
 		// The secret's name; its value never leaves the daemon.
 		fmt.Fprintf(tw, "repo token secret:\t%s\n", dash(r.TokenSecret))
 		if r.WebhookSecret != "" {
@@ -216,7 +217,7 @@ func runProjectRm(ctx context.Context, e *env, args []string) error {
 	}
 	// Deleting the container takes LXD up to a minute: say what is going
 	// on, on stderr, so stdout stays empty for scripts.
-	fmt.Fprintf(e.Stderr, "removing project %s and its container… ", oneLine(args[0], 100))
+	fmt.Fprintf(e.Stderr, "removing project %s and its container… ", render.OneLine(args[0], 100))
 	start := time.Now()
 	if err := e.Client.DeleteProject(ctx, args[0], true); err != nil {
 		fmt.Fprintln(e.Stderr, "failed")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"remote/cmd/remotectl/render"
 )
 
 func init() {
@@ -27,7 +29,7 @@ func runQueue(ctx context.Context, e *env, args []string) error {
 	tw := newTable(e.Stdout)
 	fmt.Fprintln(tw, "ID\tQUEUED\tTEXT")
 	for _, p := range q {
-		text := strings.Join(strings.Fields(stripControls(p.Text)), " ")
+		text := strings.Join(strings.Fields(render.StripControls(p.Text)), " ")
 		if r := []rune(text); len(r) > 60 {
 			text = string(r[:59]) + "…"
 		}

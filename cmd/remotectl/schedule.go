@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"remote/api"
+	"remote/cmd/remotectl/render"
 )
 
 func init() {
@@ -76,11 +77,11 @@ func runScheduleList(ctx context.Context, e *env, args []string) error {
 			if s.NextRun != nil {
 				next = s.NextRun.Local().Format(listTime)
 			}
-			text := strings.Join(strings.Fields(stripControls(s.Prompt)), " ")
+			text := strings.Join(strings.Fields(render.StripControls(s.Prompt)), " ")
 			if r := []rune(text); len(r) > 50 {
 				text = string(r[:49]) + "…"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", s.ID, stripControls(s.Cron), stripControls(s.Timezone), s.Overlap, s.Enabled, next, text)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", s.ID, render.StripControls(s.Cron), render.StripControls(s.Timezone), s.Overlap, s.Enabled, next, text)
 		}
 	})
 }
@@ -131,7 +132,7 @@ func runScheduleHistory(ctx context.Context, e *env, args []string) error {
 			if r.Seq > 0 {
 				seq = fmt.Sprint(r.Seq)
 			}
-			msg := strings.Join(strings.Fields(stripControls(r.Error)), " ")
+			msg := strings.Join(strings.Fields(render.StripControls(r.Error)), " ")
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Start.Local().Format(time.DateTime), end, r.Outcome, seq, msg)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"remote/api"
 	"remote/client"
+	"remote/cmd/remotectl/render"
 )
 
 // cancelTimeout bounds the cancel request sent after Ctrl-C.
@@ -107,8 +108,8 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 		return err
 	}
 	defer st.Close()
-	r := newRenderer(e, untilDone)
-	defer r.finish()
+	r := render.New(e.Stdout, e.Stderr, e.Color, e.Raw, untilDone)
+	defer r.Finish()
 	sawRunning := false
 	var outcome error // set by the run's terminal event
 	ended := false
@@ -132,7 +133,7 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 				return err
 			}
 		} else {
-			r.event(ev)
+			r.Event(ev)
 		}
 		if !untilDone {
 			continue
@@ -152,174 +153,7 @@ func follow(ctx context.Context, e *env, chatID string, since int64, untilDone b
 	}
 }
 
-// renderer prints events for a person: assistant text flows to stdout as it
-// streams; thinking (dimmed), tool calls (one line each) and notices go to
-// stderr, so stdout holds only the reply.
-type renderer struct {
-	out, err io.Writer
-	color    bool
-	clean    func(string) string // stripControls, or the identity with --raw
-	ownRun   bool                // prompt: skip the user event we sent, errors are returned
-	msgID    string
-	outMid   bool // stdout has an unterminated line
-	errMid   bool // stderr has an unterminated (thinking) line
-	tools    map[string]string
-}
-
-func newRenderer(e *env, ownRun bool) *renderer {
-	clean := stripControls
-	if e.Raw {
-		clean = func(s string) string { return s }
-	}
-	return &renderer{out: e.Stdout, err: e.Stderr, color: e.Color, clean: clean, ownRun: ownRun, tools: map[string]string{}}
-}
-
 // rawFlag binds --raw, which prints agent text with its control sequences.
 func rawFlag(fs *flag.FlagSet, e *env) {
 	fs.BoolVar(&e.Raw, "raw", e.Raw, "print agent text as sent, escape sequences included (default: strip terminal control sequences)")
-}
-
-func (r *renderer) dim(s string) string {
-	if r.color {
-		return "\x1b[2m" + s + "\x1b[0m"
-	}
-	return s
-}
-
-// endOut ends an unterminated stdout line; endErr one on stderr.
-func (r *renderer) endOut() {
-	if r.outMid {
-		fmt.Fprintln(r.out)
-		r.outMid = false
-	}
-}
-
-func (r *renderer) endErr() {
-	if r.errMid {
-		fmt.Fprintln(r.err)
-		r.errMid = false
-	}
-}
-
-// notice prints one line on stderr.
-func (r *renderer) notice(format string, args ...any) {
-	r.endOut()
-	r.endErr()
-	fmt.Fprintln(r.err, r.dim(r.clean(fmt.Sprintf(format, args...))))
-}
-
-func (r *renderer) event(ev api.Event) {
-	ev.Text = r.clean(ev.Text)
-	switch ev.Type {
-	case api.EventAssistantText:
-		r.endErr()
-		if ev.MessageID != r.msgID && r.outMid {
-			r.endOut()
-		}
-		r.msgID = ev.MessageID
-		fmt.Fprint(r.out, ev.Text)
-		r.outMid = ev.Text != "" && !strings.HasSuffix(ev.Text, "\n") || (ev.Text == "" && r.outMid)
-	case api.EventThinking:
-		r.endOut()
-		fmt.Fprint(r.err, r.dim(ev.Text))
-		r.errMid = ev.Text != "" && !strings.HasSuffix(ev.Text, "\n") || (ev.Text == "" && r.errMid)
-	case api.EventUser:
-		if !r.ownRun {
-			r.endOut()
-			fmt.Fprintf(r.out, "> %s\n", strings.ReplaceAll(ev.Text, "\n", "\n> "))
-		}
-	case api.EventToolUseStart:
-		r.tools[ev.ID] = ev.Name
-		r.notice("▸ %s %s", ev.Name, toolSummary(ev.Input))
-	case api.EventToolUseEnd:
-		name := r.tools[ev.ID]
-		delete(r.tools, ev.ID)
-		if ev.IsError {
-			r.notice("  ✗ %s: %s", name, oneLine(ev.Output, 100))
-		} else {
-			r.notice("  ✓ %s (%d bytes)", name, len(ev.Output))
-		}
-	case api.EventInteractionRequest:
-		r.notice("? %s needs an answer (interaction %s; remotectl answer CHAT %s accept|decline): %s", ev.Name, ev.InteractionID, ev.InteractionID, compact(ev.Input, 80))
-	case api.EventInteractionResolved:
-		r.notice("? interaction %s %s", ev.InteractionID, ev.Status)
-	case api.EventSystem:
-		if ev.Subtype != "" {
-			if d := systemDetail(ev); d != "" {
-				r.notice("[%s %s]", ev.Subtype, d)
-			} else {
-				r.notice("[%s]", ev.Subtype)
-			}
-		}
-	case api.EventTurnStatus:
-		if ev.Status != "" {
-			r.notice("[turn %s]", ev.Status)
-		}
-	case api.EventError:
-		if !r.ownRun || ev.Seq == 0 {
-			r.notice("error: %s", ev.Message)
-		}
-	case api.EventComplete:
-		r.endOut()
-		r.endErr()
-	}
-}
-
-// finish ends any unterminated line.
-func (r *renderer) finish() {
-	r.endOut()
-	r.endErr()
-}
-
-// toolSummary picks the telling field of a tool's input (a command, a path,
-// a pattern), else its compact JSON, on one short line.
-func toolSummary(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) == nil {
-		for _, k := range []string{"command", "cmd", "file_path", "path", "pattern", "url", "query", "description"} {
-			switch v := m[k].(type) {
-			case string:
-				return oneLine(v, 80)
-			case []any:
-				parts := make([]string, 0, len(v))
-				for _, p := range v {
-					parts = append(parts, fmt.Sprint(p))
-				}
-				return oneLine(strings.Join(parts, " "), 80)
-			}
-		}
-	}
-	return compact(input, 80)
-}
-
-// systemDetail is what a daemon system event's data says, on one line:
-// the branch and commit of a push, the number and URL of a pull request,
-// the repository, ref and commit of a clone or git's message when it
-// failed (shapes in docs/api.md, "system"). "" for other subtypes (a
-// CLI's own system events carry its raw line) and for data it cannot read.
-func systemDetail(ev api.Event) string {
-	var d struct { // JSON keys match the field names, case aside
-		URL, Ref, SHA, Branch, Error, Member, Snapshot, Reason string
-		Number                                                 int
-	}
-	if len(ev.Data) == 0 || json.Unmarshal(ev.Data, &d) != nil {
-		return ""
-	}
-	d.SHA = d.SHA[:min(len(d.SHA), 12)]
-	var s string
-	switch ev.Subtype {
-	case api.SubtypePushed:
-		s = d.Branch + " at " + d.SHA
-	case api.SubtypePullRequest:
-		s = fmt.Sprintf("#%d %s", d.Number, d.URL)
-	case api.SubtypeRepoCloned:
-		s = d.URL + " " + d.Ref + " at " + d.SHA // oneLine drops the space of an empty ref
-	case api.SubtypeRepoCloneFailed:
-		s = d.URL + ": " + d.Error
-	case api.SubtypeContainerEvacuated:
-		s = d.Member
-	case api.SubtypeCheckpointFailed:
-		s = d.Snapshot + ": " + d.Reason
-	}
-	return oneLine(s, 300)
 }

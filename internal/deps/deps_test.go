@@ -145,6 +145,9 @@ var rules = []rule{
 		Why: "the client speaks the API over the socket and never imports server code (design: wire types in their own package)"},
 	{From: "remote/cmd/remotectl", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web"},
 		Why: "remotectl is a client of the socket, never linked with server code"},
+	{From: "remote/cmd/remotectl/render", Never: []string{"remote/client", "remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/web", "remote/config"},
+		ThirdParty: []string{}, Ours: []string{"remote/api"},
+		Why: "render prints a chat's events on a terminal: the API's wire types and the standard library only; never the client or the daemon"},
 	{From: "remote/cmd/remote-web", Never: []string{"remote/daemon", "remote/provisioning", "remote/providers", "remote/lxdexec", "remote/client"},
 		Why: "remote-web is the browser proxy: flags and wiring of package web"},
 }

@@ -1,11 +1,11 @@
-package main
+package render
 
 import (
 	"strings"
 	"unicode/utf8"
 )
 
-// stripControls removes what a terminal would act on from text an agent
+// StripControls removes what a terminal would act on from text an agent
 // (or anyone upstream of it) wrote: escape sequences (CSI such as colours
 // or ESC[8m hidden text, OSC such as title changes or OSC 52 clipboard
 // writes, DCS/SOS/PM/APC strings, two-byte escapes), C1 controls
@@ -14,7 +14,7 @@ import (
 // returns go too: they can overwrite what a line showed. Each call stands
 // alone: a sequence split across two calls loses its introducer in the
 // first, so the rest prints as plain text and does nothing.
-func stripControls(s string) string {
+func StripControls(s string) string {
 	if !needsStripping(s) {
 		return s
 	}
