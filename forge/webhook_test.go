@@ -56,7 +56,7 @@ func TestAttackWebhookSignature(t *testing.T) {
 				"another secret": func() fakeforge.Delivery { return fakeforge.IssueDelivery(string(kind), "guess", iss) },
 				"changed body": func() fakeforge.Delivery {
 					d := fakeforge.IssueDelivery(string(kind), secret, iss)
-					d.Body = []byte(strings.Replace(string(d.Body), `"carol"`, `"mallo"`, -1))
+					d.Body = []byte(strings.ReplaceAll(string(d.Body), `"carol"`, `"mallo"`))
 					if kind == forge.GitLab { // its token does not cover the body: a changed body passes
 						d.Header.Set("X-Gitlab-Token", secret+"x")
 					}

@@ -15,7 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// ErrStreamBroken: an exec output stream ended without its end-of-stream
+// ErrStreamBroken is returned when an exec output stream ended without its end-of-stream
 // marker, so output may be incomplete (lxdexec.ErrStreamBroken).
 var ErrStreamBroken = errors.New("lxd: exec stream broken")
 
