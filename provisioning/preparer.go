@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,8 +158,15 @@ type Options struct {
 	// Git runs on the host every git command that talks to a project's
 	// repository server (the token stays there); nil: a temporary mirror
 	// per clone. Share it with the repository routes.
-	Git    *gitrepo.Remote
-	Logger hclog.Logger
+	Git *gitrepo.Remote
+	// EnvUID and EnvGID are the container user the project environment's
+	// setup and maintenance run as ([projects] container_uid and
+	// container_gid; 0: root).
+	EnvUID, EnvGID int
+	// EnvLogDir holds each project's environment log (the last setup or
+	// maintenance run, <project id>.log); "": the status's tail only.
+	EnvLogDir string
+	Logger    hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -180,6 +188,12 @@ type Preparer struct {
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
+
+	envUID, envGID int
+	envLogDir      string
+	envLock        keyed.Lock // one environment run per project
+	envMu          sync.Mutex
+	envs           map[string]*envState // by project id
 }
 
 var (
@@ -235,6 +249,7 @@ func New(opts Options) (*Preparer, error) {
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
+		envUID: opts.EnvUID, envGID: opts.EnvGID, envLogDir: opts.EnvLogDir,
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
@@ -505,6 +520,15 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 			return providers.Target{}, err // it names the chat's branch
 		}
 		cwd = dir
+	}
+	// 5c. The project's environment (its setup once per cache key, kept
+	// as a snapshot; its maintenance once per chat on one already set
+	// up). A failure fails the turn: it never starts on a half-set-up
+	// container. The secrets the setup names are the setup's only.
+	setupOnly, err := p.prepareEnvironment(ctx, c, cur, req.Chat, false, secrets, emit)
+	secrets = slices.DeleteFunc(secrets, func(s providers.Secret) bool { return slices.Contains(setupOnly, s.Key) })
+	if err != nil {
+		return providers.Target{}, fmt.Errorf("prepare the environment of project %q: %w", cur.Name, err)
 	}
 	p.checkpoints.Take(ctx, cur, created)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets, Cwd: cwd,

@@ -11,6 +11,7 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
+	"remote/provisioning"
 	"remote/provisioning/placement"
 )
 
@@ -114,6 +115,31 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if req.Environment != nil {
+		if err := checkEnvironment(*req.Environment, proj.Repo); err != nil {
+			return err
+		}
+	}
+	if req.Environment != nil {
+		env := req.Environment
+		if provisioning.EmptyEnvironment(env) {
+			env = nil
+		}
+		if proj, err = p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
+			if pr.ID != proj.ID {
+				return fmt.Errorf("project %q was replaced while its environment was set", proj.Name)
+			}
+			pr.Environment = env
+			pr.UpdatedAt = time.Now().UTC()
+			return nil
+		}); err != nil {
+			return err
+		}
+		p.log.Info("project environment set", "project", proj.Name)
+		if req.Ports == nil && req.Limits == nil {
+			return daemon.WriteJSON(w, http.StatusOK, proj)
+		}
+	}
 	if req.Ports != nil { // previews: the preview devices follow the ports
 		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
 			return err
@@ -123,7 +149,10 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if req.Limits == nil {
-		return errdefs.InvalidArgument("nothing to change: the body names no limits or ports")
+		if req.Environment != nil {
+			return daemon.WriteJSON(w, http.StatusOK, proj)
+		}
+		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports or environment")
 	}
 	next := proj
 	next.Limits = req.Limits
