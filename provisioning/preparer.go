@@ -21,6 +21,7 @@ import (
 	"remote/providers"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/clidevice"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
@@ -189,11 +190,7 @@ type Preparer struct {
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
 
-	envUID, envGID int
-	envLogDir      string
-	envLock        keyed.Lock // one environment run per project
-	envMu          sync.Mutex
-	envs           map[string]*envState // by project id
+	envs *envsetup.Manager
 }
 
 var (
@@ -249,11 +246,15 @@ func New(opts Options) (*Preparer, error) {
 		lxd: opts.LXD, projects: opts.Projects, secrets: opts.Secrets,
 		image: opts.Image, servers: opts.ImageServers, profiles: opts.Profiles, deps: opts.Deps, wired: n == 6,
 		syncTimeout: opts.CredentialSyncTimeout, log: opts.Logger, idmap: opts.Idmap, repos: gitrepo.Cloner{X: opts.LXD, Chats: opts.Checkouts, Remote: opts.Git},
-		envUID: opts.EnvUID, envGID: opts.EnvGID, envLogDir: opts.EnvLogDir,
 	}
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
+	p.envs = &envsetup.Manager{X: opts.LXD, Lock: p.lifecycle.Lock, UID: opts.EnvUID, GID: opts.EnvGID, LogDir: opts.EnvLogDir,
+		Logger: opts.Logger, Classify: classify}
+	if snap != nil {
+		p.envs.Snap = snap
+	}
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
 		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews, Limits: p.resyncLimits}
 	return p, nil
@@ -525,7 +526,7 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 	// as a snapshot; its maintenance once per chat on one already set
 	// up). A failure fails the turn: it never starts on a half-set-up
 	// container. The secrets the setup names are the setup's only.
-	setupOnly, err := p.prepareEnvironment(ctx, c, cur, req.Chat, false, secrets, emit)
+	setupOnly, err := p.envs.Prepare(ctx, envsetup.Container(c), cur, req.Chat, false, secrets, emit)
 	secrets = slices.DeleteFunc(secrets, func(s providers.Secret) bool { return slices.Contains(setupOnly, s.Key) })
 	if err != nil {
 		return providers.Target{}, fmt.Errorf("prepare the environment of project %q: %w", cur.Name, err)

@@ -8,7 +8,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/internal/errdefs"
-	"remote/provisioning"
+	"remote/provisioning/envsetup"
 )
 
 // rebuildTimeout bounds a rebuild the API started.
@@ -22,7 +22,7 @@ func checkEnvironment(env api.ProjectEnvironment, repo *api.ProjectRepo) error {
 	if repo != nil {
 		token = repo.TokenSecret
 	}
-	return provisioning.CheckEnvironment(env, secretKeyRE.MatchString, token)
+	return envsetup.Check(env, secretKeyRE.MatchString, token)
 }
 
 // environment serves GET /v1/projects/{name}/environment.

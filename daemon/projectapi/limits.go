@@ -11,7 +11,7 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
-	"remote/provisioning"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/placement"
 )
 
@@ -122,7 +122,7 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Environment != nil {
 		env := req.Environment
-		if provisioning.EmptyEnvironment(env) {
+		if envsetup.Empty(env) {
 			env = nil
 		}
 		if proj, err = p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {

@@ -20,6 +20,7 @@ import (
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdimage"
 	"remote/provisioning/warm"
@@ -261,7 +262,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		if err := checkEnvironment(*req.Environment, req.Repo); err != nil {
 			return err
 		}
-		if provisioning.EmptyEnvironment(req.Environment) {
+		if envsetup.Empty(req.Environment) {
 			req.Environment = nil
 		}
 	}

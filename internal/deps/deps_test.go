@@ -80,6 +80,8 @@ var rules = []rule{
 		Why: "clidevice mounts or pushes a CLI store version for provisioning, which imports it: lxdexec and the store's types only (issue 24's split)"},
 	{From: "remote/provisioning/gitrepo", Never: []string{"remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/daemon", "remote/config", "remote/web", "remote/client"}, ThirdParty: []string{},
 		Why: "gitrepo runs git in a project's container for provisioning and the repository routes: lxdexec, errdefs, api and the providers' contracts only (issue 26)"},
+	{From: "remote/provisioning/envsetup", Never: []string{"remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/daemon", "remote/config", "remote/web", "remote/client"},
+		Why: "envsetup sets a project's environment up for provisioning, which imports it and hands it the container, the secrets and the lifecycle lock: it never imports provisioning, the daemon or config"},
 	{From: "remote/provisioning/warm", Never: []string{"remote/provisioning", "remote/providers", "remote/daemon", "remote/config", "remote/web", "remote/client", "remote/api"},
 		Why: "warm keeps the warm container pool for provisioning and the project routes: lxdexec only; provisioning hands it the container create (issue 28)"},
 	{From: "remote/daemon/repoapi", Never: []string{"remote/daemon/projectapi", "remote/config", "remote/web", "remote/client"},
