@@ -128,7 +128,8 @@ const (
 	SubtypeRepoCloneFailed = "repo_clone_failed"
 	// SubtypeEnvironmentSetup is the project environment's setup or
 	// maintenance: {phase: "setup"|"maintenance", state: "started"|
-	// "output"|"ready"|"failed"|"cached", line?, exitCode?, cacheKey?}.
+	// "output"|"ready"|"failed", line?, exitCode?, cacheKey?, durationMs?,
+	// error?}.
 	SubtypeEnvironmentSetup = "environment_setup"
 	SubtypeTurnTree         = "turn_tree"
 	SubtypePushed           = "pushed"
