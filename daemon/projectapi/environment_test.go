@@ -329,5 +329,20 @@ func TestEnvironmentRefused(t *testing.T) {
 		if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
 			t.Errorf("%+v: %d %s", c.env, status, body)
 		}
+		if status, _ := e.do("GET", "/v1/projects/"+name, "alice", nil); status != http.StatusNotFound {
+			t.Errorf("%s was created", name)
+		}
+	}
+	// PATCH: the same refusal, and nothing of the body is applied (the
+	// ports neither).
+	proj := e.createProject(t, "alice", api.CreateProjectRequest{Name: uniqueProject("envpatch"), Image: devImage, Repo: repo})
+	ports := []int{8080}
+	status, body := e.do("PATCH", "/v1/projects/"+proj.Name, "alice", api.PatchProjectRequest{Ports: &ports,
+		Environment: &api.ProjectEnvironment{Setup: "x", SetupSecrets: []string{"GIT_TOKEN"}}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "repository's tokenSecret") {
+		t.Errorf("patch: %d %s", status, body)
+	}
+	if got := e.project(t, proj.Name); got.Environment != nil || len(got.Ports) != 0 {
+		t.Errorf("a refused patch changed the project: %+v", got)
 	}
 }

@@ -107,7 +107,11 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.Limits != nil { // before any change: a refused body changes nothing
+	if req.Limits == nil && req.Ports == nil && req.Environment == nil {
+		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports or environment")
+	}
+	// Everything checked before any change: a refused body changes nothing.
+	if req.Limits != nil {
 		if err := checkLimits(*req.Limits); err != nil {
 			return err
 		}
@@ -119,6 +123,33 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		if err := checkEnvironment(*req.Environment, proj.Repo); err != nil {
 			return err
 		}
+	}
+	if req.Ports != nil { // previews: the preview devices follow the ports
+		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
+			return err
+		}
+	}
+	if req.Limits != nil {
+		next := proj
+		next.Limits = req.Limits
+		if *req.Limits == (api.ProjectLimits{}) {
+			next.Limits = nil
+		}
+		// LXD first: a limit it refuses is not stored.
+		if err := p.o.Preparer.ApplyLimits(r.Context(), next); err != nil {
+			return err
+		}
+		if proj, err = p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
+			if pr.ID != proj.ID {
+				return fmt.Errorf("project %q was replaced while its limits were applied", proj.Name)
+			}
+			pr.Limits = next.Limits
+			pr.UpdatedAt = time.Now().UTC()
+			return nil
+		}); err != nil {
+			return err
+		}
+		p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
 	}
 	if req.Environment != nil {
 		env := req.Environment
@@ -136,44 +167,6 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		p.log.Info("project environment set", "project", proj.Name)
-		if req.Ports == nil && req.Limits == nil {
-			return daemon.WriteJSON(w, http.StatusOK, proj)
-		}
 	}
-	if req.Ports != nil { // previews: the preview devices follow the ports
-		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
-			return err
-		}
-		if req.Limits == nil {
-			return daemon.WriteJSON(w, http.StatusOK, proj)
-		}
-	}
-	if req.Limits == nil {
-		if req.Environment != nil {
-			return daemon.WriteJSON(w, http.StatusOK, proj)
-		}
-		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports or environment")
-	}
-	next := proj
-	next.Limits = req.Limits
-	if *req.Limits == (api.ProjectLimits{}) {
-		next.Limits = nil
-	}
-	// LXD first: a limit it refuses is not stored.
-	if err := p.o.Preparer.ApplyLimits(r.Context(), next); err != nil {
-		return err
-	}
-	updated, err := p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
-		if pr.ID != proj.ID {
-			return fmt.Errorf("project %q was replaced while its limits were applied", proj.Name)
-		}
-		pr.Limits = next.Limits
-		pr.UpdatedAt = time.Now().UTC()
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
-	return daemon.WriteJSON(w, http.StatusOK, updated)
+	return daemon.WriteJSON(w, http.StatusOK, proj)
 }

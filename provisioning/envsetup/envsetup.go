@@ -445,7 +445,7 @@ func (p *Manager) runEnvScript(ctx context.Context, c Container, proj api.Projec
 		*s = api.EnvironmentStatus{State: api.EnvironmentBuilding, CacheKey: key, LastRun: &start}
 	})
 	emit(systemEvent(api.SubtypeEnvironmentSetup, map[string]any{"phase": phase, "state": "started", "cacheKey": key}))
-	var logf io.Writer = io.Discard
+	logf := io.Writer(io.Discard)
 	if p.LogDir != "" {
 		if f, err := os.OpenFile(p.envLogPath(proj), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err == nil {
 			defer f.Close()
