@@ -170,6 +170,19 @@ func TestEnvironmentSetupOnceCached(t *testing.T) {
 		t.Fatalf("new chat's environment events = %q (%q)", got, envOutput(evs))
 	}
 
+	// The container's own record is what counts: without it (a restored
+	// checkpoint from before the setup, say) the setup runs again.
+	if out, err := exec.Command("lxc", "exec", proj.Container, "--", "cat", "/var/lib/remote/environment-key").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != key1 {
+		t.Fatalf("the container's environment key = %q (%v), want %s", out, err, key1)
+	}
+	if out, err := exec.Command("lxc", "exec", proj.Container, "--", "rm", "/var/lib/remote/environment-key").CombinedOutput(); err != nil {
+		t.Fatalf("rm the key: %v %s", err, out)
+	}
+	evs = e.prompt(t, chat2.ID, "alice", "echo UNRECORDED")
+	if got := envPhases(evs); got != "setup:started,setup:ready" {
+		t.Fatalf("turn on a container without the key: %q", got)
+	}
+
 	// A changed setup rebuilds at the next turn, under a new key.
 	env.Setup += "echo V2\n"
 	if status, body := e.call(t, "PATCH", "/v1/projects/"+proj.Name, "alice", api.PatchProjectRequest{Environment: &env}); status != http.StatusOK {

@@ -62,7 +62,7 @@ type Snapshotter interface {
 // Manager sets projects' environments up. Its zero maps are made on use.
 type Manager struct {
 	X    Execer
-	Snap Snapshotter // nil: set-up environments are remembered in memory only
+	Snap Snapshotter // nil: no snapshot is kept
 	// Lock takes the container's lifecycle lock around its snapshots.
 	Lock func(ctx context.Context, container string) (func(), error)
 	// UID and GID are the container user the scripts run as (0: root).
@@ -126,7 +126,6 @@ var ErrEnvironmentFailed = errdefs.New(errdefs.ErrFailedPrecondition, "project e
 type envState struct {
 	status     api.EnvironmentStatus
 	maintained map[string]bool // container uuid \x00 key \x00 chat
-	ready      map[string]bool // container uuid \x00 key: set up (without snapshots)
 }
 
 func (p *Manager) envOf(projectID string) *envState {
@@ -137,7 +136,7 @@ func (p *Manager) envOf(projectID string) *envState {
 	}
 	s := p.envs[projectID]
 	if s == nil {
-		s = &envState{status: api.EnvironmentStatus{State: api.EnvironmentNone}, maintained: map[string]bool{}, ready: map[string]bool{}}
+		s = &envState{status: api.EnvironmentStatus{State: api.EnvironmentNone}, maintained: map[string]bool{}}
 		p.envs[projectID] = s
 	}
 	return s
@@ -277,34 +276,32 @@ for f; do printf '%s\t' "$f"; if [ -f "$f" ]; then sha256sum < "$f"; else echo m
 
 func envSnapshot(key string) string { return EnvSnapshotPrefix + key[:32] }
 
-// envCached reports whether container c holds the snapshot of key.
-func (p *Manager) envCached(ctx context.Context, c Container, projectID, key string) (bool, error) {
-	snap := p.Snap
-	if snap == nil {
-		s := p.envOf(projectID)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return s.ready[c.UUID+"\x00"+key], nil
-	}
-	list, err := snap.Snapshots(ctx, c.Name)
+// KeyFile records, in the container, the cache key of the environment
+// it was set up with (root's, outside /workspace). It is the container's
+// own state: a checkpoint restored from before a setup, or a container
+// replaced, has another key (or none) and is set up again; a fork's copy
+// keeps it.
+const KeyFile = "/var/lib/remote/environment-key"
+
+// envCached reports whether container c was set up with key.
+func (p *Manager) envCached(ctx context.Context, c Container, key string) (bool, error) {
+	code, out, err := p.envExec(ctx, c.Name, []string{"sh", "-c", `cat -- "$1" 2>/dev/null || true`, "sh", KeyFile}, nil, "/", nil, nil)
 	if err != nil {
-		return false, fmt.Errorf("list snapshots of %q: %w", c.Name, p.classify(err))
+		return false, err
 	}
-	for _, s := range list {
-		if s.Name == envSnapshot(key) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return code == 0 && strings.TrimSpace(string(out)) == key, nil
 }
 
 // keepEnv records a set-up environment: the snapshot of key taken, the
 // earlier environments' snapshots deleted.
-func (p *Manager) keepEnv(ctx context.Context, c Container, projectID, key string) error {
-	s := p.envOf(projectID)
-	p.mu.Lock()
-	s.ready[c.UUID+"\x00"+key] = true
-	p.mu.Unlock()
+func (p *Manager) keepEnv(ctx context.Context, c Container, key string) error {
+	code, _, err := p.envExec(ctx, c.Name, []string{"sh", "-c", `mkdir -p "${1%/*}" && printf '%s\n' "$2" > "$1"`, "sh", KeyFile, key}, nil, "/", nil, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return errdefs.FailedPrecondition("record the environment's key in %s: exited %d", KeyFile, code)
+	}
 	snap := p.Snap
 	if snap == nil {
 		return nil
@@ -331,9 +328,11 @@ func (p *Manager) keepEnv(ctx context.Context, c Container, projectID, key strin
 func (p *Manager) dropEnv(ctx context.Context, c Container, projectID string) error {
 	s := p.envOf(projectID)
 	p.mu.Lock()
-	clear(s.ready)
 	clear(s.maintained)
 	p.mu.Unlock()
+	if _, _, err := p.envExec(ctx, c.Name, []string{"rm", "-f", KeyFile}, nil, "/", nil, nil); err != nil {
+		return err
+	}
 	snap := p.Snap
 	if snap == nil {
 		return nil
@@ -385,7 +384,7 @@ func (p *Manager) Prepare(ctx context.Context, c Container, proj api.Project, ch
 			return env.SetupSecrets, err
 		}
 	}
-	cached, err := p.envCached(ctx, c, proj.ID, key)
+	cached, err := p.envCached(ctx, c, key)
 	if err != nil {
 		return env.SetupSecrets, err
 	}
@@ -418,12 +417,17 @@ func (p *Manager) Prepare(ctx context.Context, c Container, proj api.Project, ch
 			}
 		}
 	}
+	// The container is no longer set up with any key until this setup
+	// exits 0: a failed one leaves it half-set-up, never cached.
+	if _, _, err := p.envExec(ctx, c.Name, []string{"rm", "-f", KeyFile}, nil, "/", nil, nil); err != nil {
+		return env.SetupSecrets, err
+	}
 	if strings.TrimSpace(env.Setup) != "" {
 		if err := p.runEnvScript(ctx, c, proj, "setup", env.Setup, key, only, emit); err != nil {
 			return env.SetupSecrets, err
 		}
 	}
-	if err := p.keepEnv(ctx, c, proj.ID, key); err != nil {
+	if err := p.keepEnv(ctx, c, key); err != nil {
 		p.setEnvStatus(proj.ID, func(s *api.EnvironmentStatus) { s.State = api.EnvironmentFailed })
 		return env.SetupSecrets, err
 	}
