@@ -292,8 +292,8 @@ func (p *Manager) envCached(ctx context.Context, c Container, key string) (bool,
 	return code == 0 && strings.TrimSpace(string(out)) == key, nil
 }
 
-// keepEnv records a set-up environment: the snapshot of key taken, the
-// earlier environments' snapshots deleted.
+// keepEnv records a set-up environment: key written to KeyFile, then
+// the snapshot of key taken, the earlier environments' snapshots deleted.
 func (p *Manager) keepEnv(ctx context.Context, c Container, key string) error {
 	code, _, err := p.envExec(ctx, c.Name, []string{"sh", "-c", `mkdir -p "${1%/*}" && printf '%s\n' "$2" > "$1"`, "sh", KeyFile, key}, nil, "/", nil, nil)
 	if err != nil {
@@ -351,8 +351,8 @@ func (p *Manager) dropEnv(ctx context.Context, c Container, projectID string) er
 	return nil
 }
 
-// Prepare sets proj's environment up in c when its cache key
-// has no snapshot there (or force), else runs its maintenance once per
+// Prepare sets proj's environment up in c when c does not record its
+// cache key (KeyFile), or when force, else runs its maintenance once per
 // chat. It returns the names of the secrets kept for the setup (to be
 // left out of the run's environment). A setup or maintenance that fails
 // is an error naming its exit status and its output's tail.
