@@ -126,9 +126,14 @@ const (
 	// turn's start; a push; a pull request opened on the forge.
 	SubtypeRepoCloned      = "repo_cloned"
 	SubtypeRepoCloneFailed = "repo_clone_failed"
-	SubtypeTurnTree        = "turn_tree"
-	SubtypePushed          = "pushed"
-	SubtypePullRequest     = "pull_request"
+	// SubtypeEnvironmentSetup is the project environment's setup or
+	// maintenance: {phase: "setup"|"maintenance", state: "started"|
+	// "output"|"ready"|"failed", line?, exitCode?, cacheKey?, durationMs?,
+	// error?}.
+	SubtypeEnvironmentSetup = "environment_setup"
+	SubtypeTurnTree         = "turn_tree"
+	SubtypePushed           = "pushed"
+	SubtypePullRequest      = "pull_request"
 	// SubtypeEgressBlocked: the project's egress proxy refused a
 	// connection (data: host, port, method?, reason).
 	SubtypeEgressBlocked = "egress_blocked"
@@ -402,6 +407,9 @@ type Project struct {
 	// Network is what the container may reach (nil: "open", a project
 	// from before network modes).
 	Network *ProjectNetwork `json:"network,omitempty"`
+	// Environment is the project's environment (nil: the repository's
+	// .remote/environment.toml, when it has one).
+	Environment *ProjectEnvironment `json:"environment,omitempty"`
 }
 
 // Network modes of a project (ProjectNetwork.Mode).
@@ -430,6 +438,42 @@ type ProjectNetwork struct {
 // /v1/projects/{name}/network/allow.
 type NetworkAllowRequest struct {
 	Host string `json:"host"`
+}
+
+// ProjectEnvironment is how a project's container is set up: Setup, a
+// shell script run once in /workspace after the clone, as the container
+// user, with only the project secrets SetupSecrets names in its
+// environment (they are then kept out of the agent's); a setup that
+// exits 0 is kept as an LXD snapshot named after its cache key
+// (Setup, Maintenance, the image's fingerprint and the contents of
+// CacheFiles, paths relative to /workspace). Maintenance runs at the
+// start of each chat on a container already set up.
+type ProjectEnvironment struct {
+	Setup        string   `json:"setup,omitempty" toml:"setup"`
+	Maintenance  string   `json:"maintenance,omitempty" toml:"maintenance"`
+	SetupSecrets []string `json:"setupSecrets,omitempty" toml:"setup_secrets"`
+	CacheFiles   []string `json:"cacheFiles,omitempty" toml:"cache_files"`
+}
+
+// Environment states (EnvironmentStatus.State).
+const (
+	EnvironmentNone     = "none"
+	EnvironmentBuilding = "building"
+	EnvironmentReady    = "ready"
+	EnvironmentFailed   = "failed"
+)
+
+// EnvironmentStatus is GET /v1/projects/{name}/environment: the state of
+// the project's environment as the daemon last saw it (since it started),
+// the cache key of the last run, when it ran, how long it took
+// (milliseconds) and the tail of its output.
+type EnvironmentStatus struct {
+	State      string     `json:"state"`
+	CacheKey   string     `json:"cacheKey,omitempty"`
+	LastRun    *time.Time `json:"lastRun,omitempty"`
+	DurationMS int64      `json:"duration,omitempty"`
+	ExitCode   *int       `json:"exitCode,omitempty"`
+	LogTail    string     `json:"logTail,omitempty"`
 }
 
 // ProjectRepo is a project's git repository: an http(s) URL without
@@ -535,6 +579,8 @@ type CreateProjectRequest struct {
 	Repo *ProjectRepo `json:"repo,omitempty"`
 	// Network: absent, [projects.network] mode and no allow of its own.
 	Network *ProjectNetwork `json:"network,omitempty"`
+	// Environment sets the project's environment up; see Project.
+	Environment *ProjectEnvironment `json:"environment,omitempty"`
 }
 
 // ProjectLimits are a project container's resource limits: LXD
@@ -555,6 +601,9 @@ type PatchProjectRequest struct {
 	Ports *[]int `json:"ports,omitempty"`
 	// Network replaces the project's network (mode and allow).
 	Network *ProjectNetwork `json:"network,omitempty"`
+	// Environment replaces the project's environment; {} removes it (the
+	// repository's .remote/environment.toml applies again).
+	Environment *ProjectEnvironment `json:"environment,omitempty"`
 }
 
 // Checkpoint is one LXD snapshot taken before a project-chat turn

@@ -579,3 +579,29 @@ func (c *Client) Exec(ctx context.Context, project string, req api.ExecRequest, 
 		}
 	}
 }
+
+// Environment is the state of the project's environment (its setup).
+func (c *Client) Environment(ctx context.Context, name string) (api.EnvironmentStatus, error) {
+	return fetch[api.EnvironmentStatus](ctx, c, http.MethodGet, projectPath(name, "/environment"), nil, nil)
+}
+
+// RebuildEnvironment runs the project's setup now (in the background).
+func (c *Client) RebuildEnvironment(ctx context.Context, name string) (api.EnvironmentStatus, error) {
+	return fetch[api.EnvironmentStatus](ctx, c, http.MethodPost, projectPath(name, "/environment/rebuild"), nil, nil)
+}
+
+// EnvironmentLog is the output of the project environment's last run.
+func (c *Client) EnvironmentLog(ctx context.Context, name string) (string, error) {
+	resp, err := c.do(ctx, http.MethodGet, projectPath(name, "/environment/log"), nil, nil, "text/plain")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 2<<20))
+	return string(b), err
+}
+
+// SetProjectEnvironment replaces the project's environment ({} removes it).
+func (c *Client) SetProjectEnvironment(ctx context.Context, name string, env api.ProjectEnvironment) (api.Project, error) {
+	return fetch[api.Project](ctx, c, http.MethodPatch, projectPath(name), nil, api.PatchProjectRequest{Environment: &env})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"remote/providers"
 	"remote/provisioning/checkpoint"
 	"remote/provisioning/clidevice"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdconn"
 	"remote/provisioning/lxdimage"
@@ -162,8 +164,15 @@ type Options struct {
 	// Git runs on the host every git command that talks to a project's
 	// repository server (the token stays there); nil: a temporary mirror
 	// per clone. Share it with the repository routes.
-	Git    *gitrepo.Remote
-	Logger hclog.Logger
+	Git *gitrepo.Remote
+	// EnvUID and EnvGID are the container user the project environment's
+	// setup and maintenance run as ([projects] container_uid and
+	// container_gid; 0: root).
+	EnvUID, EnvGID int
+	// EnvLogDir holds each project's environment log (the last setup or
+	// maintenance run, <project id>.log); "": the status's tail only.
+	EnvLogDir string
+	Logger    hclog.Logger
 }
 
 // Preparer makes a project's container ready for a provider run. It
@@ -186,6 +195,8 @@ type Preparer struct {
 	idmap       Idmap // uid ranges of new containers
 	repos       gitrepo.Cloner
 	caps        atomic.Pointer[api.ProjectLimits] // SetCaps
+
+	envs *envsetup.Manager
 }
 
 var (
@@ -245,6 +256,11 @@ func New(opts Options) (*Preparer, error) {
 	ed, _ := opts.LXD.(preview.DeviceEditor)
 	p.previews = &preview.Devices{Dir: opts.PreviewDir, Editor: ed, Log: opts.Logger, Classify: classify}
 	snap, _ := opts.LXD.(checkpoint.Snapshotter)
+	p.envs = &envsetup.Manager{X: opts.LXD, Lock: p.lifecycle.Lock, UID: opts.EnvUID, GID: opts.EnvGID, LogDir: opts.EnvLogDir,
+		Logger: opts.Logger, Classify: classify}
+	if snap != nil {
+		p.envs.Snap = snap
+	}
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
 		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews, Limits: p.resyncLimits}
 	return p, nil
@@ -518,6 +534,15 @@ func (p *Preparer) Prepare(ctx context.Context, req providers.PrepareRequest, em
 			return providers.Target{}, err // it names the chat's branch
 		}
 		cwd = dir
+	}
+	// 5c. The project's environment (its setup once per cache key, kept
+	// as a snapshot; its maintenance once per chat on one already set
+	// up). A failure fails the turn: it never starts on a half-set-up
+	// container. The secrets the setup names are the setup's only.
+	setupOnly, err := p.envs.Prepare(ctx, envsetup.Container(c), cur, req.Chat, false, secrets, emit)
+	secrets = slices.DeleteFunc(secrets, func(s providers.Secret) bool { return slices.Contains(setupOnly, s.Key) })
+	if err != nil {
+		return providers.Target{}, fmt.Errorf("prepare the environment of project %q: %w", cur.Name, err)
 	}
 	p.checkpoints.Take(ctx, cur, created)
 	return providers.Target{ProjectID: proj.Name, Container: proj.Container, Secrets: secrets, Cwd: cwd,

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell|checkpoints|restore|limits|ports|preview ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
+	register(command{Name: "project", Usage: "create|list|show|start|stop|rm|secret|exec|shell|checkpoints|restore|limits|ports|preview|env ...", Summary: "manage projects (LXD containers), their secrets, and run commands in them", Run: runProject})
 }
 
 // projectCommands are the subcommands of `remotectl project`.
@@ -34,6 +34,7 @@ var projectCommands = map[string]command{
 	"restore":     {Name: "restore", Usage: "NAME CHECKPOINT [--json]", Summary: "restore the project's container from a checkpoint", Run: runProjectRestore},
 	"ports":       {Name: "ports", Usage: "NAME [-set PORT,PORT...] [--json]", Summary: "show or replace the project's ports (previews; -set \"\" removes them)", Run: runProjectPorts},
 	"preview":     {Name: "preview", Usage: "NAME PORT [PATH]", Summary: "GET PATH (default /) from PORT in the project's container through the daemon; the body on stdout", Run: runProjectPreview},
+	"env":         {Name: "env", Usage: "show|rebuild|log NAME [--json]", Summary: "the project's environment: its state, run its setup now, its last output", Run: runProjectEnv},
 	"limits":      {Name: "limits", Usage: "NAME [-cpu N] [-memory SIZE] [-processes N] [-disk SIZE] [--json]", Summary: "show or change the project's resource limits (\"\" or 0 removes one)", Run: runProjectLimits},
 }
 
@@ -415,4 +416,53 @@ func runProjectLimits(ctx context.Context, e *env, args []string) error {
 	}
 	_, err = fmt.Fprintln(e.Stdout, limitsText(cur))
 	return err
+}
+
+func runProjectEnv(ctx context.Context, e *env, args []string) error {
+	args, err := parse(e.newFlags("project env"), args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return usagef("want show, rebuild or log, and NAME")
+	}
+	var st api.EnvironmentStatus
+	switch args[0] {
+	case "show":
+		st, err = e.Client.Environment(ctx, args[1])
+	case "rebuild":
+		st, err = e.Client.RebuildEnvironment(ctx, args[1])
+	case "log":
+		log, err := e.Client.EnvironmentLog(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(e.Stdout, log)
+		return err
+	default:
+		return usagef("unknown action %q: show, rebuild or log", args[0])
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return writeJSON(e.Stdout, st)
+	}
+	fmt.Fprintf(e.Stdout, "state:     %s\n", st.State)
+	if st.CacheKey != "" {
+		fmt.Fprintf(e.Stdout, "cache key: %s\n", st.CacheKey)
+	}
+	if st.LastRun != nil {
+		fmt.Fprintf(e.Stdout, "last run:  %s (%s)\n", st.LastRun.Local().Format("2006-01-02 15:04:05"), (time.Duration(st.DurationMS) * time.Millisecond).Round(time.Millisecond))
+	}
+	if st.ExitCode != nil {
+		fmt.Fprintf(e.Stdout, "exit code: %d\n", *st.ExitCode)
+	}
+	if st.LogTail != "" {
+		fmt.Fprintf(e.Stdout, "output (tail):\n%s", st.LogTail)
+		if !strings.HasSuffix(st.LogTail, "\n") {
+			fmt.Fprintln(e.Stdout)
+		}
+	}
+	return nil
 }

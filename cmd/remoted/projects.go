@@ -119,6 +119,11 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 			}
 		}
 	}
+	// The project environments' logs, readable by the daemon only.
+	envLogDir := filepath.Join(cfg.Daemon.StateDir, "environments")
+	if err := os.MkdirAll(envLogDir, 0o700); err != nil {
+		return projectWiring{}, fmt.Errorf("create environment log directory %s: %w", envLogDir, err)
+	}
 	servers, err := imageServers(cfg.LXD.ImageServers)
 	if err != nil {
 		return projectWiring{}, err
@@ -142,7 +147,9 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		// Where a chat works in the repository: the repository routes know
 		// the chats (repos is set below, before any run).
 		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
-		Logger:    log.Named("prepare"),
+		// The project environment's setup runs as the container user.
+		EnvUID: cfg.Projects.ContainerUID, EnvGID: cfg.Projects.ContainerGID, EnvLogDir: envLogDir,
+		Logger: log.Named("prepare"),
 	})
 	if err != nil {
 		return projectWiring{}, err

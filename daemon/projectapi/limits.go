@@ -11,6 +11,7 @@ import (
 	"remote/daemon"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/placement"
 )
 
@@ -106,7 +107,8 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 	if err := daemon.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.Limits != nil { // before any change: a refused body changes nothing
+	// Everything checked before any change: a refused body changes nothing.
+	if req.Limits != nil {
 		if err := checkLimits(*req.Limits); err != nil {
 			return err
 		}
@@ -115,13 +117,21 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	var network *api.ProjectNetwork
-	if req.Network != nil { // checked before any change
+	if req.Network != nil {
 		if network, err = p.newNetwork(req.Network); err != nil {
 			return err
 		}
 		if network == nil && proj.Network == nil {
 			req.Network = nil // open without an egress proxy: nothing to change
 		}
+	}
+	if req.Environment != nil {
+		if err := checkEnvironment(*req.Environment, proj.Repo); err != nil {
+			return err
+		}
+	}
+	if req.Limits == nil && req.Ports == nil && req.Network == nil && req.Environment == nil {
+		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports, network or environment")
 	}
 	if req.Ports != nil { // previews: the preview devices follow the ports
 		if proj, err = p.setPorts(r.Context(), proj, *req.Ports); err != nil {
@@ -133,32 +143,44 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if req.Limits == nil {
-		if req.Ports != nil || req.Network != nil {
-			return daemon.WriteJSON(w, http.StatusOK, proj)
+	if req.Limits != nil {
+		next := proj
+		next.Limits = req.Limits
+		if *req.Limits == (api.ProjectLimits{}) {
+			next.Limits = nil
 		}
-		return errdefs.InvalidArgument("nothing to change: the body names no limits, ports or network")
-	}
-	next := proj
-	next.Limits = req.Limits
-	if *req.Limits == (api.ProjectLimits{}) {
-		next.Limits = nil
-	}
-	// LXD first: a limit it refuses is not stored.
-	if err := p.o.Preparer.ApplyLimits(r.Context(), next); err != nil {
-		return err
-	}
-	updated, err := p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
-		if pr.ID != proj.ID {
-			return fmt.Errorf("project %q was replaced while its limits were applied", proj.Name)
+		// LXD first: a limit it refuses is not stored.
+		if err := p.o.Preparer.ApplyLimits(r.Context(), next); err != nil {
+			return err
 		}
-		pr.Limits = next.Limits
-		pr.UpdatedAt = time.Now().UTC()
-		return nil
-	})
-	if err != nil {
-		return err
+		if proj, err = p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
+			if pr.ID != proj.ID {
+				return fmt.Errorf("project %q was replaced while its limits were applied", proj.Name)
+			}
+			pr.Limits = next.Limits
+			pr.UpdatedAt = time.Now().UTC()
+			return nil
+		}); err != nil {
+			return err
+		}
+		p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
 	}
-	p.log.Info("project limits set", "project", proj.Name, "limits", fmt.Sprintf("%+v", next.Limits))
-	return daemon.WriteJSON(w, http.StatusOK, updated)
+	if req.Environment != nil {
+		env := req.Environment
+		if envsetup.Empty(env) {
+			env = nil
+		}
+		if proj, err = p.o.Store.UpdateProject(proj.Name, func(pr *api.Project) error {
+			if pr.ID != proj.ID {
+				return fmt.Errorf("project %q was replaced while its environment was set", proj.Name)
+			}
+			pr.Environment = env
+			pr.UpdatedAt = time.Now().UTC()
+			return nil
+		}); err != nil {
+			return err
+		}
+		p.log.Info("project environment set", "project", proj.Name)
+	}
+	return daemon.WriteJSON(w, http.StatusOK, proj)
 }

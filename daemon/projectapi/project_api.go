@@ -21,6 +21,7 @@ import (
 	"remote/lxdexec"
 	"remote/provisioning"
 	"remote/provisioning/checkpoint"
+	"remote/provisioning/envsetup"
 	"remote/provisioning/gitrepo"
 	"remote/provisioning/lxdimage"
 	"remote/provisioning/warm"
@@ -158,6 +159,9 @@ func (p *Projects) Routes() []daemon.Route {
 		route(http.MethodGet, "/v1/projects/{name}/terminal", p.terminal),
 		route(http.MethodPatch, "/v1/projects/{name}", p.patch),
 		route(http.MethodPost, "/v1/projects/{name}/network/allow", p.allowHost),
+		route(http.MethodGet, "/v1/projects/{name}/environment", p.environment),
+		route(http.MethodPost, "/v1/projects/{name}/environment/rebuild", p.rebuildEnvironment),
+		route(http.MethodGet, "/v1/projects/{name}/environment/log", p.environmentLog),
 		route(http.MethodGet, "/v1/projects/{name}/checkpoints", p.checkpoints),
 		route(http.MethodPost, "/v1/projects/{name}/checkpoints/{checkpoint}/restore", p.restore),
 		route(http.MethodGet, "/v1/projects/{name}/files", p.listFiles),
@@ -262,6 +266,14 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if req.Environment != nil {
+		if err := checkEnvironment(*req.Environment, req.Repo); err != nil {
+			return err
+		}
+		if envsetup.Empty(req.Environment) {
+			req.Environment = nil
+		}
+	}
 	limits, err := p.newLimits(req.Limits)
 	if err != nil {
 		return err
@@ -287,7 +299,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		ID: id, Name: req.Name, Owner: daemon.UserFrom(r.Context()), Container: ContainerName(req.Name, id),
 		Image: req.Image, Provider: req.Provider, Ports: req.Ports, Autostart: autostart, Checkpoints: req.Checkpoints, Limits: limits,
 		Status: provisioning.StatusMissing, CreatedAt: now, UpdatedAt: now, Credentials: req.Credentials, Pool: pool,
-		Target: req.Target, Repo: req.Repo, Network: network,
+		Target: req.Target, Repo: req.Repo, Network: network, Environment: req.Environment,
 	}
 	claimed := p.claimWarm(r.Context(), &proj)
 	if err := p.o.Store.CreateProject(proj); err != nil {

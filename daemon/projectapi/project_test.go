@@ -181,7 +181,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		popts := provisioning.Options{
 			LXD: prepLXD, CheckpointKeep: o.checkpointKeep, CheckpointExpiry: o.checkpointExpiry, Projects: st, Secrets: provisioning.SecretSourceFunc(StoreSecrets(st)),
 			Image: cmp.Or(o.image, testkit.TestImage), ImageServers: lxdimage.NewServers(o.imageServers), Profiles: o.profiles, Deps: deps, Logger: log.Named("prepare"),
-			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir,
+			CredentialSyncTimeout: 3 * time.Second, PreviewDir: o.previewDir, EnvLogDir: t.TempDir(),
 			Checkouts: func(id string) (gitrepo.Checkout, error) { return e.repos.Checkout(id) },
 		}
 		if egressSrv != nil {

@@ -93,6 +93,8 @@ var rules = []rule{
 	{From: "remote/provisioning/reconcile", Never: []string{"remote/providers", "remote/daemon", "remote/config", "remote/web", "remote/client"},
 		Ours: []string{"remote/api", "remote/lxdexec", "remote/provisioning/lxdconn", "remote/provisioning/placement"},
 		Why:  "reconcile keeps stored project status true to LXD for provisioning, which imports it: it starts containers through the Start function it is handed, never by importing provisioning, a provider or the daemon"},
+	{From: "remote/provisioning/envsetup", Never: []string{"remote/provisioning", "remote/providers/runner", "remote/providers/claude", "remote/providers/codex", "remote/daemon", "remote/config", "remote/web", "remote/client"},
+		Why: "envsetup sets a project's environment up for provisioning, which imports it and hands it the container, the secrets and the lifecycle lock: it never imports provisioning, the daemon or config"},
 	{From: "remote/provisioning/warm", Never: []string{"remote/provisioning", "remote/providers", "remote/daemon", "remote/config", "remote/web", "remote/client", "remote/api"},
 		Why: "warm keeps the warm container pool for provisioning and the project routes: lxdexec only; provisioning hands it the container create"},
 	{From: "remote/daemon/repoapi", Never: []string{"remote/daemon/projectapi", "remote/config", "remote/web", "remote/client"},
