@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"remote/api"
+	"remote/internal/testkit"
 )
 
 // hostileSetup is what the hostile agent runs: every command on its PATH
@@ -54,7 +55,9 @@ echo PLANTED`
 // dumpers, rewrites .git/config (helpers, insteadOf, protocol.*, core.*,
 // hooks) and leaves a /proc scanner running, then makes the daemon clone
 // again (it moves .git away, as a restart or a failed clone would leave
-// /workspace), then the user pushes and opens a pull request. The push
+// /workspace: the daemon keeps no "cloned" state of its own, so a restart
+// takes this same path), the chat is forked with its container and the
+// fork runs a turn, then the user pushes and opens a pull request. The push
 // lands; the token is in nothing the agent collected, in no file of the
 // container and in no file of its snapshots (its checkpoints). Before
 // the clone and the push ran on the host (gitrepo.Remote), the re-clone
@@ -79,9 +82,13 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 		"ls /var/tmp",
 	}
 	var text strings.Builder
+	var forkAt int64
 	for i, p := range turns {
 		t.Logf("turn %d: %.60s", i+1, p)
 		evs := e.prompt(t, chat.ID, "alice", p)
+		if u, ok := eventOf(evs, api.EventUser, ""); ok && i == 7 {
+			forkAt = u.Seq // a turn with a checkpoint, after the planting
+		}
 		for _, ev := range evs {
 			text.WriteString(ev.Text)
 		}
@@ -94,7 +101,27 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 	if !strings.Contains(text.String(), "PLANTED") || !strings.Contains(text.String(), "PASSES") {
 		t.Fatalf("the agent's turns did not run as planned: %q", text.String())
 	}
-	status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/push", "alice", api.PushRequest{Message: "Fix add"})
+	// A fork with its container: the copy holds what the agent planted;
+	// a turn there finds no token either (below).
+	status, body := e.call(t, "POST", "/v1/chats/"+chat.ID+"/fork", "alice", map[string]any{"atSeq": forkAt, "withContainer": true})
+	if status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	var fork api.Chat
+	if err := json.Unmarshal(body, &fork); err != nil {
+		t.Fatal(err)
+	}
+	status, body = e.call(t, "GET", "/v1/projects/"+fork.Project, "alice", nil)
+	var forked api.Project
+	if err := json.Unmarshal(body, &forked); status != http.StatusOK || err != nil {
+		t.Fatalf("forked project: %d %s", status, body)
+	}
+	testkit.CleanupContainer(t, testkit.LXD(t), forked.Container)
+	fevs := e.prompt(t, fork.ID, "alice", "git status --short; echo FORKED")
+	if _, ok := eventOf(fevs, api.EventAssistantText, ""); !ok {
+		t.Errorf("the forked chat's turn did not run: %+v", fevs)
+	}
+	status, body = e.call(t, "POST", "/v1/chats/"+chat.ID+"/push", "alice", api.PushRequest{Message: "Fix add"})
 	if status != http.StatusOK {
 		t.Fatalf("push: %d %s", status, body)
 	}
@@ -129,6 +156,11 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 		"--", token, "/").CombinedOutput()
 	if len(files) != 0 {
 		t.Errorf("container files holding the token: %q", files)
+	}
+	forkFiles, _ := exec.Command("lxc", "exec", forked.Container, "--", "/bin/grep", "-rlF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev",
+		"--", token, "/").CombinedOutput()
+	if len(forkFiles) != 0 {
+		t.Errorf("the forked container's files holding the token: %q", forkFiles)
 	}
 	snaps, _ := filepath.Glob("/var/lib/lxd/storage-pools/*/containers-snapshots/" + proj.Container)
 	if len(snaps) == 0 {
