@@ -82,9 +82,11 @@ func ServeWSEcho(t testing.TB, cl *lxdexec.Client, container string, port int) {
 	}
 	push(t, cl, container, "/usr/local/bin/wsecho", string(data), 0o755)
 	run(t, cl, container, "/usr/local/bin/wsecho "+strconv.Itoa(port)+" </dev/null >/dev/null 2>&1 &")
-	// Wait until it listens (it is up in milliseconds).
+	// Wait until it listens (it is up in milliseconds). -Y off: busybox
+	// wget ignores no_proxy, and a project behind the egress proxy has
+	// http_proxy set.
 	for i := 0; i < 50; i++ {
-		if strings.Contains(run(t, cl, container, "wget -q -O- http://127.0.0.1:"+strconv.Itoa(port)+"/ 2>/dev/null; true"), "wsecho") {
+		if strings.Contains(run(t, cl, container, "wget -Y off -q -O- http://127.0.0.1:"+strconv.Itoa(port)+"/ 2>/dev/null; true"), "wsecho") {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
