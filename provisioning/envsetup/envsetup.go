@@ -217,6 +217,9 @@ func (p *Manager) environment(ctx context.Context, c Container, proj api.Project
 	if proj.Environment != nil && !Empty(proj.Environment) {
 		return proj.Environment, nil
 	}
+	if proj.Repo == nil {
+		return nil, nil // no repository: no .remote/environment.toml to read, no exec
+	}
 	code, out, err := p.envExec(ctx, c.Name, []string{"sh", "-c", `[ -f "$1" ] || exit 3; head -c ` + fmt.Sprint(maxEnvScript+1) + ` -- "$1"`, "sh", EnvironmentFile},
 		nil, "/", nil, nil)
 	if err != nil {
