@@ -46,13 +46,24 @@ func dialAs(path string, uid, gid uint32) (net.Conn, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// Never unlocked: the goroutine's end ends the thread, and its
-		// changed credentials with it.
+		// The thread is given back only with its credentials restored
+		// (only the effective ids change: the real and saved ones stay
+		// root's). A thread that ends takes its children's Pdeathsig
+		// with it: the daemon under test may have started a CLI from
+		// this very thread a moment before (a host login was SIGKILLed
+		// 1 ms after its start when this goroutine ended locked).
 		runtime.LockOSThread()
+		const keep = ^uintptr(0)
+		defer func() {
+			_, _, eu := unix.RawSyscall(unix.SYS_SETRESUID, keep, 0, keep)
+			_, _, eg := unix.RawSyscall(unix.SYS_SETRESGID, keep, 0, keep)
+			if eu == 0 && eg == 0 && unix.Geteuid() == 0 && unix.Getegid() == 0 {
+				runtime.UnlockOSThread()
+			} // else: never unlocked, the thread ends with the goroutine
+		}()
 		ch <- func() result {
 			// setresgid/setresuid as raw system calls change this thread
 			// only (Go's syscall.Setuid would change every thread).
-			const keep = ^uintptr(0)
 			if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(gid), keep); e != 0 {
 				return result{err: fmt.Errorf("setresgid %d: %w", gid, e)}
 			}
