@@ -384,6 +384,13 @@ func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
 	if p.previews.Dir == "" {
 		return nil
 	}
+	return p.syncOwned(ctx, proj, func(inst *lxdexec.Instance) error { return p.previews.Sync(ctx, proj, inst) })
+}
+
+// syncOwned runs sync on proj's container under its lifecycle lock, once
+// it is read and known to be proj's; a container not created yet is
+// nothing to do (it gets its devices when it is).
+func (p *Preparer) syncOwned(ctx context.Context, proj api.Project, sync func(*lxdexec.Instance) error) error {
 	unlock, err := p.lifecycle.Lock(ctx, proj.Container)
 	if err != nil {
 		return err
@@ -399,7 +406,7 @@ func (p *Preparer) SyncPreviews(ctx context.Context, proj api.Project) error {
 	if _, err := owns(inst, proj); err != nil {
 		return err
 	}
-	return p.previews.Sync(ctx, proj, inst)
+	return sync(inst)
 }
 
 // CheckPool returns nil when LXD has the storage pool name, an error
