@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"remote/lxdexec/lxdws"
 )
@@ -96,7 +95,7 @@ func (e *Error) Is(target error) bool {
 	case ErrConflict:
 		return e.StatusCode == http.StatusConflict
 	case ErrBusy:
-		return strings.Contains(e.Message, "is busy running a")
+		return MsgBusy.In(e.Message)
 	case ErrPreconditionFailed:
 		return e.StatusCode == http.StatusPreconditionFailed
 	case ErrForbidden:

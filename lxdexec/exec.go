@@ -89,7 +89,7 @@ func (c *Client) Exec(ctx context.Context, instance string, req ExecRequest) (*E
 	frozenUntil, pause := time.Now().Add(time.Minute), 50*time.Millisecond
 	for attempt := 1; ; attempt++ {
 		e, retry, err := c.execOnce(ctx, instance, req, body)
-		if err != nil && strings.Contains(err.Error(), "Instance is frozen") && time.Now().Before(frozenUntil) && ctx.Err() == nil {
+		if HasMessage(err, MsgFrozen) && time.Now().Before(frozenUntil) && ctx.Err() == nil {
 			time.Sleep(pause) // at most 1 s
 			attempt, pause = attempt-1, min(2*pause, time.Second)
 		} else if err == nil || !retry || attempt == execAttempts {
@@ -158,7 +158,7 @@ func (c *Client) execOnce(ctx context.Context, instance string, req ExecRequest,
 		// operations can be connected") because it waited for the
 		// streams in vain, e.g. through a stall of its API.
 		transient := errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotFound) ||
-			strings.Contains(err.Error(), "Only running operations can be connected")
+			HasMessage(err, MsgOperationEnded)
 		retry := transient && c.streamsTimedOut(ctx, opURL)
 		return nil, retry, fmt.Errorf("exec %q in %q: connect streams: %w", req.Command[0], instance, err)
 	}
@@ -188,7 +188,7 @@ func (c *Client) streamsTimedOut(ctx context.Context, opURL string) bool {
 	_, err := c.WaitOperation(ctx, opURL)
 	// LXD forgets an ended operation after about 5 s: gone is ended too.
 	return errors.Is(err, ErrNotFound) ||
-		errors.Is(err, ErrOperationFailed) && strings.Contains(err.Error(), "Timed out waiting for websockets to connect")
+		errors.Is(err, ErrOperationFailed) && HasMessage(err, MsgStreamsTimedOut)
 }
 
 // dialOp connects one exec websocket.

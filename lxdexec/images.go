@@ -95,7 +95,7 @@ func (c *Client) ImportImage(ctx context.Context, r io.Reader, filename string) 
 	}
 	done, err := c.WaitOperation(ctx, path)
 	switch {
-	case errors.Is(err, ErrConflict) || err != nil && strings.Contains(err.Error(), "same fingerprint already exists"):
+	case errors.Is(err, ErrConflict) || HasMessage(err, MsgImageExists):
 		return sum, nil
 	case errors.Is(err, ErrOperationForgotten):
 		// Decide from the image the upload was to make.

@@ -150,7 +150,7 @@ func (c *Client) CreateInstance(ctx context.Context, req InstancesPost) error {
 	var lerr *Error
 	// LXD 5.0 reports a duplicate name only through the failed operation;
 	// its message is the only signal.
-	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) && strings.Contains(lerr.Message, "already exists") {
+	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) && MsgExists.In(lerr.Message) {
 		lerr.class = ErrConflict
 	}
 	if err != nil {
@@ -226,7 +226,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 	var lerr *Error
 	if errors.As(err, &lerr) && errors.Is(lerr.class, ErrOperationFailed) {
 		// Matched by text: LXD has no code for these.
-		if strings.Contains(lerr.Message, "already running") || strings.Contains(lerr.Message, "already stopped") {
+		if MsgAlreadyRunning.In(lerr.Message) || MsgAlreadyStopped.In(lerr.Message) {
 			lerr.class = ErrAlreadyInState
 		} else {
 			if (req.Action == "stop" || req.Action == "restart") && !req.Force {
@@ -241,7 +241,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 				}
 				// The container stopped between the failed graceful stop
 				// and the forced one: what the caller asked for holds.
-				if strings.Contains(lerr.Message, "already stopped") {
+				if MsgAlreadyStopped.In(lerr.Message) {
 					return nil
 				}
 			}
@@ -250,7 +250,7 @@ func (c *Client) SetState(ctx context.Context, name string, req StateRequest) er
 			// the container's own stop hook) until that lock times out, and
 			// the container stops right after (seen here; also
 			// canonical/lxd#11421). Trust the state, not the operation.
-			if req.Action == "stop" && strings.Contains(lerr.Message, "timed out") && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
+			if req.Action == "stop" && MsgTimedOut.In(lerr.Message) && c.awaitStatus(ctx, name, "Stopped", stopGrace) {
 				return nil
 			}
 		}

@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"remote/api"
 	"remote/lxdexec"
@@ -46,7 +45,7 @@ const IdmapUnsupported = "Not enough uid/gid available for the container"
 // isolationRefused tells LXD's refusal of an isolated range from any other
 // failure of a create.
 func isolationRefused(err error) bool {
-	return err != nil && strings.Contains(err.Error(), IdmapUnsupported)
+	return lxdexec.HasMessage(err, lxdexec.MsgIdmapExhausted)
 }
 
 // createInstance creates proj's container from post with the uid range the

@@ -132,7 +132,7 @@ func runIO(ctx context.Context, x Execer, container string, argv []string, env m
 func notRunning(err error) bool {
 	var le *lxdexec.Error
 	return errors.Is(err, lxdexec.ErrNotFound) ||
-		errors.As(err, &le) && errors.Is(err, lxdexec.ErrBadRequest) && strings.Contains(strings.ToLower(le.Message), "not running")
+		errors.As(err, &le) && errors.Is(err, lxdexec.ErrBadRequest) && lxdexec.MsgNotRunning.In(le.Message)
 }
 
 // sanitize makes git's message safe to show: the token and any
