@@ -12,6 +12,7 @@
 package hostfs
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -170,8 +172,22 @@ func (r *Root) openRoot() (int, error) {
 }
 
 // openat resolves rel beneath dirfd; a symlink on the way is ErrUnsafe.
+// It uses openat2 (RESOLVE_BENEATH, no symlinks); where openat2 answers
+// ENOSYS — systemd's RestrictSUIDSGID= filter does, as it cannot read the
+// mode inside openat2's struct — it walks rel one component at a time
+// with O_NOFOLLOW instead, with the same refusals.
 func (r Root) openat(dirfd int, rel string, flags uint64, mode uint64) (int, error) {
-	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags})
+	var fd int
+	var err error
+	if noOpenat2.Load() {
+		fd, err = openBeneath(dirfd, rel, int(flags|unix.O_CLOEXEC), uint32(mode))
+	} else {
+		fd, err = unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveFlags})
+		if errors.Is(err, unix.ENOSYS) {
+			noOpenat2.Store(true)
+			return r.openat(dirfd, rel, flags, mode)
+		}
+	}
 	switch {
 	case err == nil:
 		return fd, nil
@@ -181,6 +197,66 @@ func (r Root) openat(dirfd int, rel string, flags uint64, mode uint64) (int, err
 		return -1, fmt.Errorf("%s: %w: leaves %s", path.Join(r.Dir, rel), ErrUnsafe, r.Dir)
 	}
 	return -1, &fs.PathError{Op: "open", Path: path.Join(r.Dir, rel), Err: err}
+}
+
+// noOpenat2 is set once openat2 answered ENOSYS (a seccomp filter).
+var noOpenat2 atomic.Bool
+
+// openBeneath is openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS done by
+// hand: every directory on the way opened O_PATH|O_NOFOLLOW|O_DIRECTORY
+// from the one before, the last component opened with O_NOFOLLOW. A
+// symlink anywhere (magic links included) is ELOOP, an absolute path or a
+// ".." is EXDEV, as openat2 answers.
+func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	if strings.HasPrefix(rel, "/") {
+		return -1, unix.EXDEV
+	}
+	var comps []string
+	for _, c := range strings.Split(rel, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			return -1, unix.EXDEV
+		default:
+			comps = append(comps, c)
+		}
+	}
+	if len(comps) == 0 {
+		comps = []string{"."}
+	}
+	cur, err := unix.Dup(dirfd)
+	if err != nil {
+		return -1, err
+	}
+	for i, c := range comps {
+		last := i == len(comps)-1
+		f := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if last {
+			f = flags | unix.O_NOFOLLOW
+		}
+		next, err := unix.Openat(cur, c, f, mode)
+		if err != nil && (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) {
+			// A symlink where a directory (or the file) was asked for.
+			var st unix.Stat_t
+			if unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
+		}
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		if last && flags&unix.O_PATH != 0 {
+			// O_PATH|O_NOFOLLOW opens a symlink itself: refuse it.
+			var st unix.Stat_t
+			if err := unix.Fstat(next, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				unix.Close(next)
+				return -1, cmp.Or(err, error(unix.ELOOP))
+			}
+		}
+		cur = next
+	}
+	return cur, nil
 }
 
 func (r Root) checkOwner(p string, st *unix.Stat_t) error {
