@@ -42,6 +42,7 @@ type sdBed struct {
 	name string
 	dir  string // host directory of the proxy devices' sockets
 	api  *http.Client
+	user string // the API's X-Remote-User ("" is alice)
 }
 
 // sdHostLXC runs the host's lxc against this machine's LXD (never a
@@ -181,7 +182,16 @@ func (b *sdBed) journal(args ...string) string {
 	return b.must(append([]string{"journalctl", "--no-pager", "-o", "cat", "-u", "remoted.service"}, args...)...)
 }
 
-// do sends one API request as user alice through the proxy device.
+// as returns b acting as user in the API (the proxy connects as the
+// container's root, which may name any user).
+func (b *sdBed) as(user string) *sdBed {
+	c := *b
+	c.user = user
+	return &c
+}
+
+// do sends one API request as b's user (alice unless as says otherwise)
+// through the proxy device.
 func (b *sdBed) do(method, path string, body any) (int, []byte) {
 	b.t.Helper()
 	var r io.Reader
@@ -199,7 +209,11 @@ func (b *sdBed) do(method, path string, body any) (int, []byte) {
 	if r != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set(api.HeaderUser, "alice")
+	user := b.user
+	if user == "" {
+		user = "alice"
+	}
+	req.Header.Set(api.HeaderUser, user)
 	resp, err := b.api.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v\n%s", method, path, err, b.journal("-n", "40"))
