@@ -131,6 +131,7 @@ func TestServiceUnitSettings(t *testing.T) {
 		{"Service", "ProtectKernelTunables", []string{"yes"}},
 		{"Service", "ProtectKernelModules", []string{"yes"}},
 		{"Service", "ProtectControlGroups", []string{"yes"}},
+		{"Service", "RestrictSUIDSGID", []string{"yes"}},
 		{"Service", "LockPersonality", []string{"yes"}},
 		{"Service", "RestrictRealtime", []string{"yes"}},
 		{"Service", "SystemCallArchitectures", []string{"native"}},
@@ -155,7 +156,7 @@ func TestServiceUnitSettings(t *testing.T) {
 		t.Error("Requires=lxd.service would stop remoted from starting where LXD is a snap")
 	}
 	// Options left out must stay out: each is explained in the unit.
-	for _, key := range []string{"PrivateUsers", "ProtectHome", "PrivateNetwork", "MemoryDenyWriteExecute", "DynamicUser", "User", "RestrictSUIDSGID"} {
+	for _, key := range []string{"PrivateUsers", "ProtectHome", "PrivateNetwork", "MemoryDenyWriteExecute", "DynamicUser", "User"} {
 		if _, ok := u["Service"][key]; ok {
 			t.Errorf("%s= is set; the unit explains why it must not be", key)
 		}
