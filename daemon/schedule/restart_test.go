@@ -61,7 +61,7 @@ func TestScheduleEveryMinuteAcrossRestart(t *testing.T) {
 		t0 := time.Now().UTC() // the bubble's clock: 2000-01-01 00:00:00
 		minute := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
 		sleepUntil := func(at time.Time) {
-			time.Sleep(at.Sub(time.Now())) //nolint:forbidigo // synctest's fake clock: the sleep is the subject
+			time.Sleep(time.Until(at)) //nolint:forbidigo // synctest's fake clock: the sleep is the subject
 			synctest.Wait()
 		}
 		l := startLoop(t, path)
