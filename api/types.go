@@ -517,9 +517,16 @@ type Diff struct {
 	Truncated bool       `json:"truncated"`
 }
 
-// PushRequest is the body of POST /v1/chats/{id}/push.
+// PushRequest is the body of POST /v1/chats/{id}/push. By default the
+// commit takes the tracked files' changes and the untracked files that
+// .gitignore does not ignore, except common build output (__pycache__/,
+// *.pyc, .pytest_cache/, .mypy_cache/, node_modules/, *.o); All takes
+// those too; Paths takes only these paths of the chat's working tree
+// (relative; one of All and Paths).
 type PushRequest struct {
-	Message string `json:"message,omitempty"`
+	Message string   `json:"message,omitempty"`
+	All     bool     `json:"all,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
 }
 
 // PushResult answers POST /v1/chats/{id}/push (and is the data of the

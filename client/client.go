@@ -315,10 +315,11 @@ func (c *Client) ChatDiff(ctx context.Context, id string, turn int64) (api.Diff,
 	return fetch[api.Diff](ctx, c, http.MethodGet, chatPath(id, "/diff"), q, nil)
 }
 
-// PushChat commits what is uncommitted on the chat's branch (message ""
-// takes the daemon's default) and pushes it to the project's repository.
-func (c *Client) PushChat(ctx context.Context, id, message string) (api.PushResult, error) {
-	return fetch[api.PushResult](ctx, c, http.MethodPost, chatPath(id, "/push"), nil, api.PushRequest{Message: message})
+// PushChat commits what is uncommitted on the chat's branch (what req's
+// All and Paths say; message "" takes the daemon's default) and pushes it
+// to the project's repository.
+func (c *Client) PushChat(ctx context.Context, id string, req api.PushRequest) (api.PushResult, error) {
+	return fetch[api.PushResult](ctx, c, http.MethodPost, chatPath(id, "/push"), nil, req)
 }
 
 // OpenPullRequest pushes the chat's branch (committing what is

@@ -216,7 +216,7 @@ var chatCommands = map[string]command{
 	"show":   {Name: "show", Usage: "CHAT [--json]", Summary: "show one chat", Run: runChatShow},
 	"rm":     {Name: "rm", Usage: "CHAT...", Summary: "delete chats and their events", Run: runChatRm},
 	"diff":   {Name: "diff", Usage: "CHAT [-turn SEQ] [--json]", Summary: "what a project chat changed in its repository: one turn (-turn: the seq of its user event) or all (the working tree against the cloned commit)", Run: runChatDiff},
-	"push":   {Name: "push", Usage: "CHAT [-m MESSAGE] [--json]", Summary: "commit what is uncommitted on the chat's branch and push it to the project's repository", Run: runChatPush},
+	"push":   {Name: "push", Usage: "CHAT [-m MESSAGE] [-all] [--json] [-- PATH...]", Summary: "commit what is uncommitted on the chat's branch and push it to the project's repository: tracked changes and untracked files .gitignore does not ignore, but build output (__pycache__/, *.pyc, .pytest_cache/, .mypy_cache/, node_modules/, *.o); -all: that too; PATH...: only these (relative to the chat's working tree)", Run: runChatPush},
 	"pr":     {Name: "pr", Usage: "CHAT -title T [-body B] [-base BRANCH] [--json]", Summary: "push the chat's branch and open a pull request of it on the repository's forge (-base: default the project's repo.ref, else the repository's default branch)", Run: runChatPR},
 	"fork":   {Name: "fork", Usage: "CHAT [-at SEQ [-with-container]] [--json]", Summary: "fork a chat and print the new id (-at: before the turn holding SEQ; -with-container: also copy that turn's checkpoint into a new project)", Run: runChatFork},
 }
@@ -425,12 +425,21 @@ func runChatDiff(ctx context.Context, e *env, args []string) error {
 
 func runChatPush(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("chat push")
-	msg := fs.String("m", "", "the commit `message` (default: the daemon's)")
-	args, err := parseExact(fs, args, "CHAT")
+	var req api.PushRequest
+	fs.StringVar(&req.Message, "m", "", "the commit `message` (default: the daemon's)")
+	fs.BoolVar(&req.All, "all", false, "also commit untracked build output (__pycache__/, *.pyc, node_modules/, …); never what .gitignore ignores")
+	args, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	res, err := e.Client.PushChat(ctx, args[0], *msg)
+	if len(args) == 0 {
+		return usagef("want CHAT [-- PATH...]")
+	}
+	req.Paths = args[1:]
+	if req.All && len(req.Paths) > 0 {
+		return usagef("chat push: -all and paths: give one of them")
+	}
+	res, err := e.Client.PushChat(ctx, args[0], req)
 	if err != nil {
 		return err
 	}

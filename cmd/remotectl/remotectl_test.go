@@ -114,6 +114,11 @@ func TestCommands(t *testing.T) {
 		{"chat pr no title", []string{"chat", "pr", "abcdef012345"}, 2, nil, []string{"chat pr: -title is required"}, false},
 		{"chat pr loose chat", []string{"chat", "pr", "abcdef012345", "-title", "Fix", "-base", "main"}, 1, nil, []string{"remotectl: conflict: chat abcdef012345 is a loose chat: only a project chat has a repository\n"}, false},
 		{"chat pr bad base", []string{"chat", "pr", "abcdef012345", "-title", "Fix", "-base", "-x"}, 1, nil, []string{`remotectl: bad_request: base: "-x" is not a branch name`}, false},
+		{"chat push help", []string{"chat", "push", "-h"}, 0, []string{"usage: remotectl chat push CHAT [-m MESSAGE] [-all] [--json] [-- PATH...]", "-all", "__pycache__/"}, nil, false},
+		{"chat push all and paths", []string{"chat", "push", "abcdef012345", "-all", "--", "x.py"}, 2, nil, []string{"chat push: -all and paths: give one of them"}, false},
+		{"chat push option path", []string{"chat", "push", "abcdef012345", "--", "x.py", "--upload-pack=x"}, 1, nil, []string{`remotectl: bad_request: paths[1] "--upload-pack=x": must not start with '-'`}, false},
+		{"chat push outside path", []string{"chat", "push", "abcdef012345", "../etc/passwd"}, 1, nil, []string{`remotectl: bad_request: paths[0] "../etc/passwd": must not contain '..'`}, false},
+		{"chat push loose chat", []string{"chat", "push", "abcdef012345", "-all"}, 1, nil, []string{"remotectl: conflict: chat abcdef012345 is a loose chat"}, false},
 		{"chat pr help", []string{"chat", "pr", "-h"}, 0, []string{"usage: remotectl chat pr CHAT -title T", "-base branch"}, nil, false},
 		{"prompt missing chat", []string{"prompt", "abcd", "hi"}, 1, nil, []string{"remotectl: not_found: chat abcd: not found\n"}, false},
 	}

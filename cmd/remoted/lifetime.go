@@ -363,8 +363,8 @@ func (d *remoted) shutdown() {
 
 // reload re-reads the config: log level, provider settings, the allowed
 // peers, the frontends, the allowed roots (access for connections made
-// after the reload) and the run timeouts (exit grace, idle timeout) change
-// in place; everything else (socket, state, LXD, host user, nice) needs a
+// after the reload), the run timeouts (exit grace, idle timeout) and the
+// warm pool's size change in place; everything else (socket, state, LXD, host user, nice) needs a
 // restart.
 func (d *remoted) reload() {
 	cfg, source, err := loadConfig(d.flags)
@@ -377,6 +377,9 @@ func (d *remoted) reload() {
 	d.reg.Configure(adapters(), providerSettings(cfg), d.ports)
 	d.warmProviders()
 	d.srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
+	if err := d.projects.Warm.SetSize(cfg.Projects.Warm); err != nil {
+		d.log.Warn("[projects] warm not changed", "error", err)
+	}
 	d.srv.SetAccess(access(cfg))
 	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		d.srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))

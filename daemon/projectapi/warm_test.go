@@ -223,3 +223,43 @@ func TestWarmContainerHasStoreCLI(t *testing.T) {
 		t.Fatalf("warm containers with the store's claude device: %v, want one", found)
 	}
 }
+
+// TestWarmDrainedOnResize (docs/operating.md, "Warm containers"): a reload
+// lowering [projects] warm (the pool's SetSize) deletes the ready
+// containers beyond it from LXD, down to none at 0, and the pool then
+// hands none out.
+func TestWarmDrainedOnResize(t *testing.T) {
+	prefix := testkit.ContainerName("warmdrain") + "-"
+	e := newProjectEnv(t, projectEnvOpts{warm: 2, warmPrefix: prefix, providers: []func(providers.AdapterConfig) providers.Provider{fileAgent}})
+	waitWarm(t, e.warm, 2)
+	inLXD := func() []string {
+		all, err := e.lxd.Instances(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range all {
+			if strings.HasPrefix(in.Name, prefix) {
+				out = append(out, in.Name)
+			}
+		}
+		return out
+	}
+	for _, size := range []int{1, 0} {
+		if err := e.warm.SetSize(size); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 3*time.Minute, func() error {
+			if got := inLXD(); len(got) != size {
+				return fmt.Errorf("containers %v", got)
+			}
+			return nil
+		}, "%d warm containers left in LXD", size)
+		if st := e.warm.Stats(); st.Ready != size {
+			t.Errorf("pool at size %d: %+v", size, st)
+		}
+	}
+	if c := e.warm.Claim(context.Background(), "id-x", "x"); c != "" {
+		t.Errorf("a claim at size 0 got %s", c)
+	}
+}

@@ -528,7 +528,8 @@ func (rt *Routes) turnEnded(chatID string) {
 		rt.comment(ctx, hf, token, ref.Number, chat, cmp.Or(strings.TrimSpace(last), "The turn ended without changes or an answer."))
 		return
 	}
-	pushed, err := rt.commitAndPush(ctx, t, chat.Owner, fmt.Sprintf("%s (#%d)", strings.TrimPrefix(chat.Title, fmt.Sprintf("#%d ", ref.Number)), ref.Number), token)
+	pushed, err := rt.commitAndPush(ctx, t, chat.Owner,
+		api.PushRequest{Message: fmt.Sprintf("%s (#%d)", strings.TrimPrefix(chat.Title, fmt.Sprintf("#%d ", ref.Number)), ref.Number)}, token)
 	if err != nil {
 		log.Warn("forge chat's push failed", "error", err)
 		rt.comment(ctx, hf, token, ref.Number, chat, "Remote could not push the changes of chat "+rt.chatLink(chat)+".")

@@ -359,7 +359,8 @@ func turnTrees(st interface {
 	return base, head, nil
 }
 
-// push serves POST /v1/chats/{id}/push {message?}.
+// push serves POST /v1/chats/{id}/push {message?, all?, paths?}; the
+// paths are checked before the chat or its container is looked at.
 func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 	var req api.PushRequest
 	if err := daemon.DecodeBody(w, r, &req); err != nil {
@@ -367,6 +368,12 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.Message) > 64<<10 {
 		return daemon.BadRequest("message: longer than 65536 bytes")
+	}
+	if req.All && len(req.Paths) > 0 {
+		return daemon.BadRequest("all and paths: give one of them (all: every untracked file .gitignore does not ignore; paths: only these)")
+	}
+	if err := gitrepo.CheckPaths(req.Paths); err != nil {
+		return err
 	}
 	t, err := rt.resolve(r)
 	if err != nil {
@@ -379,23 +386,24 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := rt.commitAndPush(r.Context(), t, daemon.UserFrom(r.Context()), req.Message, token)
+	res, err := rt.commitAndPush(r.Context(), t, daemon.UserFrom(r.Context()), req, token)
 	if err != nil {
 		return err
 	}
 	return daemon.WriteJSON(w, http.StatusOK, res)
 }
 
-// commitAndPush commits what is uncommitted on the chat's branch (message
-// "" takes the default) and pushes the branch with token, recording
-// system/pushed in the chat.
-func (rt *Routes) commitAndPush(ctx context.Context, t target, user, message, token string) (api.PushResult, error) {
+// commitAndPush commits what is uncommitted on the chat's branch (what
+// req's All and Paths say; message "" takes the default) and pushes the
+// branch with token, recording system/pushed in the chat.
+func (rt *Routes) commitAndPush(ctx context.Context, t target, user string, req api.PushRequest, token string) (api.PushResult, error) {
 	co, err := rt.checkout(t.srv, t.chat)
 	if err != nil {
 		return api.PushResult{}, err
 	}
-	p := gitrepo.Push{URL: t.repo.URL, Branch: cmp.Or(t.chat.Branch, Branch(t.chat.ID)), Message: message, Token: token,
-		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail, Dir: co.Dir(), Busy: co.Busy && !co.Worktree}
+	p := gitrepo.Push{URL: t.repo.URL, Branch: cmp.Or(t.chat.Branch, Branch(t.chat.ID)), Message: req.Message, Token: token,
+		AuthorName: rt.o.AuthorName, AuthorEmail: rt.o.AuthorEmail, Dir: co.Dir(), Busy: co.Busy && !co.Worktree,
+		All: req.All, Paths: req.Paths}
 	if co.Branch != "" { // its branch made ready where it works, as a turn does
 		if p.Dir, err = gitrepo.CheckOut(ctx, rt.o.Exec, t.contain, co); err != nil {
 			return api.PushResult{}, err
@@ -489,7 +497,7 @@ func (rt *Routes) pullRequest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	user := daemon.UserFrom(r.Context())
-	pushed, err := rt.commitAndPush(r.Context(), t, user, req.Title, token)
+	pushed, err := rt.commitAndPush(r.Context(), t, user, api.PushRequest{Message: req.Title}, token)
 	if err != nil {
 		return err
 	}

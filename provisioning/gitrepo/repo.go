@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"remote/api"
 	"remote/internal/errdefs"
@@ -372,21 +374,123 @@ type Push struct {
 	// chat of the project runs, so /workspace must not switch branch.
 	Dir  string
 	Busy bool
+	// What the commit takes (the index is reset first: what was staged
+	// before does not count). By default the tracked files' changes and
+	// the untracked files .gitignore does not ignore, except BuildOutput;
+	// All: also BuildOutput; Paths (CheckPaths): only these paths of
+	// Dir (files or directories, their untracked files that .gitignore
+	// does not ignore included).
+	All   bool
+	Paths []string
+}
+
+// BuildOutput are the untracked files a default push leaves out although
+// .gitignore does not ignore them: build output and caches of common
+// toolchains, as git glob patterns at any depth. A tracked file among them
+// is committed like any other; push with All takes them too.
+var BuildOutput = []string{"__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", "node_modules/", "*.o"}
+
+// buildOutputExcludes are BuildOutput as exclude pathspecs of git add.
+func buildOutputExcludes() []string {
+	out := make([]string, 0, len(BuildOutput))
+	for _, b := range BuildOutput {
+		if d, ok := strings.CutSuffix(b, "/"); ok {
+			out = append(out, ":(exclude,glob)**/"+d+"/**")
+		} else {
+			out = append(out, ":(exclude,glob)**/"+b)
+		}
+	}
+	return out
+}
+
+// Bounds of a push's Paths.
+const (
+	MaxPushPaths      = 256
+	maxPushPathBytes  = 4096
+	maxPushPathsBytes = 64 << 10
+)
+
+// CheckPaths refuses push paths that are not plain paths inside the
+// chat's working tree: empty, absolute, with a ".." or ".git" part,
+// starting with "-" (an option), holding a control character (NUL
+// included) or not UTF-8, and more than MaxPushPaths paths, one over 4096
+// bytes or all over 65536. The error is invalid argument naming the path.
+// The paths reach git as literal pathspecs after "--" (no magic, no
+// globs).
+func CheckPaths(paths []string) error {
+	if len(paths) > MaxPushPaths {
+		return errdefs.InvalidArgument("paths: %d paths, at most %d", len(paths), MaxPushPaths)
+	}
+	total := 0
+	for i, p := range paths {
+		bad := func(why string) error {
+			return errdefs.InvalidArgument("paths[%d] %q: %s", i, p, why)
+		}
+		total += len(p)
+		switch {
+		case p == "":
+			return bad("must not be empty")
+		case len(p) > maxPushPathBytes:
+			return errdefs.InvalidArgument("paths[%d]: longer than %d bytes", i, maxPushPathBytes)
+		case total > maxPushPathsBytes:
+			return errdefs.InvalidArgument("paths: longer than %d bytes together", maxPushPathsBytes)
+		case !utf8.ValidString(p):
+			return errdefs.InvalidArgument("paths[%d]: not UTF-8", i)
+		case strings.HasPrefix(p, "-"):
+			return bad("must not start with '-'")
+		case strings.HasPrefix(p, "/"):
+			return bad("must be relative to the chat's working tree (" + Workspace + " or its worktree), not absolute")
+		}
+		for _, r := range p {
+			if r < 0x20 || r == 0x7f {
+				return bad("must not contain control characters")
+			}
+		}
+		for _, c := range strings.Split(p, "/") {
+			switch c {
+			case "..":
+				return bad("must not contain '..': a path stays inside the chat's working tree")
+			case ".git":
+				return bad("must not name .git")
+			}
+		}
+	}
+	return nil
 }
 
 // commitScript moves the chat's working tree onto the branch (created at
 // HEAD when it is new; switched to, carrying the uncommitted changes,
-// when it exists) and commits everything uncommitted, ignored files
-// aside. A switch under another chat's run is refused (exit 4).
+// when it exists) and commits what $REMOTE_GIT_STAGE says, ignored files
+// aside: "all" everything, "paths" only the paths in "$@" (literal
+// pathspecs; each must exist, be tracked or be in HEAD: exit 6, and not be
+// ignored: exit 7, checked before anything changes; check-ignore takes
+// no pathspec magic, literal included, and reads p as a path), else the tracked
+// files' changes and the untracked files but the exclude pathspecs in
+// "$@" (BuildOutput). A switch under another chat's run is refused (exit
+// 4).
 const commitScript = `set -e
 cd "$REMOTE_GIT_DIR"
+if [ "$REMOTE_GIT_STAGE" = paths ]; then
+  for p in "$@"; do
+    if [ -e "$p" ] || [ -L "$p" ]; then
+      if (unset GIT_LITERAL_PATHSPECS; git check-ignore -q -- "$p"); then printf '%s' "$p"; exit 7; fi
+    elif ! git ls-files --error-unmatch -- "$p" >/dev/null 2>&1 && ! git cat-file -e "HEAD:$p" 2>/dev/null; then
+      printf '%s' "$p"; exit 6
+    fi
+  done
+fi
 cur=$(git symbolic-ref -q --short HEAD || true)
 if [ "$cur" != "$REMOTE_GIT_BRANCH" ]; then
   [ -z "$REMOTE_GIT_BUSY" ] || { echo "${cur:-a detached HEAD}"; exit 4; }
   if git show-ref -q --verify "refs/heads/$REMOTE_GIT_BRANCH"; then git checkout -q "$REMOTE_GIT_BRANCH" --
   else git checkout -q -b "$REMOTE_GIT_BRANCH"; fi
 fi
-git add -A
+git reset -q
+case "$REMOTE_GIT_STAGE" in
+all) git add -A ;;
+paths) git add -A -- "$@" ;;
+*) git add -u && git add -A -- . "$@" ;;
+esac
 git diff --cached --quiet || git commit -q -m "$REMOTE_GIT_MESSAGE"
 git rev-parse HEAD
 `
@@ -403,8 +507,8 @@ done
 git bundle create -q - "$@"
 `
 
-// CommitAndPush commits what is uncommitted in container's /workspace on
-// p.Branch and pushes the branch to p.URL; it returns the pushed commit.
+// CommitAndPush commits what is uncommitted in container's /workspace
+// (what p.All and p.Paths say) on p.Branch and pushes the branch to p.URL; it returns the pushed commit.
 // Only the commit runs in the container (git add may run the
 // repository's filters), with no token; the branch then leaves the
 // container as a bundle and g pushes it from the host (Remote), to
@@ -422,14 +526,38 @@ func CommitAndPush(ctx context.Context, x Execer, g *Remote, key, container stri
 	}
 	env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = p.AuthorName, p.AuthorEmail
 	env["GIT_COMMITTER_NAME"], env["GIT_COMMITTER_EMAIL"] = p.AuthorName, p.AuthorEmail
-	res, err := run(ctx, x, container, []string{"sh", "-c", commitScript}, env, 4096)
+	argv := []string{"sh", "-c", commitScript, "sh"}
+	switch {
+	case p.All && len(p.Paths) > 0:
+		return "", errdefs.InvalidArgument("all and paths: give one of them")
+	case p.All:
+		env["REMOTE_GIT_STAGE"] = "all"
+	case len(p.Paths) > 0:
+		if err := CheckPaths(p.Paths); err != nil {
+			return "", err
+		}
+		env["REMOTE_GIT_STAGE"], env["GIT_LITERAL_PATHSPECS"] = "paths", "1"
+		argv = append(argv, p.Paths...)
+	default:
+		argv = append(argv, buildOutputExcludes()...)
+	}
+	res, err := run(ctx, x, container, argv, env, 4096)
 	if err != nil {
 		return "", err
 	}
 	sha := strings.TrimSpace(string(res.out))
-	if res.code == 4 {
+	switch res.code {
+	case 4:
 		return "", errdefs.Conflict("push %s: /workspace is on %s and another chat of the project is running in it; push when it has ended",
 			p.Branch, sanitize(sha, ""))
+	case 6, 7:
+		// Named only when it is one of the request's (the container's
+		// output is the agent's to forge).
+		if i := slices.Index(p.Paths, string(res.out)); i >= 0 && res.code == 6 {
+			return "", errdefs.InvalidArgument("paths[%d] %q: matches no file in the chat's working tree (%s)", i, p.Paths[i], p.Dir)
+		} else if i >= 0 {
+			return "", errdefs.InvalidArgument("paths[%d] %q: is ignored (.gitignore or .git/info/exclude); a push never commits ignored files", i, p.Paths[i])
+		}
 	}
 	if res.code != 0 || !shaRE.MatchString(sha) {
 		return "", errdefs.FailedPrecondition("commit on %s: git exited %d: %s", p.Branch, res.code, sanitize(res.stderr, ""))

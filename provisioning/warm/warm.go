@@ -177,13 +177,24 @@ func (p *Pool) Run(ctx context.Context) {
 		err := p.o.Create(ctx, name, map[string]string{Key: Ready})
 		p.mu.Lock()
 		p.creating--
+		surplus := false
 		if err == nil {
-			p.ready = append(p.ready, name)
+			// The size may have been lowered (SetSize) while it was made.
+			if surplus = len(p.ready) >= p.o.Size; !surplus {
+				p.ready = append(p.ready, name)
+			}
 			p.lastErr = ""
 		} else {
 			p.lastErr = err.Error()
 		}
 		p.mu.Unlock()
+		if surplus {
+			p.log.Info("warm container made past the pool's new size; it is deleted", "container", name)
+			if err := p.remove(ctx, name); err != nil {
+				p.log.Warn("surplus warm container not deleted", "container", name, "error", err)
+			}
+			continue
+		}
 		if err == nil {
 			backoff = time.Second
 			p.log.Debug("warm container ready", "container", name)
@@ -266,6 +277,42 @@ func (p *Pool) Claim(ctx context.Context, id, name string) string {
 	}
 	p.log.Info("warm container claimed", "container", c, "project", name, "id", id)
 	return c
+}
+
+// SetSize changes how many containers the pool keeps ready (a config
+// reload of [projects] warm). The ready containers beyond n leave the pool
+// at once, so no claim gets them, and are deleted in the background; one
+// being created when the pool is full by then is deleted when its create
+// ends; a larger n refills. A container being claimed is out of the pool
+// already (Claim takes it out before marking it) and is never touched. A
+// nil pool (warm was 0 at start) has nothing to drain and takes only 0.
+func (p *Pool) SetSize(n int) error {
+	if n < 0 || n > MaxSize {
+		return fmt.Errorf("warm pool size %d: want 0 to %d", n, MaxSize)
+	}
+	if p == nil {
+		if n == 0 {
+			return nil
+		}
+		return fmt.Errorf("warm pool size %d: [projects] warm was 0 when the daemon started; a pool starts with a restart", n)
+	}
+	p.mu.Lock()
+	old := p.o.Size
+	p.o.Size = n
+	var surplus []string
+	if len(p.ready) > n {
+		surplus = slices.Clone(p.ready[n:])
+		p.ready = slices.Clone(p.ready[:n])
+	}
+	p.mu.Unlock()
+	if old != n {
+		p.log.Info("warm pool resized", "from", old, "to", n, "deleting", len(surplus))
+	}
+	for _, c := range surplus {
+		p.Discard(c)
+	}
+	p.refill()
+	return nil
 }
 
 // Discard deletes a container that left the pool without a project (in

@@ -3,6 +3,8 @@ package warm_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +105,160 @@ func TestRefillDelayDefault(t *testing.T) {
 	}
 	if d := p.Stats().RefillDelay; d != 5*time.Second {
 		t.Fatalf("default refill delay %v, want 5s", d)
+	}
+}
+
+// deletes is an LXD (warmtest.LXD otherwise) that records the pool's
+// deletes.
+type deletes struct {
+	warmtest.LXD
+	mu      sync.Mutex
+	deleted []string
+}
+
+func (d *deletes) DeleteInstance(_ context.Context, name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deleted = append(d.deleted, name)
+	return nil
+}
+
+func (d *deletes) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(slices.Values(d.deleted))
+}
+
+// named records each create's name and holds it while gate is set
+// (a receive from gate lets one create end).
+type named struct {
+	mu    sync.Mutex
+	names []string
+	gate  chan struct{}
+}
+
+func (c *named) create(ctx context.Context, name string, _ map[string]string) error {
+	c.mu.Lock()
+	c.names = append(c.names, name)
+	gate := c.gate
+	c.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (c *named) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.names...)
+}
+
+// TestSetSizeDrainsReady (issue "the operator's path"): lowering
+// [projects] warm on a reload (SetSize) takes the ready containers beyond
+// the new size out of the pool at once (no claim gets them) and deletes
+// them; a container claimed before is never touched. Before SetSize the pool kept its start-up size until a
+// restart, and a restart with warm = 0 left its ready containers forever.
+func TestSetSizeDrainsReady(t *testing.T) {
+	lxd, c := &deletes{}, &named{}
+	// A refill delay far beyond the test: the claim's refill never starts.
+	p, err := warm.New(warm.Options{Size: 3, LXD: lxd, Create: c.create, MarkerKey: "user.test.id", NameKey: "user.test.name", RefillDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmtest.Run(t, p)
+	waitReady(t, p, 3)
+	claimed := p.Claim(context.Background(), "id-a", "a")
+	if claimed == "" {
+		t.Fatal("claim: none ready")
+	}
+	if err := p.SetSize(1); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Size != 1 || st.Ready != 1 {
+		t.Errorf("right after SetSize(1): %+v, want size 1, 1 ready", st)
+	}
+	if err := p.SetSize(0); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Size != 0 || st.Ready != 0 || st.Creating != 0 {
+		t.Errorf("right after SetSize(0): %+v, want nothing ready or creating", st)
+	}
+	if got := p.Claim(context.Background(), "id-b", "b"); got != "" {
+		t.Errorf("a claim after SetSize(0) got %s", got)
+	}
+	var unclaimed []string
+	for _, n := range c.all() {
+		if n != claimed {
+			unclaimed = append(unclaimed, n)
+		}
+	}
+	slices.Sort(unclaimed)
+	testkit.Eventually(t, time.Minute, func() error {
+		if got := lxd.names(); !slices.Equal(got, unclaimed) {
+			return fmt.Errorf("deleted %v", got)
+		}
+		return nil
+	}, "the 2 unclaimed containers %v deleted, the claimed %s kept", unclaimed, claimed)
+	if n := len(c.all()); n != 3 {
+		t.Errorf("%d creates, want the 3 of the start", n)
+	}
+	if err := p.SetSize(warm.MaxSize + 1); err == nil {
+		t.Error("SetSize past MaxSize taken")
+	}
+}
+
+// TestSetSizeDeletesACreateInFlight: a container whose create was under
+// way when the size dropped to 0 is deleted when its create ends, never
+// added to the pool; raising the size again refills.
+func TestSetSizeDeletesACreateInFlight(t *testing.T) {
+	lxd, c := &deletes{}, &named{gate: make(chan struct{})}
+	p, err := warm.New(warm.Options{Size: 1, LXD: lxd, Create: c.create, MarkerKey: "user.test.id", NameKey: "user.test.name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmtest.Run(t, p)
+	testkit.Eventually(t, time.Minute, func() error {
+		if st := p.Stats(); st.Creating != 1 {
+			return fmt.Errorf("pool %+v", st)
+		}
+		return nil
+	}, "a create under way")
+	if err := p.SetSize(0); err != nil {
+		t.Fatal(err)
+	}
+	c.gate <- struct{}{}
+	testkit.Eventually(t, time.Minute, func() error {
+		if got, made := lxd.names(), c.all(); len(made) != 1 || !slices.Equal(got, made) {
+			return fmt.Errorf("made %v, deleted %v", made, got)
+		}
+		return nil
+	}, "the container made after SetSize(0) deleted")
+	if st := p.Stats(); st.Ready != 0 || st.Creating != 0 {
+		t.Errorf("after the create: %+v, want nothing ready or creating", st)
+	}
+	if got := p.Claim(context.Background(), "id-a", "a"); got != "" {
+		t.Errorf("claim got %s", got)
+	}
+	close(c.gate)
+	if err := p.SetSize(2); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, 2)
+}
+
+// TestSetSizeOfNoPool: a daemon started with warm = 0 has no pool; a
+// reload keeping 0 is nothing, raising it says a restart is needed.
+func TestSetSizeOfNoPool(t *testing.T) {
+	var p *warm.Pool
+	if err := p.SetSize(0); err != nil {
+		t.Errorf("SetSize(0) of no pool: %v", err)
+	}
+	if err := p.SetSize(2); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Errorf("SetSize(2) of no pool: %v, want a restart asked", err)
 	}
 }
