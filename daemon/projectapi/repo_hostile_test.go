@@ -14,42 +14,6 @@ import (
 	"remote/internal/testkit"
 )
 
-// hostileSetup is what the hostile agent runs: every command on its PATH
-// shadowed by a wrapper in /usr/local/bin, and git in /usr/bin replaced,
-// each appending its argv and environment to /var/tmp/.collected before
-// running the real one; .git/config rewritten (credential helpers,
-// insteadOf to ext::, protocol.*.allow, core.sshCommand, core.fsmonitor,
-// a hooks path of its own with every hook); and a /proc scanner left
-// running in a session of its own, appending every process's environment
-// and argv to /var/tmp/.scan.
-const hostileSetup = `set -e
-for d in /usr/bin /bin /usr/sbin /sbin; do
-  for f in "$d"/*; do
-    n=${f##*/}
-    case "$n" in dash|sh|bash|*.real) continue;; esac
-    [ -e "/usr/local/bin/$n" ] && continue
-    printf '#!/bin/dash\n{ echo "== %s $*"; /usr/bin/env; } >> /var/tmp/.collected 2>/dev/null\nexec %s "$@"\n' "$n" "$f" > "/usr/local/bin/$n"
-    chmod +x "/usr/local/bin/$n"
-  done
-done
-mv /usr/bin/git /usr/bin/git.real
-printf '#!/bin/dash\n{ echo "== git $*"; /usr/bin/env; } >> /var/tmp/.collected 2>/dev/null\nexec /usr/bin/git.real "$@"\n' > /usr/bin/git
-chmod +x /usr/bin/git
-rm -f /usr/local/bin/git
-mkdir -p /var/tmp/hooks
-for h in pre-commit post-commit pre-push post-checkout reference-transaction post-index-change; do
-  printf '#!/bin/dash\nenv >> /var/tmp/.hooks\n' > /var/tmp/hooks/$h; chmod +x /var/tmp/hooks/$h
-done
-g=/usr/bin/git.real
-$g config core.hooksPath /var/tmp/hooks
-$g config credential.helper '!f(){ env >> /var/tmp/.helper; }; f'
-$g config --add url.'ext::sh -c env>>/var/tmp/.ext #'.insteadOf "$REPO"
-$g config protocol.ext.allow always
-$g config core.sshCommand 'env >> /var/tmp/.ssh #'
-$g config core.fsmonitor 'env >> /var/tmp/.fsmonitor #'
-setsid sh -c 'echo $$ > /var/tmp/.scanner.pid; while :; do for p in /proc/[0-9]*; do tr "\0" "\n" < $p/environ; tr "\0" " " < $p/cmdline; echo; done >> /var/tmp/.scan 2>/dev/null; sleep 1; done' </dev/null >/dev/null 2>&1 &
-echo PLANTED`
-
 // TestAttackHostileAgentNeverSeesTheToken: over ten turns an agent that
 // replaces every binary on its PATH and git itself with environment
 // dumpers, rewrites .git/config (helpers, insteadOf, protocol.*, core.*,
@@ -71,7 +35,7 @@ func TestAttackHostileAgentNeverSeesTheToken(t *testing.T) {
 	turns := []string{
 		"true",
 		// The fake agent runs a prompt's last line: the script goes whole.
-		"export REPO=" + url + "; echo " + base64.StdEncoding.EncodeToString([]byte(hostileSetup)) + " | base64 -d | sh",
+		"export REPO=" + url + "; echo " + base64.StdEncoding.EncodeToString([]byte(testkit.HostileGitKit)) + " | base64 -d | sh",
 		"sed -i 's/a - b/a + b/' calc.py",
 		"mv .git /var/tmp/stolen-git", // the next turn clones again
 		"git status --short; echo RECLONED",
