@@ -291,6 +291,11 @@ func TestAttackHostileAgentAcrossDaemonRestart(t *testing.T) {
 		t.Errorf("the fork's turn did not run: %s", summarize(fevs))
 	}
 	forked := b.project(t, fork.Project).Container
+	// The tenth turn: the original chat once more after the fork, the
+	// agent's kit still in place, before the user pushes.
+	if evs := turn(chat.ID, "git diff --stat; echo TENTH", time.Minute); !strings.Contains(assistantText(evs), "TENTH") {
+		t.Errorf("the tenth turn did not run: %s", summarize(evs))
+	}
 
 	// Push and pull request, from the host.
 	st, body = call("POST", "/v1/chats/"+chat.ID+"/push", api.PushRequest{Message: "Fix add"})
