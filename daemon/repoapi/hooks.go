@@ -163,6 +163,9 @@ func (rt *Routes) forgeEvents(w http.ResponseWriter, r *http.Request) error {
 		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: fmt.Sprintf("the delivery is larger than %d bytes", MaxHookBody)}
 	}
 	srv := rt.srv
+	if srv == nil {
+		return errNoChats
+	}
 	proj, err := rt.o.Store.Project(name)
 	if err != nil {
 		log.Warn("forge event refused", "reason", "no such project")
@@ -465,6 +468,9 @@ func (rt *Routes) observe(chatID string, ev api.Event) {
 // without, the turn's last assistant message.
 func (rt *Routes) turnEnded(chatID string) {
 	srv := rt.srv
+	if srv == nil {
+		return
+	}
 	chat, err := srv.Store().Chat(chatID)
 	if err != nil || !strings.HasPrefix(chat.Branch, gitrepo.ReservedBranchPrefix+"issue-") {
 		return

@@ -86,7 +86,8 @@ type Options struct {
 	Starter Starter
 	Exec    gitrepo.Execer
 	// Chats, Hub and Prompts are the daemon's chats, run hub and prompt
-	// service (required).
+	// service; without all three the routes that reach a chat answer an
+	// internal error.
 	Chats   ChatStore
 	Hub     ChatHub
 	Prompts Enqueuer
@@ -144,17 +145,16 @@ type Opener func(ctx context.Context, token string, pr PullRequest) (url string,
 // Routes serves the repository routes.
 type Routes struct {
 	o     Options
-	srv   *daemonSide
+	srv   *daemonSide // nil without Options.Chats, Hub and Prompts
 	diffs *diffBudget
 	hooks hookState
 }
 
 // New returns the routes, watching the ends of turns on o.Hub (a forge
-// issue's chat answers its issue); Store, Starter, Exec, Chats, Hub and
-// Prompts are required.
+// issue's chat answers its issue); Store, Starter and Exec are required.
 func New(o Options) (*Routes, error) {
-	if o.Store == nil || o.Starter == nil || o.Exec == nil || o.Chats == nil || o.Hub == nil || o.Prompts == nil {
-		return nil, errors.New("repoapi: store, starter, exec, chats, hub and prompts are required")
+	if o.Store == nil || o.Starter == nil || o.Exec == nil {
+		return nil, errors.New("repoapi: store, starter and exec are required")
 	}
 	if o.Git == nil {
 		o.Git = &gitrepo.Remote{}
@@ -184,10 +184,15 @@ func New(o Options) (*Routes, error) {
 			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
 		}
 	}
-	rt := &Routes{o: o, srv: &daemonSide{store: o.Chats, hub: o.Hub, prompts: o.Prompts}, diffs: diffBudgetFor(o)}
-	o.Hub.Observe(rt.observe)
+	rt := &Routes{o: o, diffs: diffBudgetFor(o)}
+	if o.Chats != nil && o.Hub != nil && o.Prompts != nil {
+		rt.srv = &daemonSide{store: o.Chats, hub: o.Hub, prompts: o.Prompts}
+		o.Hub.Observe(rt.observe)
+	}
 	return rt, nil
 }
+
+var errNoChats = errors.New("repository routes have no chats (repoapi.Options.Chats, Hub, Prompts)")
 
 // daemonSide is what the routes reach of the daemon: its chats, run hub
 // and prompt service.
@@ -252,6 +257,9 @@ func (rt *Routes) start(ctx context.Context, t target) (target, error) {
 // in, with a repository), without touching its container.
 func (rt *Routes) lookup(r *http.Request) (target, error) {
 	srv := rt.srv
+	if srv == nil {
+		return target{}, errNoChats
+	}
 	id := r.PathValue("id")
 	if !chatIDRE.MatchString(id) {
 		return target{}, daemon.BadRequest("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
@@ -583,6 +591,9 @@ func Branch(chatID string) string {
 // another chat of the project has a run active.
 func (rt *Routes) Checkout(chatID string) (gitrepo.Checkout, error) {
 	srv := rt.srv
+	if srv == nil {
+		return gitrepo.Checkout{}, errNoChats
+	}
 	chat, err := srv.Store().Chat(chatID)
 	if err != nil {
 		return gitrepo.Checkout{}, fmt.Errorf("load chat %s: %w", chatID, err)
