@@ -2,14 +2,13 @@
 // its clients (package client, remotectl, remote-web), the way Tailscale's
 // ipn/lapitest runs a real LocalAPI: the same constructor cmd/remoted uses
 // (system.New, the composition root: a real store, the real route table,
-// the project routes and the peer-credential gate) on a Unix socket in a temporary directory,
-// with scripted providers in place of the agent CLIs. What the tests see is
-// what a user of the socket sees; there is no second implementation of the
-// API to drift from the first.
+// the project routes and the peer-credential gate) on a Unix socket in a
+// temporary directory, with scripted providers in place of the agent CLIs.
+// What the tests see is what a user of the socket sees; there is no second
+// implementation of the API, nor of its wiring, to drift from the first.
 //
-// The project routes and the doctor are always wired, as cmd/remoted wires
-// them: without
-// Options.LXD the daemon runs degraded (project operations that need LXD
+// The project routes and the doctor are always wired, by the same
+// system.New as cmd/remoted: without Options.LXD the daemon runs degraded (project operations that need LXD
 // answer 503, as remoted does while LXD is unreachable); with it they run
 // on the machine's real LXD (testkit.LXD: skipped locally, failing in CI
 // when LXD is missing).
