@@ -87,7 +87,7 @@ func benchAdmission(b *testing.B, prompts int, id string, newProvider func() pro
 		p := newProvider()
 		ts := newTestServer(b, []providers.Provider{p})
 		users := make(chan time.Time, 1)
-		ts.srv.Hub().Observe(func(_ string, ev api.Event) {
+		ts.srv.hub.Observe(func(_ string, ev api.Event) {
 			if ev.Type == api.EventUser {
 				users <- time.Now()
 			}

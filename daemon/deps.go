@@ -26,9 +26,5 @@ type (
 	ContainerForker = fork.ContainerForker
 )
 
-// SetContainerForker makes fork with a container available (call once,
-// before serving).
-func (s *Server) SetContainerForker(f ContainerForker) { s.containerForks.Store(&f) }
-
 // NewMetrics registers the daemon's series on a new registry.
 func NewMetrics() *Metrics { return metrics.New() }

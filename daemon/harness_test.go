@@ -119,7 +119,7 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if err := srv.Service().RecoverInterrupted(); err != nil {
+	if err := srv.svc.RecoverInterrupted(); err != nil {
 		t.Fatalf("RecoverInterrupted: %v", err)
 	}
 	ts := &testServer{t: t, srv: srv, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}
@@ -211,7 +211,7 @@ func (ts *testServer) events(chatID string) []api.Event {
 // waitIdle waits until the chat has no run.
 func (ts *testServer) waitIdle(chatID string) {
 	ts.t.Helper()
-	testkit.Eventually(ts.t, 90*time.Second, func() bool { return !ts.srv.Hub().Running(chatID) }, "chat %s idle", chatID)
+	testkit.Eventually(ts.t, 90*time.Second, func() bool { return !ts.srv.hub.Running(chatID) }, "chat %s idle", chatID)
 }
 
 func (ts *testServer) dialWS(path, user string) (*websocket.Conn, *http.Response, error) {

@@ -55,7 +55,7 @@ func TestNotifyProjectChatCarriesProject(t *testing.T) {
 	if err := ts.st.CreateChat(chat); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.srv.Hub().Append(chat.ID, api.Event{Type: api.EventComplete}); err != nil {
+	if _, err := ts.srv.hub.Append(chat.ID, api.Event{Type: api.EventComplete}); err != nil {
 		t.Fatal(err)
 	}
 	got := rc.wait(t, 1)

@@ -81,7 +81,7 @@ func TestQueuedPromptsRunInOrderAcrossRestart(t *testing.T) {
 	ts2 := newTestServerIn(t, dir, []providers.Provider{done})
 	testkit.Eventually(t, 20*time.Second, func() bool {
 		c, err := ts2.st.Chat(chat.ID)
-		return err == nil && c.Queued == 0 && !ts2.srv.Hub().Running(chat.ID)
+		return err == nil && c.Queued == 0 && !ts2.srv.hub.Running(chat.ID)
 	}, "the queue to drain")
 	evs := ts2.events(chat.ID)
 	if got, want := userTexts(evs), []string{"first", "one", "two", "three"}; !slices.Equal(got, want) {

@@ -72,7 +72,7 @@ func promptAndWait(t *testing.T, ts *testServer, chatID, text string) {
 	if st, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: text}); st != http.StatusAccepted {
 		t.Fatalf("prompt %q: %d %s", text, st, body)
 	}
-	if testkit.Poll(20*time.Second, func() bool { return !ts.srv.Hub().Running(chatID) }) != nil {
+	if testkit.Poll(20*time.Second, func() bool { return !ts.srv.hub.Running(chatID) }) != nil {
 		st, body := ts.do("POST", "/v1/chats/"+chatID+"/prompt", "alice", api.PromptRequest{Text: "anyone there?"})
 		t.Fatalf("chat still running 20 s after the prompt (a new prompt gets %d %s)", st, body)
 	}
@@ -203,10 +203,10 @@ func TestIdleTimeoutSparesPendingInteraction(t *testing.T) {
 		t.Fatalf("prompt: %d %s", st, body)
 	}
 	time.Sleep(time.Second) //nolint:forbidigo // the subject: five idle timeouts pass while the card waits
-	if !ts.srv.Hub().Running(chat.ID) {
+	if !ts.srv.hub.Running(chat.ID) {
 		t.Fatalf("run stopped while an interaction was pending: %v", types(ts.events(chat.ID)))
 	}
-	if err := ts.srv.Service().Respond(chat.ID, providers.InteractionResponse{ID: `"req-1"`, Result: json.RawMessage(`{"decision":"accept"}`)}); err != nil {
+	if err := ts.srv.svc.Respond(chat.ID, providers.InteractionResponse{ID: `"req-1"`, Result: json.RawMessage(`{"decision":"accept"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	<-answered

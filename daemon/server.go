@@ -66,6 +66,31 @@ type Options struct {
 	Notify webhook.NotifierOptions
 	// Queue bounds the bytes of queued prompts; zero values turn them off.
 	Queue QueueBounds
+	// Hub and Service are the run hub and the prompt service, built
+	// before the server (NewRunHub, NewPromptService) so that the route
+	// packages are handed them at construction; nil: New builds them from
+	// these options.
+	Hub     *runhub.Hub
+	Service *Service
+	// ContainerForker is the project side of a fork with a container
+	// (nil: forks with a container are refused).
+	ContainerForker ContainerForker
+}
+
+// NewRunHub builds the run hub of o: over o.Store, counted in o.Metrics
+// (which must be the server's), with o.SubscriberQueue.
+func NewRunHub(o Options) *runhub.Hub {
+	return runhub.NewHub(o.Store, cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()).Named("hub"), o.Metrics, o.SubscriberQueue)
+}
+
+// NewPromptService builds the prompt service of o on hub.
+func NewPromptService(o Options, hub *runhub.Hub) *Service {
+	log := cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())
+	return prompt.NewService(prompt.ServiceOptions{Store: o.Store, Hub: hub, Registry: o.Registry, Logger: log.Named("prompt"),
+		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
+		IdleTimeout: o.IdleTimeout,
+		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
+		StorageCheckEvery: o.StorageCheckEvery, Projects: o.Projects, Queue: o.Queue})
 }
 
 // Server is remoted's API: the route table behind the peer-credential
@@ -82,7 +107,7 @@ type Server struct {
 	lxd            LXDStatus
 	projects       ProjectChats
 	hub            *runhub.Hub
-	containerForks atomic.Pointer[ContainerForker] // SetContainerForker: fork with a container
+	containerForks atomic.Pointer[ContainerForker] // Options.ContainerForker: fork with a container
 	svc            *Service
 	handler        http.Handler
 	started        time.Time
@@ -121,7 +146,13 @@ func New(o Options) (*Server, error) {
 		started: time.Now(), stopStreams: make(chan struct{}),
 		pingEvery: cmp.Or(o.PingEvery, wsPingEvery), pongWait: cmp.Or(o.PongWait, wsPongWait)}
 	s.access.Store(&o.Access)
-	s.hub = runhub.NewHub(o.Store, o.Logger.Named("hub"), o.Metrics, o.SubscriberQueue)
+	if o.Hub == nil {
+		o.Hub = NewRunHub(o)
+	}
+	s.hub = o.Hub
+	if o.ContainerForker != nil {
+		s.containerForks.Store(&o.ContainerForker)
+	}
 	s.workspace = workspace.New(o.Logger.Named("workspace"), o.Store.Chat, s.hub.Running)
 	s.hub.Observe(s.workspace.Observe)
 	if cs, ok := o.Store.(interface{ OnChange(func(store.Change)) }); ok {
@@ -142,11 +173,10 @@ func New(o Options) (*Server, error) {
 		s.notifier = webhook.NewNotifier(o.Notify, o.Store.Chat)
 		s.hub.Observe(s.notifier.Observe)
 	}
-	s.svc = prompt.NewService(prompt.ServiceOptions{Store: o.Store, Hub: s.hub, Registry: o.Registry, Logger: o.Logger.Named("prompt"),
-		Metrics: o.Metrics, TranscriptBytes: o.TranscriptBytes, SkillsDir: o.SkillsDir, Roots: o.Roots,
-		IdleTimeout: o.IdleTimeout,
-		StateDir:    o.StateDir, MinFree: o.MinFree, MaxRunBytes: o.MaxRunBytes, MaxChatBytes: o.MaxChatBytes,
-		StorageCheckEvery: o.StorageCheckEvery, Projects: o.Projects, Queue: o.Queue})
+	if o.Service == nil {
+		o.Service = NewPromptService(o, s.hub)
+	}
+	s.svc = o.Service
 	routes := s.routes()
 	for _, rp := range o.RouteProviders {
 		routes = append(routes, rp.Routes()...)
@@ -162,16 +192,6 @@ func New(o Options) (*Server, error) {
 // SetAccess replaces the allowed peers; it applies to new connections
 // (config reload).
 func (s *Server) SetAccess(a Access) { s.access.Store(&a) }
-
-// Hub is the server's run hub.
-func (s *Server) Hub() *runhub.Hub { return s.hub }
-
-// Store returns the store the server was built on (the project routes
-// mark a restored project's chats in it).
-func (s *Server) Store() Store { return s.store }
-
-// Service is the server's prompt service.
-func (s *Server) Service() *Service { return s.svc }
 
 // Metrics are the server's Prometheus series.
 func (s *Server) Metrics() *Metrics { return s.metrics }

@@ -25,7 +25,7 @@ func TestFaultPromptDuringShutdown(t *testing.T) {
 	p := &fakeProvider{id: providers.Claude}
 	ts := newTestServer(t, []providers.Provider{p})
 	chat := ts.createChat("alice", "claude")
-	if err := ts.srv.Service().Shutdown(context.Background()); err != nil {
+	if err := ts.srv.svc.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	status, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"})
@@ -68,7 +68,7 @@ func TestFaultPromptRacesShutdown(t *testing.T) {
 				statuses[i], _ = ts.do("POST", "/v1/chats/"+c.ID+"/prompt", "alice", api.PromptRequest{Text: fmt.Sprint("hi ", round)})
 			}()
 		}
-		if err := ts.srv.Service().Shutdown(context.Background()); err != nil {
+		if err := ts.srv.svc.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -76,7 +76,7 @@ func TestFaultPromptRacesShutdown(t *testing.T) {
 			if s := statuses[i]; s != http.StatusAccepted && s != http.StatusServiceUnavailable {
 				t.Fatalf("round %d: prompt answered %d, want 202 or 503", round, s)
 			}
-			if ts.srv.Hub().Running(c.ID) {
+			if ts.srv.hub.Running(c.ID) {
 				t.Fatalf("round %d: chat %s still running after Shutdown returned", round, c.ID)
 			}
 		}

@@ -158,7 +158,7 @@ func TestFaultDiskFullRun(t *testing.T) {
 	if k == 2000 {
 		t.Fatal("every delta fit: the disk never filled")
 	}
-	unrecorded := slices.Contains(ts.srv.Service().Unrepaired(), chat.ID)
+	unrecorded := slices.Contains(ts.srv.svc.Unrepaired(), chat.ID)
 	if lastStored := stored[len(stored)-1]; !unrecorded && (lastStored.Type != api.EventError || lastStored.Message != wantMsg) {
 		t.Fatalf("the stored log ends with %s %q, and no end is pending", lastStored.Type, lastStored.Message)
 	}
@@ -290,13 +290,13 @@ func TestFaultDiskFullStartup(t *testing.T) {
 	if st, body := ts.do("GET", "/v1/chats", "alice", nil); st != http.StatusOK {
 		t.Fatalf("list chats on a full disk: %d %s", st, body)
 	}
-	unrepaired := ts.srv.Service().Unrepaired()
+	unrepaired := ts.srv.svc.Unrepaired()
 	if len(unrepaired) == 0 {
 		t.Fatal("every chat was repaired on the full disk: the test did not fill it")
 	}
 	m, repaired := restarts(ts)
 	t.Logf("full disk: %d of %d chats repaired at start-up", repaired, n)
-	if err := ts.srv.Service().RecoverInterrupted(); err != nil {
+	if err := ts.srv.svc.RecoverInterrupted(); err != nil {
 		t.Fatalf("RecoverInterrupted again: %v", err)
 	}
 	if m2, _ := restarts(ts); m > 1 || m2 > 1 {
@@ -306,7 +306,7 @@ func TestFaultDiskFullStartup(t *testing.T) {
 		_, body := ts.do("GET", "/metrics", "", nil)
 		return string(body)
 	}
-	if want := fmt.Sprintf("remoted_chats_unrepaired %d\n", len(ts.srv.Service().Unrepaired())); !strings.Contains(metrics(ts), want) {
+	if want := fmt.Sprintf("remoted_chats_unrepaired %d\n", len(ts.srv.svc.Unrepaired())); !strings.Contains(metrics(ts), want) {
 		t.Errorf("metrics lack %q", want)
 	}
 	ts.stop()
@@ -322,7 +322,7 @@ func TestFaultDiskFullStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 30*time.Second, func() error {
-		if u := ts.srv.Service().Unrepaired(); len(u) > 0 {
+		if u := ts.srv.svc.Unrepaired(); len(u) > 0 {
 			return fmt.Errorf("unrepaired: %v", u)
 		}
 		return nil
@@ -468,8 +468,8 @@ func TestFaultDiskFullUnstoredEnd(t *testing.T) {
 	if slices.ContainsFunc(stored, func(ev api.Event) bool { return ev.Type == api.EventError || ev.Type == api.EventComplete }) {
 		t.Fatalf("stored an end although its write failed: %v", types(stored[len(stored)-2:]))
 	}
-	if !slices.Equal(ts.srv.Service().Unrepaired(), []string{chat.ID}) {
-		t.Fatalf("unrepaired = %v, want [%s]", ts.srv.Service().Unrepaired(), chat.ID)
+	if !slices.Equal(ts.srv.svc.Unrepaired(), []string{chat.ID}) {
+		t.Fatalf("unrepaired = %v, want [%s]", ts.srv.svc.Unrepaired(), chat.ID)
 	}
 	st, body := ts.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "hi"})
 	if st != http.StatusInsufficientStorage || errorCode(t, body) != api.CodeStorageFull {
@@ -479,7 +479,7 @@ func TestFaultDiskFullUnstoredEnd(t *testing.T) {
 	os.Remove(filler)
 	fe.fail.Store(false)
 	testkit.Eventually(t, 30*time.Second, func() error {
-		if u := ts.srv.Service().Unrepaired(); len(u) > 0 {
+		if u := ts.srv.svc.Unrepaired(); len(u) > 0 {
 			return fmt.Errorf("unrepaired: %v", u)
 		}
 		return nil

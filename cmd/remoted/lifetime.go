@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -15,17 +13,10 @@ import (
 
 	"remote/config"
 	"remote/daemon"
-	"remote/daemon/doctor"
-	"remote/daemon/loginapi"
-	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
-	"remote/daemon/repoapi"
-	"remote/daemon/schedule"
-	"remote/daemon/scheduleapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
-	"remote/daemon/webhook"
-	"remote/internal/version"
+	"remote/daemon/system"
 	"remote/providers"
 	"remote/providers/probe"
 	"remote/providers/runner"
@@ -57,10 +48,9 @@ type remoted struct {
 	lxd      *lxdLink
 	hostUser runner.HostUser
 	shim     *runner.ShimConfig // nil: runs go direct
-	projects projectWiring
 	ports    providers.AdapterConfig
 	reg      *prompt.Registry
-	srv      *daemon.Server
+	sys      *system.System
 	serveErr chan error
 	status   string // the systemd status while serving
 }
@@ -123,7 +113,7 @@ func (d *remoted) start() error {
 // listed before the daemon serves, so a run started later is never taken
 // for one.
 func (d *remoted) releaseOrphans() {
-	runs, err := d.srv.Service().Runs()
+	runs, err := d.sys.Service.Runs()
 	if err != nil {
 		return
 	}
@@ -176,8 +166,8 @@ func (d *remoted) connectLXD() {
 	}
 }
 
-// wireProviders resolves the host user, wires the projects (their
-// reconciler runs until close) and configures the provider registry.
+// wireProviders resolves the host user and remote-shim; the system is
+// built from them and the config by newServer.
 func (d *remoted) wireProviders() error {
 	hostUser, err := runner.LookupHostUser(d.cfg.Agent.HostUser)
 	if err != nil {
@@ -190,24 +180,8 @@ func (d *remoted) wireProviders() error {
 		d.log.Warn("host agents run as root: a loose chat's agent can do anything root can on this host", "host_user", hostUser.Name)
 	}
 	d.hostUser = hostUser
-	shim := shimConfig(d.cfg, d.log)
-	d.shim = shim
-	if d.projects, err = wireProjects(d.cfg, d.store, d.lxd.conn, shim, d.log.Named("projects")); err != nil {
-		return fmt.Errorf("wire projects: %w", err)
-	}
-	if d.projects.Run != nil {
-		d.goJoined(d.projects.Run) // writes project status to the store
-	}
-	d.ports = providers.AdapterConfig{
-		Host:       runner.HostUserLauncher(&runner.HostLauncher{Shim: shim, Nice: d.cfg.Agent.Nice}, hostUser),
-		Containers: d.projects.Containers,
-		Preparer:   d.projects.Preparer,
-		Logger:     d.log.Named("providers"),
-		ExitGrace:  d.cfg.Agent.ExitGrace.Duration,
-	}
+	d.shim = shimConfig(d.cfg, d.log)
 	d.reg = prompt.NewRegistry()
-	d.reg.Configure(adapters(), providerSettings(d.cfg), d.ports)
-	d.warmProviders()
 	return nil
 }
 
@@ -224,76 +198,29 @@ func (d *remoted) warmProviders() {
 	d.goJoined(func(ctx context.Context) { probe.Warm(ctx, ps) })
 }
 
-// newServer builds the API server and repairs chats a crash left running.
+// newServer builds the daemon through the composition root (system.New)
+// from the config: the projects (their loop runs until close), the
+// providers, the routes and the server; it repairs the chats a crash left
+// running.
 func (d *remoted) newServer() error {
-	cfg, hostUser := d.cfg, d.hostUser
-	schedules := &scheduleapi.Routes{}
-	srv, err := daemon.New(daemon.Options{
-		Store: d.store, Registry: d.reg, Logger: d.log.Named("api"), Metrics: d.metrics, Version: version.String(),
-		Access:          access(cfg),
-		TranscriptBytes: cfg.Agent.TranscriptBytes,
-		SkillsDir:       cfg.Projects.SkillsDir,
-		Roots:           prompt.NewUserRoots(cfg.Agent.AllowedRoots, hostUser),
-		IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
-		DefaultCwd:      hostUser.Home,
-		StateDir:        cfg.Daemon.StateDir,
-		MinFree:         int64(cfg.Daemon.MinFree),
-		MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
-		MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
-		LXD:             d.lxd,
-		Projects:        d.projects.Chats,
-		RouteProviders: append(d.projects.Routes, &doctor.Doctor{
-			LXD: d.lxd, Registry: d.reg, SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
-			StateDir: cfg.Daemon.StateDir, HostUser: hostUser, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hostUser.Home),
-			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
-			CLIStore:       d.projects.CLIStore,
-			Images:         d.projects.Images,
-			Warm:           d.projects.Warm,
-			Profiles:       d.projects.Profiles,
-			Uses:           d.store,
-			Forges:         doctorForges(cfg.Forges),
-		}, &loginapi.ProviderLogins{Registry: d.reg, HostUser: hostUser}, schedules),
-		Notify: webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
-		Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
-			Chat: int64(cfg.Daemon.MaxChatQueuedBytes), User: int64(cfg.Daemon.MaxUserQueuedBytes)},
-	})
+	o, err := systemOptions(d.cfg, d.store, d.lxd, d.hostUser, d.shim, d.log)
+	if err != nil {
+		return fmt.Errorf("wire projects: %w", err)
+	}
+	o.Metrics = d.metrics
+	o.Go = d.goJoined
+	o.Registry = d.reg
+	o.Providers = func(ports providers.AdapterConfig) {
+		d.ports = ports
+		d.reg.Configure(adapters(), providerSettings(d.cfg), ports)
+		d.warmProviders()
+	}
+	sys, err := system.New(o)
 	if err != nil {
 		return err
 	}
-	d.srv = srv
-	if w := d.projects.Warm; w != nil {
-		srv.Metrics().WarmPool(func() (int, int, uint64, uint64) {
-			st := w.Stats()
-			return st.Ready, st.Creating, st.Claims, st.Misses
-		})
-	}
-	d.projects.OnEvacuated(srv.Service().ContainerEvacuated)
-	for _, rp := range d.projects.Routes {
-		if pr, ok := rp.(*projectapi.Projects); ok {
-			pr.Attach(srv) // restore and fork with a container reach the chats
-		}
-		if rr, ok := rp.(*repoapi.Routes); ok {
-			rr.Attach(srv) // diff and push reach the chats
-		}
-	}
-	// Recovery never fails start-up for want of space: chats it cannot
-	// repair yet are logged, counted and retried while the daemon serves.
-	if err := srv.Service().RecoverInterrupted(); err != nil {
-		return err
-	}
-	if n := len(srv.Service().Unrepaired()); n > 0 {
-		d.log.Error("serving with interrupted chats not yet repaired (state directory full?); retrying every 30 s", "chats", n)
-	}
-	// The schedules fire once runs are recovered: a catch-up run sees the
-	// chats as they really are.
-	sched, err := schedule.New(schedule.Options{Store: d.store, Prompts: srv.Service(), Logger: d.log.Named("schedule"),
-		CatchUp: cfg.Schedules.CatchUp, MinInterval: cfg.Schedules.MinInterval.Duration,
-		MaxPerChat: cfg.Schedules.MaxPerChat, MaxPerUser: cfg.Schedules.MaxPerUser})
-	if err != nil {
-		return err
-	}
-	schedules.Attach(sched)
-	d.goJoined(sched.Run)
+	d.sys = sys
+	d.goJoined(sys.Scheduler.Run) // the schedules fire once runs are recovered
 	return nil
 }
 
@@ -308,7 +235,7 @@ func (d *remoted) serve() error {
 			return err
 		}
 	}
-	d.goJoined(func(ctx context.Context) { d.serveErr <- d.srv.Serve(ctx, ln) })
+	d.goJoined(func(ctx context.Context) { d.serveErr <- d.sys.Server.Serve(ctx, ln) })
 	lxdUp := d.lxd.conn.Client() != nil
 	d.log.Info("serving", "socket", addrString(ln.Addr()), "lxd", lxdUp)
 	d.status = "serving on " + addrString(ln.Addr())
@@ -355,7 +282,7 @@ func (d *remoted) loop(sigs <-chan os.Signal) error {
 func (d *remoted) shutdown() {
 	ctx, cancel := context.WithTimeout(d.ctx, shutdownTimeout)
 	defer cancel()
-	if err := d.srv.Shutdown(ctx); err != nil {
+	if err := d.sys.Server.Shutdown(ctx); err != nil {
 		d.log.Error("shutdown incomplete", "error", err)
 	}
 	d.cancel()
@@ -376,22 +303,13 @@ func (d *remoted) reload() {
 	d.ports.ExitGrace = cfg.Agent.ExitGrace.Duration
 	d.reg.Configure(adapters(), providerSettings(cfg), d.ports)
 	d.warmProviders()
-	d.srv.Service().SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
-	if err := d.projects.Warm.SetSize(cfg.Projects.Warm); err != nil {
+	d.sys.Service.SetIdleTimeout(cfg.Agent.IdleTimeout.Duration)
+	if err := d.sys.Warm.SetSize(cfg.Projects.Warm); err != nil {
 		d.log.Warn("[projects] warm not changed", "error", err)
 	}
-	d.srv.SetAccess(access(cfg))
+	d.sys.Server.SetAccess(access(cfg))
 	if hu, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
-		d.srv.Service().SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
+		d.sys.Service.SetRoots(prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu))
 	}
 	d.log.Info("reloaded", "config", source, "log_level", cfg.Daemon.LogLevel)
-}
-
-// doctorForges lists the [forges."<host>"] tables for the doctor, by host.
-func doctorForges(forges map[string]config.Forge) []doctor.Forge {
-	out := make([]doctor.Forge, 0, len(forges))
-	for _, host := range slices.Sorted(maps.Keys(forges)) {
-		out = append(out, doctor.Forge{Host: host, Kind: forges[host].Kind, API: forges[host].API})
-	}
-	return out
 }

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -18,10 +19,15 @@ import (
 	"remote/daemon/doctor"
 	"remote/daemon/egress"
 	"remote/daemon/projectapi"
+	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
+	"remote/daemon/schedule"
 	"remote/daemon/store"
+	"remote/daemon/system"
+	"remote/daemon/webhook"
 	"remote/forge"
 	"remote/internal/hostfs"
+	"remote/internal/version"
 	"remote/providers"
 	"remote/providers/clistore"
 	"remote/providers/containerfs"
@@ -34,39 +40,19 @@ import (
 	"remote/provisioning/warm"
 )
 
-// projectWiring is what the projects feature adds to remoted.
-type projectWiring struct {
-	Chats      daemon.ProjectChats          // lets chats name a project
-	Routes     []daemon.RouteProvider       // the /v1/projects routes
-	Preparer   providers.ProjectPreparer    // S9 preparation for project runs
-	Containers providers.ContainerLaunchers // LXD exec launchers
-	// CLIStore is the CLI store project containers mount.
-	CLIStore *clistore.Store
-	// Images checks the default image for the doctor; Profiles the
-	// [lxd] profiles.
-	Images   doctor.ImageChecker
-	Profiles doctor.ProfileChecker
-	// Warm is the warm container pool (nil: [projects] warm = 0).
-	Warm *warm.Pool
-	// Run connects to LXD when it was unreachable at start-up, starts the
-	// autostart projects and keeps stored status true until ctx ends.
-	Run func(ctx context.Context)
-	// OnEvacuated sets what is told when LXD stops a project's container
-	// on an evacuated cluster member (the chats, once the server exists).
-	OnEvacuated func(fn func(api.Project, string))
-}
-
-// wireProjects builds the project routes, the preparer, the reconciler and
-// the container launchers from the config, the store and the daemon's LXD
-// connection (without a client while LXD is unreachable: project requests
-// then answer 503 until Run has connected).
-func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *runner.ShimConfig, log hclog.Logger) (projectWiring, error) {
+// systemOptions translates the config into the composition root's
+// options (system.New): the project pieces, the routes' bounds, the
+// doctor and the server's settings. The directories the parts write in
+// are made here, owned by the daemon's uid.
+func systemOptions(cfg config.Config, st *store.Store, lxd *lxdLink, hu runner.HostUser, shim *runner.ShimConfig, log hclog.Logger) (system.Options, error) {
+	conn := lxd.conn
 	hostHome := os.Getenv("HOME")
 	hostUser := hostfs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	if u, err := runner.LookupHostUser(cfg.Agent.HostUser); err == nil {
 		hostHome = u.Home
 		hostUser = hostfs.User{UID: u.UID, GID: u.GID}
 	}
+	plog := log.Named("projects")
 	// The CLI store: mounted into containers when LXD is this machine's
 	// (its unix socket), pushed when LXD is reached over the network.
 	cliStore := clistore.New(filepath.Join(cfg.Daemon.StateDir, "clis"))
@@ -82,13 +68,13 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 		GID:             cfg.Projects.ContainerGID,
 		HostUser:        hostUser,
 		HostHome:        hostHome,
-		Logger:          log.Named("provision"),
+		Logger:          plog.Named("provision"),
 	})
 	// Port previews: LXD's proxy devices listen on sockets here, owned
 	// by the daemon's uid (mode 0600) in a directory only it may enter.
 	previewDir := filepath.Join(cfg.Daemon.StateDir, "previews")
 	if err := os.MkdirAll(previewDir, 0o700); err != nil {
-		return projectWiring{}, fmt.Errorf("create preview directory %s: %w", previewDir, err)
+		return system.Options{}, fmt.Errorf("create preview directory %s: %w", previewDir, err)
 	}
 	// The egress proxy of projects whose network is off or allowlist: a
 	// socket per project here, the container's 127.0.0.1:3128 through an
@@ -96,140 +82,88 @@ func wireProjects(cfg config.Config, st *store.Store, conn *lxdconn.Conn, shim *
 	policy, err := egress.Compile(egress.Config{Mode: cfg.Projects.Network.Mode, Allow: cfg.Projects.Network.Allow,
 		ProjectMayAllow: nilIfEmpty(cfg.Projects.Network.ProjectMayAllow), Agent: agentHosts(cfg)})
 	if err != nil {
-		return projectWiring{}, fmt.Errorf("[projects.network]: %w", err)
-	}
-	var blocked atomic.Pointer[projectapi.Projects]
-	egressSrv, err := egress.New(egress.Options{Dir: filepath.Join(cfg.Daemon.StateDir, "egress"), Policy: policy,
-		Lookup: func(id string) (api.Project, error) { return projectByID(st, id) },
-		Blocked: func(p api.Project, host string, port int, method, reason string) {
-			if r := blocked.Load(); r != nil {
-				r.EgressBlocked(p, host, port, method, reason)
-			}
-		},
-		Log: log.Named("egress")})
-	if err != nil {
-		return projectWiring{}, err
-	}
-	if projs, err := st.Projects(); err == nil { // running containers reach their proxy before any preparation
-		for _, p := range projs {
-			if p.Network != nil && p.Network.Mode != api.NetworkOpen {
-				if _, err := egressSrv.Socket(p.ID); err != nil {
-					log.Warn("egress socket not opened", "project", p.Name, "error", err)
-				}
-			}
-		}
+		return system.Options{}, fmt.Errorf("[projects.network]: %w", err)
 	}
 	// The project environments' logs, readable by the daemon only.
 	envLogDir := filepath.Join(cfg.Daemon.StateDir, "environments")
 	if err := os.MkdirAll(envLogDir, 0o700); err != nil {
-		return projectWiring{}, fmt.Errorf("create environment log directory %s: %w", envLogDir, err)
+		return system.Options{}, fmt.Errorf("create environment log directory %s: %w", envLogDir, err)
 	}
 	servers, err := imageServers(cfg.LXD.ImageServers)
 	if err != nil {
-		return projectWiring{}, err
-	}
-	var repos *repoapi.Routes
-	// The git that talks to the projects' repositories runs here, on the
-	// host, with one bare mirror per project: the token never enters a
-	// container.
-	git := &gitrepo.Remote{Dir: filepath.Join(cfg.Daemon.StateDir, "git")}
-	prep, err := provisioning.New(provisioning.Options{
-		Git:          git,
-		ImageServers: servers,
-		LXD:          conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
-		Image: cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
-		CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
-		CheckpointKeep:        cfg.Projects.CheckpointKeep,
-		CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
-		PreviewDir:            previewDir,
-		Egress:                egressSrv,
-		Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
-		// Where a chat works in the repository: the repository routes know
-		// the chats (repos is set below, before any run).
-		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
-		// The project environment's setup runs as the container user.
-		EnvUID: cfg.Projects.ContainerUID, EnvGID: cfg.Projects.ContainerGID, EnvLogDir: envLogDir,
-		Logger: log.Named("prepare"),
-	})
-	if err != nil {
-		return projectWiring{}, err
-	}
-	pool, err := warm.New(warm.Options{Size: cfg.Projects.Warm, Image: prep.DefaultImage(), Pool: cfg.Projects.Pool, Profiles: cfg.LXD.Profiles,
-		LXD: conn, Create: prep.CreateWarm(cfg.Projects.Pool, storeCLIs(cliStore)), MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
-		Logger: log.Named("warm")})
-	if err != nil {
-		return projectWiring{}, err
-	}
-	var onEvacuated atomic.Pointer[func(api.Project, string)]
-	rec, err := reconcile.New(reconcile.Options{
-		Start:     func(ctx context.Context, p api.Project) error { _, err := prep.Start(ctx, p); return err },
-		MarkerKey: provisioning.MarkerKey, NameKey: provisioning.NameKey,
-		Projects: st, Lister: conn, Events: conn,
-		Parallel: cfg.Projects.StartParallel, Logger: log.Named("reconcile"),
-		OnEvacuated: func(p api.Project, member string) {
-			if fn := onEvacuated.Load(); fn != nil {
-				(*fn)(p, member)
-			}
-		},
-	})
-	if err != nil {
-		return projectWiring{}, err
+		return system.Options{}, err
 	}
 	pools, images, targets := cfg.ProjectAllowlists()
 	var fs projectapi.ContainerFS // the file routes answer 503 without remote-shim
 	if shim != nil {
 		fs = &containerfs.ContainerFiles{LXD: conn, Shim: shim}
 	}
-	routes, err := projectapi.NewProjects(projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"),
-		Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
-		FS: fs, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
-		Warm: pool, Network: policy, Egress: egressSrv})
-	if err != nil {
-		return projectWiring{}, err
-	}
-	blocked.Store(routes)
-	repos, err = repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, MaxPatchBytes: cfg.Projects.MaxDiffBytes,
-		AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail, Logger: log.Named("repo"),
-		Forge: forgeFor(cfg.Forges), Hooks: hooksFor(cfg.Forges), DefaultProvider: defaultProvider(cfg), PageURL: cfg.Web.PublicURL})
-	if err != nil {
-		return projectWiring{}, err
-	}
-	opts := lxdOptions(cfg.LXD)
 	profiles := cfg.LXD.Profiles
 	if len(profiles) == 0 {
 		profiles = []string{"default"} // as the preparer does
 	}
-	return projectWiring{
-		Chats:    projectapi.ProjectChatCheck{Store: st},
-		CLIStore: cliStore,
-		Routes: []daemon.RouteProvider{routes, &projectapi.CLIStoreRoutes{Store: cliStore, Logger: log.Named("clistore")},
-			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: images, Logger: log.Named("images")}, repos},
-		Images:     prep,
-		Profiles:   lxdconn.Profiles{Conn: conn, Names: profiles},
-		Warm:       pool,
-		Preparer:   prep,
-		Containers: connLaunchers{conn: conn, shim: shim},
-		Run: func(ctx context.Context) {
-			conn.Dial(ctx, opts, log.Named("lxd"))
-			go pool.Run(ctx)
-			_ = rec.Run(ctx)
+	dial := lxdOptions(cfg.LXD)
+	return system.Options{
+		Store: st, Logger: log, LXD: conn, LXDStatus: lxd, Dial: &dial,
+		Ports: providers.AdapterConfig{
+			Host:      runner.HostUserLauncher(&runner.HostLauncher{Shim: shim, Nice: cfg.Agent.Nice}, hu),
+			Logger:    log.Named("providers"),
+			ExitGrace: cfg.Agent.ExitGrace.Duration,
 		},
-		OnEvacuated: func(fn func(api.Project, string)) { onEvacuated.Store(&fn) },
+		Shim: shim, HostUser: hu, CLIStore: cliStore,
+		// The git that talks to the projects' repositories runs here, on
+		// the host, with one bare mirror per project: the token never
+		// enters a container.
+		Git: &gitrepo.Remote{Dir: filepath.Join(cfg.Daemon.StateDir, "git")},
+		Server: daemon.Options{
+			Version:         version.String(),
+			Access:          access(cfg),
+			TranscriptBytes: cfg.Agent.TranscriptBytes,
+			SkillsDir:       cfg.Projects.SkillsDir,
+			Roots:           prompt.NewUserRoots(cfg.Agent.AllowedRoots, hu),
+			IdleTimeout:     cfg.Agent.IdleTimeout.Duration,
+			DefaultCwd:      hu.Home,
+			StateDir:        cfg.Daemon.StateDir,
+			MinFree:         int64(cfg.Daemon.MinFree),
+			MaxRunBytes:     int64(cfg.Daemon.MaxRunBytes),
+			MaxChatBytes:    int64(cfg.Daemon.MaxChatBytes),
+			Notify:          webhook.NotifierOptions{URL: cfg.Notify.WebhookURL, Headers: cfg.Notify.Headers},
+			Queue: daemon.QueueBounds{Prompt: int64(cfg.Daemon.MaxQueuedPromptBytes),
+				Chat: int64(cfg.Daemon.MaxChatQueuedBytes), User: int64(cfg.Daemon.MaxUserQueuedBytes)},
+		},
+		Provisioning: provisioning.Options{
+			ImageServers: servers,
+			Image:        cfg.LXD.Image, Profiles: cfg.LXD.Profiles, Deps: deps,
+			CredentialSyncTimeout: cfg.Agent.CredentialSyncTimeout.Duration,
+			CheckpointKeep:        cfg.Projects.CheckpointKeep,
+			CheckpointExpiry:      cfg.Projects.CheckpointExpiry.Duration,
+			PreviewDir:            previewDir,
+			Idmap:                 provisioning.Idmap(cfg.Projects.Idmap),
+			// The project environment's setup runs as the container user.
+			EnvUID: cfg.Projects.ContainerUID, EnvGID: cfg.Projects.ContainerGID, EnvLogDir: envLogDir,
+		},
+		Projects: projectapi.ProjectsOptions{
+			Limits: api.ProjectLimits(cfg.Projects.Limits), DefaultPool: cfg.Projects.Pool, Pools: pools, Images: images, Targets: targets,
+			FS: fs, MaxUploadBytes: int64(cfg.Projects.MaxUploadBytes), FileUID: cfg.Projects.ContainerUID, FileGID: cfg.Projects.ContainerGID,
+		},
+		Repos: repoapi.Options{MaxPatchBytes: cfg.Projects.MaxDiffBytes,
+			AuthorName: cfg.Projects.GitAuthorName, AuthorEmail: cfg.Projects.GitAuthorEmail,
+			Forge: forgeFor(cfg.Forges), Hooks: hooksFor(cfg.Forges), DefaultProvider: defaultProvider(cfg), PageURL: cfg.Web.PublicURL},
+		Schedule: schedule.Options{CatchUp: cfg.Schedules.CatchUp, MinInterval: cfg.Schedules.MinInterval.Duration,
+			MaxPerChat: cfg.Schedules.MaxPerChat, MaxPerUser: cfg.Schedules.MaxPerUser},
+		Egress:    &egress.Options{Dir: filepath.Join(cfg.Daemon.StateDir, "egress"), Policy: policy},
+		Warm:      &warm.Options{Size: cfg.Projects.Warm, Pool: cfg.Projects.Pool, Profiles: cfg.LXD.Profiles},
+		Reconcile: &reconcile.Options{Parallel: cfg.Projects.StartParallel},
+		Doctor: doctor.Doctor{
+			SocketPath: cfg.Daemon.Socket, SocketGroup: cfg.Daemon.SocketGroup,
+			StateDir: cfg.Daemon.StateDir, HostUser: hu, Roots: prompt.NewRoots(cfg.Agent.AllowedRoots, hu.Home),
+			SecretsKeyPath: cfg.Daemon.SecretsKeyPath(os.Getenv("CREDENTIALS_DIRECTORY")),
+			CLIStore:       cliStore,
+			Profiles:       lxdconn.Profiles{Conn: conn, Names: profiles},
+			Uses:           st,
+			Forges:         doctorForges(cfg.Forges),
+		},
 	}, nil
-}
-
-// projectByID is the stored project of id (the egress proxy's Lookup).
-func projectByID(st *store.Store, id string) (api.Project, error) {
-	projs, err := st.Projects()
-	if err != nil {
-		return api.Project{}, err
-	}
-	for _, p := range projs {
-		if p.ID == id {
-			return p, nil
-		}
-	}
-	return api.Project{}, fmt.Errorf("no project of id %s", id)
 }
 
 func nilIfEmpty(s []string) []string {
@@ -257,20 +191,6 @@ func agentHosts(cfg config.Config) []string {
 		}
 	}
 	return hosts
-}
-
-// storeCLIs lists the providers whose CLI the store has a version of:
-// what a warm container gets mounted ahead of need.
-func storeCLIs(st *clistore.Store) func() []providers.ProviderID {
-	return func() []providers.ProviderID {
-		var ids []providers.ProviderID
-		for _, id := range []providers.ProviderID{providers.Claude, providers.Codex} {
-			if _, ok := st.Selected(id); ok {
-				ids = append(ids, id)
-			}
-		}
-		return ids
-	}
 }
 
 // providerSetups overlays [providers.<id>] provisioning keys on the
@@ -326,35 +246,6 @@ func files(in []config.ContainerFile) []provisioning.File {
 		out = append(out, provisioning.File{Host: f.Host, Container: f.Container, Mode: os.FileMode(f.Mode)})
 	}
 	return out
-}
-
-// connLaunchers runs project commands with runner.LXDLauncher over the
-// LXD connection as it is when the run starts: while LXD has not been
-// reached yet, a run fails with provisioning.ErrUnavailable instead of
-// the daemon needing a restart.
-type connLaunchers struct {
-	conn *lxdconn.Conn
-	shim *runner.ShimConfig // nil: runs go direct
-}
-
-var _ providers.ContainerLaunchers = connLaunchers{}
-
-func (l connLaunchers) Container(name string) providers.Launcher {
-	return connLauncher{conn: l.conn, name: name, shim: l.shim}
-}
-
-type connLauncher struct {
-	conn *lxdconn.Conn
-	name string
-	shim *runner.ShimConfig
-}
-
-func (l connLauncher) Start(ctx context.Context, cmd providers.Command) (providers.Process, error) {
-	cl := l.conn.Client()
-	if cl == nil {
-		return nil, fmt.Errorf("exec %s in %q: %w", cmd.Path, l.name, provisioning.ErrUnavailable)
-	}
-	return (&runner.LXDLauncher{Client: cl, Instance: l.name, Shim: l.shim}).Start(ctx, cmd)
 }
 
 // imageServers reads [lxd.image_servers] with their pinned certificates.
@@ -433,4 +324,13 @@ func (h HookForge) CanWrite(ctx context.Context, token, user string) (bool, erro
 func (h HookForge) OpenPullRequest(ctx context.Context, token string, pr repoapi.PullRequest) (string, int, error) {
 	res, err := h.F.OpenPullRequest(ctx, token, forge.PullRequest{Repo: h.Path, Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body, Draft: pr.Draft})
 	return res.URL, res.Number, err
+}
+
+// doctorForges lists the [forges."<host>"] tables for the doctor, by host.
+func doctorForges(forges map[string]config.Forge) []doctor.Forge {
+	out := make([]doctor.Forge, 0, len(forges))
+	for _, host := range slices.Sorted(maps.Keys(forges)) {
+		out = append(out, doctor.Forge{Host: host, Kind: forges[host].Kind, API: forges[host].API})
+	}
+	return out
 }

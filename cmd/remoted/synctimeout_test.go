@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"remote/config"
+	"remote/daemon"
+	"remote/daemon/prompt"
 	"remote/daemon/store"
+	"remote/daemon/system"
 	"remote/internal/testkit"
-	"remote/provisioning"
+	"remote/providers/runner"
 	"remote/provisioning/lxdconn"
 )
 
@@ -25,11 +29,18 @@ func TestCredentialSyncTimeoutReachesProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := wireProjects(cfg, st, lxdconn.NewConn(nil), nil, testkit.Logger(t, "wire"))
+	log := testkit.Logger(t, "wire")
+	o, err := systemOptions(cfg, st, &lxdLink{conn: lxdconn.NewConn(nil), metrics: daemon.NewMetrics()}, runner.HostUser{}, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Preparer.(*provisioning.Preparer).CredentialSyncTimeout(); got != 7*time.Second {
+	o.Registry = prompt.NewRegistry()
+	sys, err := system.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Server.Shutdown(context.Background()) }()
+	if got := sys.Preparer.CredentialSyncTimeout(); got != 7*time.Second {
 		t.Errorf("project preparer's sync timeout %v, want the configured 7s", got)
 	}
 }

@@ -1,15 +1,14 @@
 // Package daemontest runs the real remoted server for black-box tests of
 // its clients (package client, remotectl, remote-web), the way Tailscale's
 // ipn/lapitest runs a real LocalAPI: the same constructor cmd/remoted uses
-// (daemon.New with a real store, the real route table, the project routes
-// and the peer-credential gate) on a Unix socket in a temporary directory,
-// with scripted providers in place of the agent CLIs. What the tests see is
-// what a user of the socket sees; there is no second implementation of the
-// API to drift from the first.
+// (system.New, the composition root: a real store, the real route table,
+// the project routes and the peer-credential gate) on a Unix socket in a
+// temporary directory, with scripted providers in place of the agent CLIs.
+// What the tests see is what a user of the socket sees; there is no second
+// implementation of the API, nor of its wiring, to drift from the first.
 //
-// The project routes and the doctor are always wired, as cmd/remoted wires
-// them: without
-// Options.LXD the daemon runs degraded (project operations that need LXD
+// The project routes and the doctor are always wired, by the same
+// system.New as cmd/remoted: without Options.LXD the daemon runs degraded (project operations that need LXD
 // answer 503, as remoted does while LXD is unreachable); with it they run
 // on the machine's real LXD (testkit.LXD: skipped locally, failing in CI
 // when LXD is missing).
@@ -20,7 +19,6 @@ package daemontest
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -36,14 +34,13 @@ import (
 	"remote/daemon"
 	"remote/daemon/doctor"
 	"remote/daemon/egress"
-	"remote/daemon/loginapi"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
 	"remote/daemon/schedule"
-	"remote/daemon/scheduleapi"
 	"remote/daemon/socket"
 	"remote/daemon/store"
+	"remote/daemon/system"
 	"remote/internal/testkit"
 	"remote/lxdexec"
 	"remote/providers"
@@ -66,8 +63,13 @@ type Options struct {
 	Chats []Chat
 	// Version is what GET /v1/info reports; "" is "test".
 	Version string
-	// Configure, when set, adjusts the daemon's options before daemon.New.
+	// Configure, when set, adjusts the server's settings (access,
+	// bounds) before system.New builds the daemon; the route providers
+	// it builds are appended to RouteProviders.
 	Configure func(*daemon.Options)
+	// HostUser is the host user the login routes act as (nil: the
+	// test's own user).
+	HostUser *runner.HostUser
 	// Projects, when set, adjusts the project routes' options (limits,
 	// allowlists) before they are made.
 	Projects func(*projectapi.ProjectsOptions)
@@ -108,6 +110,9 @@ type Daemon struct {
 	StateDir string
 	Store    *store.Store
 	Server   *daemon.Server
+	// System is the daemon as system.New built it (its run hub, prompt
+	// service, preparer, routes).
+	System *system.System
 	// LXD is the LXD client the project routes use; nil without Options.LXD.
 	LXD *lxdexec.Client
 	// Claude and Codex are the default scripted providers (nil when
@@ -179,66 +184,6 @@ func New(t testing.TB, o Options) *Daemon {
 		d.LXD = lxdClient
 		lxdStatus = lxdInfo{lxdClient}
 	}
-	conn := lxdconn.NewConn(lxdClient)
-	git := &gitrepo.Remote{Dir: filepath.Join(d.StateDir, "git")}
-	var repos *repoapi.Routes
-	var egressSrv *egress.Server
-	var policy *egress.Compiled
-	var projects *projectapi.Projects
-	if o.Network != nil {
-		if policy, err = egress.Compile(o.Network.Config); err != nil {
-			t.Fatalf("daemontest: network: %v", err)
-		}
-		egressSrv, err = egress.New(egress.Options{Dir: filepath.Join(sockDir, "egress"), Policy: policy, Resolver: o.Network.Resolver, Public: o.Network.Public,
-			Lookup: func(id string) (api.Project, error) {
-				all, err := st.Projects()
-				for _, p := range all {
-					if p.ID == id {
-						return p, nil
-					}
-				}
-				return api.Project{}, errors.Join(err, errors.New("no such project"))
-			},
-			Blocked: func(p api.Project, host string, port int, method, reason string) {
-				projects.EgressBlocked(p, host, port, method, reason)
-			},
-			Log: log.Named("egress")})
-		if err != nil {
-			t.Fatalf("daemontest: egress: %v", err)
-		}
-		t.Cleanup(func() { _ = egressSrv.Close() })
-	}
-	popts := provisioning.Options{
-		Git: git,
-		LXD: conn, Projects: st, Secrets: provisioning.SecretSourceFunc(projectapi.StoreSecrets(st)),
-		Image: testkit.TestImage, Profiles: o.Profiles, Logger: log.Named("prepare"), CredentialSyncTimeout: 3 * time.Second,
-		// Where a chat works in the repository, as cmd/remoted wires it
-		// (repos is set below, before any run).
-		Checkouts: func(id string) (gitrepo.Checkout, error) { return repos.Checkout(id) },
-	}
-	if egressSrv != nil {
-		popts.Egress = egressSrv
-	}
-	prep, err := provisioning.New(popts)
-	if err != nil {
-		t.Fatalf("daemontest: preparer: %v", err)
-	}
-	po := projectapi.ProjectsOptions{Store: st, Preparer: prep, Exec: conn, Logger: log.Named("api"), Network: policy}
-	if o.Projects != nil {
-		o.Projects(&po)
-	}
-	projects, err = projectapi.NewProjects(po)
-	if err != nil {
-		t.Fatalf("daemontest: project routes: %v", err)
-	}
-	ro := repoapi.Options{Store: st, Starter: prep, Exec: conn, Git: git, Logger: log.Named("repo")}
-	if o.Repos != nil {
-		o.Repos(&ro)
-	}
-	repos, err = repoapi.New(ro)
-	if err != nil {
-		t.Fatalf("daemontest: repository routes: %v", err)
-	}
 
 	ps := o.Providers
 	if ps == nil {
@@ -259,53 +204,61 @@ func New(t testing.TB, o Options) *Daemon {
 		version = "test"
 	}
 	roots := prompt.NewRoots([]string{os.TempDir()}, "")
-	hostUser, err := runner.LookupHostUser("")
-	if err != nil {
-		t.Fatalf("daemontest: host user: %v", err)
+	hostUser := o.HostUser
+	if hostUser == nil {
+		hu, err := runner.LookupHostUser("")
+		if err != nil {
+			t.Fatalf("daemontest: host user: %v", err)
+		}
+		hostUser = &hu
 	}
-	schedules := &scheduleapi.Routes{}
-	doc := &doctor.Doctor{LXD: lxdStatus, Registry: reg, SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots, Images: prep}
-	opts := daemon.Options{
-		Store: st, Registry: reg, Logger: log.Named("api"), Version: version,
-		Roots:      roots,
-		DefaultCwd: d.StateDir,
-		StateDir:   d.StateDir,
-		LXD:        lxdStatus,
-		Projects:   projectapi.ProjectChatCheck{Store: st},
-		RouteProviders: []daemon.RouteProvider{projects, doc, repos, schedules,
-			&projectapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(d.StateDir, "clis"))},
-			&projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage()},
-			&loginapi.ProviderLogins{Registry: reg, HostUser: hostUser},
+	so := system.Options{
+		Store: st, Logger: log, LXD: lxdconn.NewConn(lxdClient), LXDStatus: lxdStatus,
+		Registry: reg, HostUser: *hostUser,
+		Git:      &gitrepo.Remote{Dir: filepath.Join(d.StateDir, "git")},
+		CLIStore: clistore.New(filepath.Join(d.StateDir, "clis")),
+		Server: daemon.Options{
+			Version:    version,
+			Roots:      roots,
+			DefaultCwd: d.StateDir,
+			StateDir:   d.StateDir,
 		},
+		Provisioning: provisioning.Options{Image: testkit.TestImage, Profiles: o.Profiles, CredentialSyncTimeout: 3 * time.Second},
+		Schedule:     schedule.Options{CatchUp: true},
+		Doctor:       doctor.Doctor{SocketPath: d.Socket, StateDir: d.StateDir, Roots: roots},
+	}
+	if o.Network != nil {
+		policy, err := egress.Compile(o.Network.Config)
+		if err != nil {
+			t.Fatalf("daemontest: network: %v", err)
+		}
+		so.Egress = &egress.Options{Dir: filepath.Join(sockDir, "egress"), Policy: policy, Resolver: o.Network.Resolver, Public: o.Network.Public}
 	}
 	if o.Configure != nil {
-		o.Configure(&opts)
+		o.Configure(&so.Server)
 	}
-	srv, err := daemon.New(opts)
+	if o.Projects != nil {
+		o.Projects(&so.Projects)
+	}
+	if o.Repos != nil {
+		o.Repos(&so.Repos)
+	}
+	if o.Schedules != nil {
+		o.Schedules(&so.Schedule)
+	}
+	sys, err := system.New(so)
 	if err != nil {
 		st.Close()
-		t.Fatalf("daemontest: daemon.New: %v", err)
+		t.Fatalf("daemontest: system.New: %v", err)
 	}
-	d.Server = srv
-	d.Ports = providers.AdapterConfig{Preparer: prep, Logger: log.Named("adapter")}
+	if sys.Egress != nil {
+		t.Cleanup(func() { _ = sys.Egress.Close() })
+	}
+	d.System, d.Server, d.Scheduler = sys, sys.Server, sys.Scheduler
+	d.Ports = providers.AdapterConfig{Preparer: sys.Preparer, Logger: log.Named("adapter")}
 	if lxdClient != nil {
 		d.Ports.Containers = &runner.LXDLauncher{Client: lxdClient}
 	}
-	projects.Attach(srv)
-	repos.Attach(srv)
-	if err := srv.Service().RecoverInterrupted(); err != nil {
-		st.Close()
-		t.Fatalf("daemontest: RecoverInterrupted: %v", err)
-	}
-	so := schedule.Options{Store: st, Prompts: srv.Service(), Logger: log.Named("schedule"), CatchUp: true}
-	if o.Schedules != nil {
-		o.Schedules(&so)
-	}
-	if d.Scheduler, err = schedule.New(so); err != nil {
-		st.Close()
-		t.Fatalf("daemontest: scheduler: %v", err)
-	}
-	schedules.Attach(d.Scheduler)
 	ln, err := socket.Listen(d.Socket, "")
 	if err != nil {
 		st.Close()
@@ -315,7 +268,7 @@ func New(t testing.TB, o Options) *Daemon {
 	d.cancel = cancel
 	d.schedDone = make(chan struct{})
 	go func() { defer close(d.schedDone); d.Scheduler.Run(ctx) }()
-	go func() { d.done <- srv.Serve(ctx, ln) }()
+	go func() { d.done <- sys.Server.Serve(ctx, ln) }()
 	t.Cleanup(d.stop)
 	// Serving: one answered request means Serve has registered its HTTP
 	// server, so a Shutdown from here on stops it. (A Shutdown that runs

@@ -318,7 +318,7 @@ func settle(t *testing.T, tabs ...*tab) {
 		tb.waitFor("its queue sent", func() bool { return len(tb.queue) == 0 && tb.awaiting == "" })
 	}
 	d, chatID := tabs[0].d, tabs[0].chatID
-	tabs[0].waitFor("the daemon to be idle", func() bool { return !d.Server.Hub().Running(chatID) })
+	tabs[0].waitFor("the daemon to be idle", func() bool { return !d.System.Hub.Running(chatID) })
 	evs, err := d.Client("alice").Events(context.Background(), chatID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -713,7 +713,7 @@ func idleWithQueue(t *testing.T) (*daemontest.Daemon, *gatedProvider, api.Chat, 
 	p.shut()
 	close(release)
 	<-p.waiting // "one" ended; "two" waits to start, the chat idle
-	if d.Server.Hub().Running(chat.ID) {
+	if d.System.Hub.Running(chat.ID) {
 		t.Fatal("the chat runs while its queued prompt waits at the gate")
 	}
 	return d, p, chat, r.QueueID

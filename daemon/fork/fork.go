@@ -15,8 +15,8 @@ import (
 
 // ContainerForker is the project side of a fork with a container: a new
 // project of the caller's whose container is a copy of a checkpoint. The
-// project routes implement it and register it with the daemon's
-// SetContainerForker.
+// project routes implement it; the composition root hands them to the
+// daemon as Options.ContainerForker.
 type ContainerForker interface {
 	// ForkProject creates a project of user's from the checkpoint taken
 	// before turn of chat src (in src's project); its errors are

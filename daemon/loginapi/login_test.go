@@ -19,7 +19,6 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/daemontest"
-	"remote/daemon/loginapi"
 	"remote/internal/testkit"
 	"remote/providers"
 	"remote/providers/claude"
@@ -58,16 +57,7 @@ func loginServer(t *testing.T, configure func(o *daemon.Options)) (*loginDaemon,
 	home := t.TempDir()
 	cl := claude.New(providers.AdapterConfig{Binary: bin, Env: map[string]string{"HOME": home}, Host: &runner.HostLauncher{}})
 	cx := codex.New(providers.AdapterConfig{Binary: "codex-not-installed-here", Host: &runner.HostLauncher{}})
-	d := daemontest.New(t, daemontest.Options{Providers: []providers.Provider{cl, cx}, Configure: func(o *daemon.Options) {
-		for i, rp := range o.RouteProviders {
-			if l, ok := rp.(*loginapi.ProviderLogins); ok {
-				o.RouteProviders[i] = &loginapi.ProviderLogins{Registry: l.Registry, HostUser: runner.HostUser{Name: "root"}}
-			}
-		}
-		if configure != nil {
-			configure(o)
-		}
-	}})
+	d := daemontest.New(t, daemontest.Options{Providers: []providers.Provider{cl, cx}, HostUser: &runner.HostUser{Name: "root"}, Configure: configure})
 	return &loginDaemon{Daemon: d, t: t, client: &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
 		return net.Dial("unix", d.Socket)
 	}}}}, home

@@ -26,7 +26,7 @@ func (e *projectEnv) setCaps(t *testing.T, caps api.ProjectLimits) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.routes.o = fresh.o // the routes stay attached to the server
+	e.routes.o = fresh.o // the routes keep the server's chats and hub
 }
 
 func (e *projectEnv) project(t *testing.T, name string) api.Project {

@@ -150,7 +150,7 @@ func BenchmarkForkWithContainer(b *testing.B) {
 		if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: "t1"}); status != http.StatusAccepted {
 			b.Fatalf("prompt: %d %s", status, body)
 		}
-		testkit.Eventually(b, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "chat %s idle", chat.ID)
+		testkit.Eventually(b, 3*time.Minute, func() bool { return !e.hub.Running(chat.ID) }, "chat %s idle", chat.ID)
 		cp := checkpoint.Name(chat.ID, 1)
 		ctx := context.Background()
 		var remote, lxc time.Duration

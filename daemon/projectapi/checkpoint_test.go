@@ -391,7 +391,7 @@ func TestCheckpointRestoreWhileRunning(t *testing.T) {
 	status, body = e.do("POST", "/v1/projects/"+proj.Name+"/checkpoints/"+cp+"/restore", "alice", nil)
 	close(release)
 	// The run ends before the test's cleanups remove its container.
-	testkit.Eventually(t, 2*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "the run's end")
+	testkit.Eventually(t, 2*time.Minute, func() bool { return !e.hub.Running(chat.ID) }, "the run's end")
 	want := "chat " + chat.ID + ` of project "` + proj.Name + `" is running; cancel it before restoring ` + cp
 	if status != http.StatusConflict || errorCode(t, body) != api.CodeConflict || errorMessage(t, body) != want {
 		t.Fatalf("restore while running: %d %s, want 409 %q", status, body, want)

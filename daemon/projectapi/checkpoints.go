@@ -12,7 +12,6 @@ import (
 
 	"remote/api"
 	"remote/daemon"
-	"remote/daemon/prompt"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/lxdexec"
@@ -34,24 +33,8 @@ func (p *Projects) checkpoints(w http.ResponseWriter, r *http.Request) error {
 	return daemon.WriteJSON(w, http.StatusOK, list)
 }
 
-// Attach gives the project routes the server's chats (restore marks them,
-// fork with a container makes one) and the server the project side of a
-// fork. Call it once, after New.
-func (p *Projects) Attach(s *daemon.Server) {
-	p.srv.Store(s)
-	s.SetContainerForker(p)
-}
-
-func (p *Projects) server() (*daemon.Server, error) {
-	s := p.srv.Load()
-	if s == nil {
-		return nil, errors.New("project routes are not attached to the chat server")
-	}
-	return s, nil
-}
-
 // projectChats lists the chats bound to proj.
-func projectChats(st prompt.Store, proj api.Project) ([]api.Chat, error) {
+func projectChats(st ChatStore, proj api.Project) ([]api.Chat, error) {
 	all, err := st.Chats()
 	if err != nil {
 		return nil, fmt.Errorf("list chats of project %q: %w", proj.Name, err)
@@ -79,16 +62,16 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	if _, _, ok := checkpoint.ParseCheckpoint(name); !ok {
 		return errdefs.InvalidArgument("invalid checkpoint %q: want rc-<chat>-<seq>", name)
 	}
-	srv, err := p.server()
-	if err != nil {
-		return err
+	chatStore, hub := p.o.Chats, p.o.Hub
+	if chatStore == nil || hub == nil {
+		return errors.New("project routes have no chats (ProjectsOptions.Chats, Hub)")
 	}
-	chats, err := projectChats(srv.Store(), proj)
+	chats, err := projectChats(chatStore, proj)
 	if err != nil {
 		return err
 	}
 	for _, c := range chats {
-		if srv.Hub().Running(c.ID) {
+		if hub.Running(c.ID) {
 			return errdefs.Conflict("chat %s of project %q is running; cancel it before restoring %s", c.ID, proj.Name, name)
 		}
 	}
@@ -101,17 +84,17 @@ func (p *Projects) restore(w http.ResponseWriter, r *http.Request) error {
 	p.log.Info("project restored", "project", proj.Name, "checkpoint", name, "user", daemon.UserFrom(r.Context()))
 	data, _ := json.Marshal(map[string]string{"project": proj.Name, "checkpoint": name})
 	for _, c := range chats {
-		if _, err := srv.Store().UpdateChat(c.ID, func(c *api.Chat) error {
+		if _, err := chatStore.UpdateChat(c.ID, func(c *api.Chat) error {
 			c.Sessions, c.ClaudeSessionID, c.CodexSessionID, c.KimiSessionID, c.AntigravitySessionID = nil, "", "", "", ""
 			c.ForkPending = false
 			return nil
 		}); err != nil {
 			return fmt.Errorf("clear sessions of chat %s after restore: %w", c.ID, err)
 		}
-		if _, err := srv.Hub().Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeCheckpointRestored, Data: data, T: time.Now().UnixMilli()}); err != nil {
+		if _, err := hub.Append(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeCheckpointRestored, Data: data, T: time.Now().UnixMilli()}); err != nil {
 			return fmt.Errorf("mark chat %s restored: %w", c.ID, err)
 		}
-		srv.Hub().Sync(c.ID) // stored outside a run (docs/api.md)
+		hub.Sync(c.ID) // stored outside a run (docs/api.md)
 	}
 	proj, err = p.o.Store.Project(proj.Name)
 	if err != nil {

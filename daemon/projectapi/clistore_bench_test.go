@@ -25,7 +25,7 @@ func firstEvent(b *testing.B, e *projectEnv, model *fakeanthropic.Server) time.D
 	p := e.createProjectB(b, api.CreateProjectRequest{Name: name})
 	chat := e.newChat(b, "claude", name)
 	took := promptToFirstEvent(b, e.testServer, chat.ID, model)
-	testkit.Eventually(b, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "chat %s idle", chat.ID)
+	testkit.Eventually(b, 3*time.Minute, func() bool { return !e.hub.Running(chat.ID) }, "chat %s idle", chat.ID)
 	_ = e.lxd.ForceDeleteInstance(context.Background(), p.Container)
 	return took
 }

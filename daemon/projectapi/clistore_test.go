@@ -224,7 +224,7 @@ func TestProjectChatClaudeFromCLIStore(t *testing.T) {
 		if inst.Devices["remote-cli-claude-"+v2]["source"] != filepath.Join(st.Dir(), "claude", v2) || inst.Devices["remote-cli-claude-"+v1] == nil {
 			t.Fatalf("devices after the switch: %v", inst.Devices)
 		}
-		testkit.Eventually(t, 90*time.Second, func() bool { return !e.srv.Hub().Running(running.ID) }, "the slow run ended")
+		testkit.Eventually(t, 90*time.Second, func() bool { return !e.hub.Running(running.ID) }, "the slow run ended")
 		evs = e.events(running.ID)
 		if !hasType(evs, api.EventComplete) || hasType(evs, api.EventError) || assistantText(evs) != "still on the old one" {
 			t.Fatalf("the run started before the switch: %s", dump(evs))

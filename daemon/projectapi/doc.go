@@ -7,10 +7,12 @@
 // chats bound to a project. It joins the daemon's route table
 // through daemon.RouteProvider (Projects.Routes), so its handlers get the
 // same peer check, access check, audit line and error envelope as every
-// other route, and reaches the chat server only through Projects.Attach.
+// other route, and reaches the chats only through the ChatStore and
+// ChatHub it is handed at construction (ProjectsOptions.Chats, Hub).
 //
 // Its errors are errdefs classes (daemon.ToHTTP maps them). It builds on
 // daemon (the route table and its helpers), prompt (the Store it shares),
 // provisioning, lxdexec and the store; package daemon and the prompt
-// service must never import it (cmd/remoted wires it in).
+// service must never import it (the composition root, daemon/system,
+// wires it in).
 package projectapi

@@ -19,6 +19,7 @@ import (
 	"remote/api"
 	"remote/daemon"
 	"remote/daemon/prompt"
+	"remote/daemon/runhub"
 	"remote/daemon/socket"
 	"remote/daemon/store"
 	"remote/internal/testkit"
@@ -72,6 +73,8 @@ func openStore(t testing.TB, dir string) *store.Store {
 type testServer struct {
 	t      testing.TB
 	srv    *daemon.Server
+	hub    *runhub.Hub
+	svc    *daemon.Service
 	st     *store.Store
 	dir    string // state and the chats' cwd
 	sock   string
@@ -81,6 +84,20 @@ type testServer struct {
 }
 
 type serverOpt func(*daemon.Options)
+
+// withHub builds o's metrics, run hub and prompt service where o has none
+// (a hook that hands them to routes builds them first).
+func withHub(o *daemon.Options) {
+	if o.Metrics == nil {
+		o.Metrics = daemon.NewMetrics()
+	}
+	if o.Hub == nil {
+		o.Hub = daemon.NewRunHub(*o)
+	}
+	if o.Service == nil {
+		o.Service = daemon.NewPromptService(*o, o.Hub)
+	}
+}
 
 func newTestServer(t testing.TB, ps []providers.Provider, opts ...serverOpt) *testServer {
 	t.Helper()
@@ -111,14 +128,15 @@ func newTestServerIn(t testing.TB, dir string, ps []providers.Provider, opts ...
 	for _, f := range opts {
 		f(&o)
 	}
+	withHub(&o)
 	srv, err := daemon.New(o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if err := srv.Service().RecoverInterrupted(); err != nil {
+	if err := o.Service.RecoverInterrupted(); err != nil {
 		t.Fatalf("RecoverInterrupted: %v", err)
 	}
-	ts := &testServer{t: t, srv: srv, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}
+	ts := &testServer{t: t, srv: srv, hub: o.Hub, svc: o.Service, st: st, dir: dir, sock: filepath.Join(sockDir, "s.sock"), done: make(chan error, 1)}
 	ln, err := socket.Listen(ts.sock, "")
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
@@ -207,7 +225,7 @@ func (ts *testServer) events(chatID string) []api.Event {
 // waitIdle waits until the chat has no run.
 func (ts *testServer) waitIdle(chatID string) {
 	ts.t.Helper()
-	testkit.Eventually(ts.t, 90*time.Second, func() bool { return !ts.srv.Hub().Running(chatID) }, "chat %s idle", chatID)
+	testkit.Eventually(ts.t, 90*time.Second, func() bool { return !ts.hub.Running(chatID) }, "chat %s idle", chatID)
 }
 
 func (ts *testServer) dialWS(path, user string) (*websocket.Conn, *http.Response, error) {

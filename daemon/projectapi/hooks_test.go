@@ -93,7 +93,7 @@ func (e *repoEnv) deliver(t *testing.T, project, kind string, d fakeforge.Delive
 // projectChats lists the chats of project.
 func (e *repoEnv) projectChats(t *testing.T, project string) []api.Chat {
 	t.Helper()
-	chats, err := e.srv.Store().Chats()
+	chats, err := e.st.Chats()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestAttackForgeWebhookViaRemoteWeb(t *testing.T) {
 				}
 				return n
 			}
-			testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "the first turn ends")
+			testkit.Eventually(t, 3*time.Minute, func() bool { return !e.hub.Running(chat.ID) }, "the first turn ends")
 			note := iss
 			note.Comment = "@remote once more\necho again-from-" + kind
 			dc := fakeforge.IssueDelivery(kind, hookSecret, note)
@@ -126,7 +126,7 @@ func TestAttackForgeWebhookViaRemoteWeb(t *testing.T) {
 			if status, body := post(kind, proj.Name, dc); status != http.StatusOK || !strings.Contains(string(body), `"duplicate"`) {
 				t.Errorf("replayed comment: %d %s", status, body)
 			}
-			testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) && users() >= 2 }, "the comment's turn ends")
+			testkit.Eventually(t, 3*time.Minute, func() bool { return !e.hub.Running(chat.ID) && users() >= 2 }, "the comment's turn ends")
 			if n := users(); n != 2 {
 				t.Errorf("%d turns in the chat, want 2 (a replayed or mis-signed delivery started one)", n)
 			}

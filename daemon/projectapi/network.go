@@ -125,23 +125,22 @@ func (p *Projects) allowHost(w http.ResponseWriter, r *http.Request) error {
 // a log line.
 func (p *Projects) EgressBlocked(proj api.Project, host string, port int, method, reason string) {
 	data, _ := json.Marshal(map[string]any{"host": host, "port": port, "method": method, "reason": reason})
-	srv := p.srv.Load()
-	if srv == nil {
+	if p.o.Chats == nil || p.o.Hub == nil {
 		return
 	}
-	chats, err := projectChats(srv.Store(), proj)
+	chats, err := projectChats(p.o.Chats, proj)
 	if err != nil {
 		p.log.Warn("egress refused; chats not listed", "project", proj.Name, "host", host, "error", err)
 		return
 	}
 	told := false
 	for _, c := range chats {
-		if !srv.Hub().Running(c.ID) {
+		if !p.o.Hub.Running(c.ID) {
 			continue
 		}
 		told = true
 		msg := fmt.Sprintf("The project's network refused %s:%d (%s). Its owner may allow the host (POST /v1/projects/%s/network/allow).", host, port, reason, proj.Name)
-		srv.Hub().AppendAsync(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeEgressBlocked, Message: msg,
+		p.o.Hub.AppendAsync(c.ID, api.Event{Type: api.EventSystem, Subtype: api.SubtypeEgressBlocked, Message: msg,
 			Project: proj.Name, Data: data, T: time.Now().UnixMilli()}, nil)
 	}
 	if !told {

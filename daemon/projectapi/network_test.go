@@ -131,7 +131,7 @@ func TestNetworkAllowRoute(t *testing.T) {
 	if _, err := alice.Prompt(ctx, chat.ID, api.PromptRequest{Text: "pip install"}); err != nil {
 		t.Fatal(err)
 	}
-	waitNet(t, "the chat runs", func() bool { return d.Server.Hub().Running(chat.ID) })
+	waitNet(t, "the chat runs", func() bool { return d.System.Hub.Running(chat.ID) })
 
 	wget := func(host, port string) (int, string) {
 		return execIn(t, d.LXD, proj.Container, "wget -q -O - http://"+host+":"+port+"/simple/")

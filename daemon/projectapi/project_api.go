@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +42,26 @@ type ProjectStore interface {
 
 var _ ProjectStore = (*store.Store)(nil)
 
+// ChatStore is what the project routes need of the chats: a restore
+// clears the sessions of the project's chats, the egress proxy's refusals
+// find its running ones; *store.Store implements it.
+type ChatStore interface {
+	Chats() ([]api.Chat, error)
+	UpdateChat(id string, fn func(*api.Chat) error) (api.Chat, error)
+}
+
+var _ ChatStore = (*store.Store)(nil)
+
+// ChatHub is what the project routes need of the run hub: whether a chat
+// runs, and the events a restore or a refusal of the egress proxy adds
+// to its chats; *runhub.Hub implements it.
+type ChatHub interface {
+	Running(chatID string) bool
+	Append(chatID string, ev api.Event) (api.Event, error)
+	AppendAsync(chatID string, ev api.Event, done func(api.Event, error))
+	Sync(chatID string)
+}
+
 // ProjectExecer starts processes in containers; *lxdexec.Client
 // implements it.
 type ProjectExecer interface {
@@ -55,6 +74,12 @@ type ProjectsOptions struct {
 	Preparer *provisioning.Preparer
 	Exec     ProjectExecer
 	Logger   hclog.Logger
+	// Chats and Hub are the daemon's chats and run hub (restore marks a
+	// project's chats, the egress proxy's refusals reach its running
+	// ones); nil: restore answers an internal error and refusals are only
+	// logged.
+	Chats ChatStore
+	Hub   ChatHub
 	// Limits ([projects.limits]) are the caps of every project's limits
 	// (a capped field may be lowered, never raised above its cap nor
 	// removed) and fill the limits a new project does not name. They are
@@ -101,7 +126,6 @@ type ProjectsOptions struct {
 type Projects struct {
 	o   ProjectsOptions
 	log hclog.Logger
-	srv atomic.Pointer[daemon.Server] // set by Attach: chats for restore and fork
 
 	fileOps fileSlots // file requests in flight
 

@@ -76,7 +76,7 @@ func (e *projectEnv) prompt(t testing.TB, chatID, user, text string) []api.Event
 		t.Fatalf("prompt: %d %s", status, body)
 	}
 	// The run lock is taken before 202, so waiting for idle is enough.
-	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chatID) }, "chat %s idle", chatID)
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.hub.Running(chatID) }, "chat %s idle", chatID)
 	return e.events(chatID)[before:]
 }
 

@@ -128,7 +128,7 @@ func approvalRun(t *testing.T, e *projectEnv, model *fakeopenai.Server, project,
 				req = ev
 			}
 		}
-		if req.Type != "" || !e.srv.Hub().Running(chat.ID) {
+		if req.Type != "" || !e.hub.Running(chat.ID) {
 			return nil
 		}
 		return fmt.Errorf("events so far: %s", dump(evs))
@@ -151,7 +151,7 @@ func approvalRun(t *testing.T, e *projectEnv, model *fakeopenai.Server, project,
 	if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/interactions", "alice", answer); status/100 != 2 {
 		t.Fatalf("answer interaction: %d %s", status, body)
 	}
-	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }, "chat %s idle", chat.ID)
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.hub.Running(chat.ID) }, "chat %s idle", chat.ID)
 	evs := e.events(chat.ID)
 	ran := slices.ContainsFunc(evs, func(ev api.Event) bool {
 		return ev.Type == api.EventToolUseEnd && ev.ID == asked.ItemID && strings.Contains(ev.Output, marker) && !ev.IsError

@@ -201,14 +201,18 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 			pools = []string{testkit.DirPool, testkit.BtrfsPool}
 		}
 		e.warm = startWarm(t, e.conn, prep, o, log)
-		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, DefaultPool: o.defaultPool, Pools: pools, Images: o.images, Limits: o.limits,
+		// The run hub and the prompt service, built before the routes that
+		// are handed them (as system.New does).
+		opts.Projects = ProjectChatCheck{Store: st}
+		withHub(opts)
+		routes, err := NewProjects(ProjectsOptions{Store: st, Preparer: prep, Exec: e.conn, Logger: log, Chats: st, Hub: opts.Hub, DefaultPool: o.defaultPool, Pools: pools, Images: o.images, Limits: o.limits,
 			FS:                &containerfs.ContainerFiles{LXD: e.conn, Shim: &runner.ShimConfig{Binary: testkit.ShimBinary(t)}},
 			MaxFileOpsPerUser: o.fileOpsPerUser, MaxFileOpsPerProject: o.fileOpsPerProject, PullOpenTimeout: o.pullOpen,
 			MaxUploadBytes: o.maxUpload, FileUID: o.fileUID, FileGID: o.fileGID, Warm: e.warm, Network: policy})
 		if err != nil {
 			t.Fatal(err)
 		}
-		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo"),
+		repos, err := repoapi.New(repoapi.Options{Store: st, Starter: prep, Exec: e.conn, Chats: st, Hub: opts.Hub, Prompts: opts.Service, MaxPatchBytes: o.maxDiffBytes, Logger: log.Named("repo"),
 			Forge: forgeFor(o.forges), Hooks: hooksFor(o.forges), DefaultProvider: "claude"})
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +222,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes,
 			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), Allowed: o.images, MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
-		opts.Projects = ProjectChatCheck{Store: st}
+		opts.ContainerForker = routes
 		if len(o.providers) > 0 {
 			ports := providers.AdapterConfig{Containers: &runner.LXDLauncher{Client: cl}, Preparer: prep, Logger: log}
 			m := map[providers.ProviderID]providers.Provider{}
@@ -230,8 +234,6 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		}
 	})
 	e.testServer = ts
-	e.routes.Attach(ts.srv)
-	e.repos.Attach(ts.srv)
 	return e
 }
 

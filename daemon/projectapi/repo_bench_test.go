@@ -227,7 +227,7 @@ func BenchmarkCloneToFirstEvent(b *testing.B) {
 		}
 		// The run must end well: a CLI that cannot reach the model also
 		// emits its first event, then retries for minutes and fails.
-		for e.srv.Hub().Running(chat.ID) {
+		for e.hub.Running(chat.ID) {
 			if time.Now().After(deadline) {
 				b.Fatalf("the run did not end: %s", dump(e.events(chat.ID)))
 			}

@@ -55,7 +55,7 @@ func TestCheckpointRetentionOffTurnPath(t *testing.T) {
 		if status, body := e.do("POST", "/v1/chats/"+chat.ID+"/prompt", "alice", api.PromptRequest{Text: turn}); status != http.StatusAccepted {
 			t.Fatalf("prompt: %d %s", status, body)
 		}
-		if err := testkit.Poll(2*time.Minute, func() bool { return !e.srv.Hub().Running(chat.ID) }); err != nil {
+		if err := testkit.Poll(2*time.Minute, func() bool { return !e.hub.Running(chat.ID) }); err != nil {
 			open()
 			t.Fatalf("turn %s did not end while LXD's snapshot listing was held: it waits for retention", turn)
 		}

@@ -3,8 +3,9 @@
 // working tree against the cloned base), POST /v1/chats/{id}/push (commit what
 // is uncommitted on the chat's branch and push it with the project's token) and
 // POST /v1/chats/{id}/pull-request (push, then open a pull request of the branch
-// on the repository's forge). It finds the chat through the daemon's server
-// (owner checked: another user's chat is not found), the project and its token
+// on the repository's forge). It finds the chat through the chats, run hub
+// and prompt service it is handed at construction (Options.Chats, Hub,
+// Prompts; owner checked: another user's chat is not found), the project and its token
 // secret through the store, and runs git in the container through
 // provisioning/gitrepo. A chat with its own branch (and worktree) is diffed and
 // pushed there; Checkout tells the preparer where a chat works and whether

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -163,9 +162,9 @@ func (rt *Routes) forgeEvents(w http.ResponseWriter, r *http.Request) error {
 		log.Warn("forge event refused: body too large")
 		return &daemon.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: fmt.Sprintf("the delivery is larger than %d bytes", MaxHookBody)}
 	}
-	srv := rt.srv.Load()
+	srv := rt.srv
 	if srv == nil {
-		return errors.New("repository routes are not attached to the chat server")
+		return errNoChats
 	}
 	proj, err := rt.o.Store.Project(name)
 	if err != nil {
@@ -278,7 +277,7 @@ func (rt *Routes) forgeEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if _, _, err := srv.Service().Enqueue(context.WithoutCancel(r.Context()), chat.ID, prompt.Input{Text: text}); err != nil {
+	if _, _, err := srv.Prompts().Enqueue(context.WithoutCancel(r.Context()), chat.ID, prompt.Input{Text: text}); err != nil {
 		return fmt.Errorf("start the turn of chat %s: %w", chat.ID, err)
 	}
 	log.Info("forge event accepted", "issue", ev.Issue, "sender", ev.Sender, "chat", chat.ID, "new", existing == nil)
@@ -355,7 +354,7 @@ func (rt *Routes) mayTrigger(ctx context.Context, proj api.Project, hf HookForge
 
 // issueChat is the project's chat of issue n (on its daemon branch), nil
 // when there is none.
-func (rt *Routes) issueChat(srv *daemon.Server, proj api.Project, n int) (*api.Chat, error) {
+func (rt *Routes) issueChat(srv *daemonSide, proj api.Project, n int) (*api.Chat, error) {
 	chats, err := srv.Store().Chats()
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", err)
@@ -371,7 +370,7 @@ func (rt *Routes) issueChat(srv *daemon.Server, proj api.Project, n int) (*api.C
 
 // prChat is the project's forge chat that opened pull request n, nil
 // when none did.
-func (rt *Routes) prChat(srv *daemon.Server, proj api.Project, n int) (*api.Chat, error) {
+func (rt *Routes) prChat(srv *daemonSide, proj api.Project, n int) (*api.Chat, error) {
 	chats, err := srv.Store().Chats()
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", err)
@@ -394,7 +393,7 @@ func (rt *Routes) prChat(srv *daemon.Server, proj api.Project, n int) (*api.Chat
 // createIssueChat makes the chat of ev's issue: the project owner's, the
 // project's provider (else the daemon's default), on the issue's daemon
 // branch in a worktree of its own, with a system/forge_issue event.
-func (rt *Routes) createIssueChat(srv *daemon.Server, proj api.Project, hf HookForge, ev ForgeEvent) (api.Chat, error) {
+func (rt *Routes) createIssueChat(srv *daemonSide, proj api.Project, hf HookForge, ev ForgeEvent) (api.Chat, error) {
 	provider := cmp.Or(proj.Provider, rt.o.DefaultProvider)
 	if provider == "" {
 		return api.Chat{}, errdefs.FailedPrecondition("project %q has no provider and the daemon no default one", proj.Name)
@@ -468,7 +467,7 @@ func (rt *Routes) observe(chatID string, ev api.Event) {
 // changes, commit, push, open a draft pull request (once) and link it;
 // without, the turn's last assistant message.
 func (rt *Routes) turnEnded(chatID string) {
-	srv := rt.srv.Load()
+	srv := rt.srv
 	if srv == nil {
 		return
 	}
@@ -568,7 +567,7 @@ func (rt *Routes) turnEnded(chatID string) {
 // issueOf reads a chat's events: its forge_issue, the last assistant
 // message of its last turn, and the number of the pull request it opened
 // (0: none).
-func issueOf(srv *daemon.Server, chatID string) (issueRef, string, int, error) {
+func issueOf(srv *daemonSide, chatID string) (issueRef, string, int, error) {
 	var ref issueRef
 	var last strings.Builder
 	var pr int

@@ -9,13 +9,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"remote/api"
 	"remote/daemon"
+	"remote/daemon/prompt"
+	"remote/daemon/runhub"
 	"remote/daemon/store"
 	"remote/internal/errdefs"
 	"remote/internal/lazyre"
@@ -50,11 +51,46 @@ type Starter interface {
 	Start(ctx context.Context, proj api.Project) (provisioning.Container, error)
 }
 
+// ChatStore is what the repository routes need of the chats; *store.Store
+// implements it.
+type ChatStore interface {
+	Chat(id string) (api.Chat, error)
+	Chats() ([]api.Chat, error)
+	CreateChat(c api.Chat) error
+	Events(chatID string, afterSeq int64, limit int, fn func(api.Event) error) error
+}
+
+var _ ChatStore = (*store.Store)(nil)
+
+// ChatHub is what the repository routes need of the run hub: which chats
+// run, the events a push adds, and every stored event (a forge issue's
+// chat answers its issue when a turn ends); *runhub.Hub implements it.
+type ChatHub interface {
+	Running(chatID string) bool
+	Active() map[string]runhub.Run
+	Append(chatID string, ev api.Event) (api.Event, error)
+	Observe(fn func(chatID string, ev api.Event))
+}
+
+var _ ChatHub = (*runhub.Hub)(nil)
+
+// Enqueuer submits a prompt to a chat (the prompt service): a forge
+// issue's comment becomes its chat's next prompt.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, chatID string, in prompt.Input) (runID, qid string, err error)
+}
+
 // Options configure the repository routes.
 type Options struct {
 	Store   ProjectStore
 	Starter Starter
 	Exec    gitrepo.Execer
+	// Chats, Hub and Prompts are the daemon's chats, run hub and prompt
+	// service; without all three the routes that reach a chat answer an
+	// internal error.
+	Chats   ChatStore
+	Hub     ChatHub
+	Prompts Enqueuer
 	// Git pushes and asks for the default branch from the host, with the
 	// token (which never enters the container); nil: a temporary mirror
 	// per push. The preparer's clones share it.
@@ -106,15 +142,16 @@ type PullRequest struct {
 // errors.
 type Opener func(ctx context.Context, token string, pr PullRequest) (url string, number int, err error)
 
-// Routes serves the repository routes; Attach gives it the chats.
+// Routes serves the repository routes.
 type Routes struct {
 	o     Options
-	srv   atomic.Pointer[daemon.Server]
+	srv   *daemonSide // nil without Options.Chats, Hub and Prompts
 	diffs *diffBudget
 	hooks hookState
 }
 
-// New returns the routes; Store, Starter and Exec are required.
+// New returns the routes, watching the ends of turns on o.Hub (a forge
+// issue's chat answers its issue); Store, Starter and Exec are required.
 func New(o Options) (*Routes, error) {
 	if o.Store == nil || o.Starter == nil || o.Exec == nil {
 		return nil, errors.New("repoapi: store, starter and exec are required")
@@ -147,16 +184,27 @@ func New(o Options) (*Routes, error) {
 			return nil, errdefs.FailedPrecondition("no forge is configured: the operator adds [forges.\"<host>\"] kind and api to the daemon's configuration")
 		}
 	}
-	return &Routes{o: o, diffs: diffBudgetFor(o)}, nil
+	rt := &Routes{o: o, diffs: diffBudgetFor(o)}
+	if o.Chats != nil && o.Hub != nil && o.Prompts != nil {
+		rt.srv = &daemonSide{store: o.Chats, hub: o.Hub, prompts: o.Prompts}
+		o.Hub.Observe(rt.observe)
+	}
+	return rt, nil
 }
 
-// Attach gives the routes the server's chats and watches the ends of
-// turns (a forge issue's chat answers its issue). Call it once, after
-// New, before the server serves.
-func (rt *Routes) Attach(s *daemon.Server) {
-	rt.srv.Store(s)
-	s.Hub().Observe(rt.observe)
+var errNoChats = errors.New("repository routes have no chats (repoapi.Options.Chats, Hub, Prompts)")
+
+// daemonSide is what the routes reach of the daemon: its chats, run hub
+// and prompt service.
+type daemonSide struct {
+	store   ChatStore
+	hub     ChatHub
+	prompts Enqueuer
 }
+
+func (d *daemonSide) Store() ChatStore  { return d.store }
+func (d *daemonSide) Hub() ChatHub      { return d.hub }
+func (d *daemonSide) Prompts() Enqueuer { return d.prompts }
 
 // Routes lists the repository routes; all act for a named user.
 func (rt *Routes) Routes() []daemon.Route {
@@ -177,7 +225,7 @@ var chatIDRE = lazyre.New(`^[0-9a-f]{4,32}$`)
 // target is a chat of the caller's with its project's repository and a
 // running container.
 type target struct {
-	srv     *daemon.Server
+	srv     *daemonSide
 	chat    api.Chat
 	proj    api.Project
 	repo    api.ProjectRepo
@@ -208,9 +256,9 @@ func (rt *Routes) start(ctx context.Context, t target) (target, error) {
 // like a missing one) and its project (still the one the chat was made
 // in, with a repository), without touching its container.
 func (rt *Routes) lookup(r *http.Request) (target, error) {
-	srv := rt.srv.Load()
+	srv := rt.srv
 	if srv == nil {
-		return target{}, errors.New("repository routes are not attached to the chat server")
+		return target{}, errNoChats
 	}
 	id := r.PathValue("id")
 	if !chatIDRE.MatchString(id) {
@@ -550,9 +598,9 @@ func Branch(chatID string) string {
 // preparer's Options.Checkouts): its branch and worktree, and whether
 // another chat of the project has a run active.
 func (rt *Routes) Checkout(chatID string) (gitrepo.Checkout, error) {
-	srv := rt.srv.Load()
+	srv := rt.srv
 	if srv == nil {
-		return gitrepo.Checkout{}, errors.New("repository routes are not attached to the chat server")
+		return gitrepo.Checkout{}, errNoChats
 	}
 	chat, err := srv.Store().Chat(chatID)
 	if err != nil {
@@ -561,7 +609,7 @@ func (rt *Routes) Checkout(chatID string) (gitrepo.Checkout, error) {
 	return rt.checkout(srv, chat)
 }
 
-func (rt *Routes) checkout(srv *daemon.Server, chat api.Chat) (gitrepo.Checkout, error) {
+func (rt *Routes) checkout(srv *daemonSide, chat api.Chat) (gitrepo.Checkout, error) {
 	co := gitrepo.Checkout{Chat: chat.ID, Branch: chat.Branch, Worktree: chat.Worktree}
 	// Only the chats with an active run can make it busy: load those, not
 	// every chat in the store (this runs at each project turn's start).

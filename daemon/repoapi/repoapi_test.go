@@ -161,7 +161,7 @@ func (e *env) prompt(t *testing.T, chatID, user, script string) int64 {
 		t.Fatalf("prompt: %d %s", status, body)
 	}
 	// The run lock is taken before 202, so waiting for idle is enough.
-	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.d.Server.Hub().Running(chatID) }, "chat %s still running", chatID)
+	testkit.Eventually(t, 3*time.Minute, func() bool { return !e.d.System.Hub.Running(chatID) }, "chat %s still running", chatID)
 	var user1 int64
 	var ended api.Event
 	_ = e.d.Store.Events(chatID, 0, 0, func(ev api.Event) error {

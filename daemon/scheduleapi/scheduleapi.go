@@ -13,7 +13,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync/atomic"
 
 	"remote/api"
 	"remote/daemon"
@@ -22,14 +21,13 @@ import (
 	"remote/internal/lazyre"
 )
 
-// Routes serves the schedule routes; Attach gives it the scheduler.
+// Routes serves the schedule routes.
 type Routes struct {
-	s atomic.Pointer[schedule.Scheduler]
+	s *schedule.Scheduler
 }
 
-// Attach gives the routes the scheduler (built once the server's prompt
-// service exists). Until then they answer 503.
-func (rt *Routes) Attach(s *schedule.Scheduler) { rt.s.Store(s) }
+// New returns the routes of scheduler s (nil: they answer 503).
+func New(s *schedule.Scheduler) *Routes { return &Routes{s: s} }
 
 // Routes lists the schedule routes.
 func (rt *Routes) Routes() []daemon.Route {
@@ -55,7 +53,7 @@ var (
 )
 
 func (rt *Routes) sched() (*schedule.Scheduler, error) {
-	s := rt.s.Load()
+	s := rt.s
 	if s == nil {
 		return nil, errdefs.Unavailable("schedules are not running yet")
 	}

@@ -97,8 +97,10 @@ var rules = []rule{
 		Why: "envsetup sets a project's environment up for provisioning, which imports it and hands it the container, the secrets and the lifecycle lock: it never imports provisioning, the daemon or config"},
 	{From: "remote/provisioning/warm", Never: []string{"remote/provisioning", "remote/providers", "remote/daemon", "remote/config", "remote/web", "remote/client", "remote/api"},
 		Why: "warm keeps the warm container pool for provisioning and the project routes: lxdexec only; provisioning hands it the container create"},
-	{From: "remote/daemon/repoapi", Never: []string{"remote/daemon/projectapi", "remote/config", "remote/web", "remote/client"},
-		Why: "the repository routes reach chats through the daemon's server and git through gitrepo; never the project routes, a provider adapter or config"},
+	{From: "remote/daemon/repoapi", Never: []string{"remote/daemon/projectapi", "remote/daemon/system", "remote/config", "remote/web", "remote/client"},
+		Why: "the repository routes reach chats through the interfaces the composition root hands them and git through gitrepo; never the project routes, the root, a provider adapter or config"},
+	{From: "remote/daemon/system", Never: []string{"remote/config", "remote/web", "remote/client", "remote/cmd"},
+		Why: "the composition root builds the daemon from plain option values: the config stays in cmd/remoted, and no binary or client is wired here"},
 	{From: "remote/daemon/schedule", Never: []string{"remote/daemon/projectapi", "remote/daemon/repoapi", "remote/daemon/scheduleapi", "remote/config", "remote/web", "remote/client"},
 		Ours:       []string{"remote/api", "remote/daemon/prompt", "remote/daemon/runhub", "remote/daemon/store", "remote/internal/errdefs"},
 		ThirdParty: []string{"github.com/hashicorp/go-hclog", "github.com/robfig/cron/v3"},
@@ -309,6 +311,26 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, v := range violations(g, rules) {
 		t.Error(v)
+	}
+}
+
+// rootImporters are the only packages that may import the composition
+// root, daemon/system: the binary and the test daemon, which build the
+// daemon through the same system.New.
+var rootImporters = []string{"remote/cmd/remoted", "remote/daemon/daemontest"}
+
+// TestOnlyBinariesImportTheRoot fails when a package other than
+// rootImporters imports daemon/system: a route or domain package reaching
+// the root would reach every part of the daemon.
+func TestOnlyBinariesImportTheRoot(t *testing.T) {
+	g := loadGraph(t)
+	if g["remote/daemon/system"] == nil {
+		t.Fatal("remote/daemon/system is not in the module: renamed? update deps_test.go")
+	}
+	for p, pk := range g {
+		if slices.Contains(pk.Imports, "remote/daemon/system") && !slices.Contains(rootImporters, p) {
+			t.Errorf("%s imports remote/daemon/system; only %q may (the composition root is for the binary and the test daemon)", p, rootImporters)
+		}
 	}
 }
 
