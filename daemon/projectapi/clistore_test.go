@@ -18,6 +18,7 @@ import (
 
 	"remote/api"
 	"remote/daemon"
+	"remote/daemon/hostapi"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/internal/testkit/fakeopenai"
@@ -391,7 +392,7 @@ func TestAttackContainerWritesIntoStore(t *testing.T) {
 // storeServer is a test server with the CLI store routes.
 func storeServer(t *testing.T, st *clistore.Store) *testServer {
 	return newTestServer(t, nil, func(o *daemon.Options) {
-		o.RouteProviders = append(o.RouteProviders, &CLIStoreRoutes{Store: st})
+		o.RouteProviders = append(o.RouteProviders, &hostapi.CLIStoreRoutes{Store: st})
 	})
 }
 
@@ -456,7 +457,7 @@ func TestCLIStoreRoutesList(t *testing.T) {
 // installed. Root passes the same check.
 func TestAttackCLIStoreInstallByLocalUser(t *testing.T) {
 	root := t.TempDir()
-	routes := &CLIStoreRoutes{Store: clistore.New(filepath.Join(root, "clis"))}
+	routes := &hostapi.CLIStoreRoutes{Store: clistore.New(filepath.Join(root, "clis"))}
 	var install, sel daemon.HandlerFunc
 	for _, rt := range routes.Routes() {
 		switch rt.Pattern {

@@ -1,9 +1,8 @@
 // Package projectapi owns the project routes of the API: projects
 // (create, list, show, delete, start, stop, patch, limits), their secrets,
 // exec and the interactive terminal, checkpoints (list, restore) and the
-// project side of a fork with a container; the CLI store's routes
-// (CLIStoreRoutes) and the local images projects start from (ImageRoutes:
-// list, import through LXD's API); and ProjectChatCheck, which admits
+// project side of a fork with a container (the image and CLI store
+// routes are daemon/hostapi's); and ProjectChatCheck, which admits
 // chats bound to a project. It joins the daemon's route table
 // through daemon.RouteProvider (Projects.Routes), so its handlers get the
 // same peer check, access check, audit line and error envelope as every

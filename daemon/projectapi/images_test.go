@@ -18,6 +18,7 @@ import (
 
 	"remote/api"
 	"remote/daemon"
+	"remote/daemon/hostapi"
 	"remote/internal/testkit"
 	"remote/internal/testkit/fakeanthropic"
 	"remote/lxdexec"
@@ -218,7 +219,7 @@ func rootPeer() *daemon.Peer {
 	return &daemon.Peer{UID: 0, Allowed: true, MayAssert: true, Admin: true, Name: "root"}
 }
 
-func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string, body []byte, chunked bool, hdr ...string) (int, api.ErrorBody) {
+func importAs(t *testing.T, routes *hostapi.ImageRoutes, peer *daemon.Peer, alias string, body []byte, chunked bool, hdr ...string) (int, api.ErrorBody) {
 	t.Helper()
 	var h daemon.HandlerFunc
 	for _, rt := range routes.Routes() {
@@ -254,7 +255,7 @@ func importAs(t *testing.T, routes *ImageRoutes, peer *daemon.Peer, alias string
 func TestAttackImageImportByLocalUser(t *testing.T) {
 	const refusal = "only root (or the daemon's own user) acting as itself may import images: not through a frontend, nor naming another user in X-Remote-User"
 	cl := testkit.LXD(t)
-	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl)}
+	routes := &hostapi.ImageRoutes{LXD: lxdconn.NewConn(cl)}
 	alias := testkit.ContainerName("evil")
 	tarball := tinyImage(t, 256)
 	cleanupImage(t, cl, alias, sha(tarball))
@@ -290,7 +291,7 @@ func TestAttackImageImportByLocalUser(t *testing.T) {
 // alias, no image of that fingerprint.
 func TestAttackImageImportTooLarge(t *testing.T) {
 	cl := testkit.LXD(t)
-	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl), MaxBytes: 16 << 10}
+	routes := &hostapi.ImageRoutes{LXD: lxdconn.NewConn(cl), MaxBytes: 16 << 10}
 	root := rootPeer()
 	for _, chunked := range []bool{false, true} {
 		alias := testkit.ContainerName("big")
@@ -314,7 +315,7 @@ func TestAttackImageImportTooLarge(t *testing.T) {
 // wrong; LXD keeps nothing.
 func TestImageImportBadInput(t *testing.T) {
 	cl := testkit.LXD(t)
-	routes := &ImageRoutes{LXD: lxdconn.NewConn(cl)}
+	routes := &hostapi.ImageRoutes{LXD: lxdconn.NewConn(cl)}
 	root := rootPeer()
 	for _, alias := range []string{"", "images:debian", "a/b", "-x", strings.Repeat("a", 65)} {
 		status, eb := importAs(t, routes, root, alias, []byte("x"), false)

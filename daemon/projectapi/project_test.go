@@ -23,6 +23,7 @@ import (
 	"remote/config"
 	"remote/daemon"
 	"remote/daemon/egress"
+	"remote/daemon/hostapi"
 	"remote/daemon/prompt"
 	"remote/daemon/repoapi"
 	"remote/forge"
@@ -221,7 +222,7 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 		opts.RouteProviders = append(opts.RouteProviders, repos)
 		e.prep, e.rec, e.routes = prep, rec, routes
 		opts.RouteProviders = append(opts.RouteProviders, routes,
-			&ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), Allowed: o.images, MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
+			&hostapi.ImageRoutes{LXD: e.conn, Default: prep.DefaultImage(), Allowed: o.images, MaxBytes: o.maxImageBytes, Logger: log.Named("images")})
 		opts.ContainerForker = routes
 		if len(o.providers) > 0 {
 			ports := providers.AdapterConfig{Containers: &runner.LXDLauncher{Client: cl}, Preparer: prep, Logger: log}

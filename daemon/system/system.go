@@ -29,6 +29,7 @@ import (
 	"remote/daemon"
 	"remote/daemon/doctor"
 	"remote/daemon/egress"
+	"remote/daemon/hostapi"
 	"remote/daemon/loginapi"
 	"remote/daemon/projectapi"
 	"remote/daemon/prompt"
@@ -322,10 +323,10 @@ func New(o Options) (*System, error) {
 	if s.Warm != nil {
 		doc.Warm = s.Warm
 	}
-	images := &projectapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: pro.Images, Logger: plog.Named("images")}
+	images := &hostapi.ImageRoutes{LXD: conn, Default: prep.DefaultImage(), Allowed: pro.Images, Logger: plog.Named("images")}
 	so.RouteProviders = append(so.RouteProviders, s.Projects)
 	if o.CLIStore != nil {
-		so.RouteProviders = append(so.RouteProviders, &projectapi.CLIStoreRoutes{Store: o.CLIStore, Logger: plog.Named("clistore")})
+		so.RouteProviders = append(so.RouteProviders, &hostapi.CLIStoreRoutes{Store: o.CLIStore, Logger: plog.Named("clistore")})
 	}
 	so.RouteProviders = append(so.RouteProviders, images, s.Repos, &doc,
 		&loginapi.ProviderLogins{Registry: o.Registry, HostUser: o.HostUser}, scheduleapi.New(s.Scheduler))

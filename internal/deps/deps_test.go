@@ -107,6 +107,8 @@ var rules = []rule{
 		Why:        "the scheduler is domain: the store, the prompt service's types, cron's parser; never net/http or the daemon's routes (daemon/scheduleapi serves them)"},
 	{From: "remote/daemon/scheduleapi", Never: []string{"remote/daemon/projectapi", "remote/daemon/repoapi", "remote/config", "remote/web", "remote/client"},
 		Why: "the schedule routes reach the scheduler and the daemon's route helpers only"},
+	{From: "remote/daemon/hostapi", Never: []string{"remote/daemon/projectapi", "remote/daemon/repoapi", "remote/daemon/scheduleapi", "remote/daemon/system", "remote/config", "remote/web", "remote/client"},
+		Why: "the host administration routes call lxdimage and the CLI store through the daemon's route helpers: never the composition root or another route package"},
 	{From: "remote/daemon/loginapi", Never: []string{"remote/daemon/projectapi", "remote/daemon/repoapi", "remote/daemon/doctor", "remote/providers/claude", "remote/providers/codex", "remote/config", "remote/web", "remote/client"},
 		Why: "the login routes drive a CLI's login through the providers' LoginDriver and join the table as a RouteProvider: never the other route providers, a provider adapter or config"},
 	{From: "remote/daemon/eventstream", Never: []string{"remote/daemon/prompt", "remote/daemon/projectapi", "remote/daemon/repoapi", "remote/daemon/loginapi", "remote/provisioning", "remote/lxdexec", "remote/config", "remote/web", "remote/client"},

@@ -1,4 +1,4 @@
-package projectapi
+package hostapi
 
 import (
 	"context"
