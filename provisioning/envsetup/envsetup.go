@@ -3,7 +3,9 @@
 // kept as an LXD snapshot named after its cache key, and its maintenance
 // script run at the start of each chat on a container already set up;
 // their output as events and a project-level log; only the secrets the
-// setup names in its exec environment.
+// setup names in its exec environment, and the environment's own network
+// (Manager.Proxy: a one-time credential of the egress proxy in that
+// exec's proxy variables, revoked when it exits).
 //
 // It imports lxdexec, errdefs, the API wire types and the providers'
 // contracts; provisioning, which imports it, hands it the container, the
