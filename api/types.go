@@ -453,6 +453,17 @@ type ProjectEnvironment struct {
 	Maintenance  string   `json:"maintenance,omitempty" toml:"maintenance"`
 	SetupSecrets []string `json:"setupSecrets,omitempty" toml:"setup_secrets"`
 	CacheFiles   []string `json:"cacheFiles,omitempty" toml:"cache_files"`
+	// Network is the setup's and maintenance's own network: added to the
+	// project's for their execs only, never the agent's.
+	Network *EnvironmentNetwork `json:"network,omitempty" toml:"network"`
+}
+
+// EnvironmentNetwork is what the project environment's scripts may reach
+// beyond the project's own network: hosts (patterns as in
+// ProjectNetwork.Allow) allowed to the setup and maintenance execs only,
+// through a one-time credential of the egress proxy.
+type EnvironmentNetwork struct {
+	Allow []string `json:"allow,omitempty" toml:"allow"`
 }
 
 // Environment states (EnvironmentStatus.State).

@@ -261,6 +261,18 @@ func New(opts Options) (*Preparer, error) {
 	if snap != nil {
 		p.envs.Snap = snap
 	}
+	if g, ok := opts.Egress.(netdev.Granter); ok && opts.Egress != nil {
+		// The environment's own network: a credential of the project's
+		// egress proxy in that exec's proxy variables only, revoked when
+		// it exits. An open project's scripts reach everything anyway.
+		p.envs.Proxy = func(proj api.Project, allow []string) (map[string]string, string, func()) {
+			if netdev.Mode(proj) == api.NetworkOpen {
+				return nil, "", func() {}
+			}
+			tok, revoke := g.Grant(proj.ID, allow)
+			return netdev.SetupEnv(tok), tok, revoke
+		}
+	}
 	p.checkpoints = &checkpoint.Manager{Snap: snap, Keep: opts.CheckpointKeep, Expiry: opts.CheckpointExpiry,
 		Log: opts.Logger, Classify: classify, Lock: p.lifecycle.Lock, Resync: p.resyncPreviews, Limits: p.resyncLimits}
 	return p, nil

@@ -14,6 +14,14 @@
 // operator's list named the host. A refusal answers 403 at once and is
 // reported (Options.Blocked: a system/egress_blocked event).
 //
+// A project environment's setup and maintenance get more than the agent
+// (api.EnvironmentNetwork): Grant mints a random credential for one exec,
+// which the exec's proxy URL carries (http://setup:TOKEN@127.0.0.1:Port,
+// so Proxy-Authorization: Basic); a request through the project's socket
+// carrying a live one is decided in allowlist mode with the grant's
+// hosts added. The credential dies with the exec (revoke); a request
+// carrying one that is not live is refused (407) whatever it asks.
+//
 // It imports api and the standard library only; it must never import
 // the daemon, provisioning, lxdexec or config (cmd/remoted wires it).
 package egress

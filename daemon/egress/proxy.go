@@ -109,6 +109,7 @@ type Server struct {
 	listeners map[string]*http.Server         // by project id
 	reported  map[string]time.Time            // project id, host, port: last Blocked
 	tunnels   map[string]map[*tunnel]struct{} // open CONNECT tunnels by project id
+	grants    grants                          // live setup credentials
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -265,6 +266,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress: this project is gone", http.StatusForbidden)
 		return
 	}
+	// A setup credential (Grant) widens the policy for this request; one
+	// that is not live (setup ended, forged, another project's) is
+	// refused whatever the request.
+	if g, present := h.s.credential(h.projectID, r); g != nil {
+		proj = withGrant(proj, g)
+	} else if present {
+		h.refuseAuth(w, proj, r)
+		return
+	}
 	var host, port string
 	if r.Method == http.MethodConnect {
 		// The target is the request line's authority (Go puts it in
@@ -333,29 +343,61 @@ func (s *Server) resolve(ctx context.Context, host string, trusted bool) (netip.
 	return netip.Addr{}, "resolves to a private, loopback or link-local address"
 }
 
+// report calls Blocked at most once per project, host and port every
+// BlockedEvery.
+func (s *Server) report(proj api.Project, host string, port int, method, reason string) {
+	key := proj.ID + " " + host + " " + strconv.Itoa(port)
+	now := time.Now()
+	s.mu.Lock()
+	last, seen := s.reported[key]
+	report := !seen || now.Sub(last) >= BlockedEvery
+	if report {
+		if len(s.reported) > 4096 {
+			clear(s.reported)
+		}
+		s.reported[key] = now
+	}
+	s.mu.Unlock()
+	if report {
+		s.o.Blocked(proj, host, port, method, reason)
+	}
+}
+
 func (h *handler) refuse(w http.ResponseWriter, proj api.Project, host string, port int, method, reason string) {
 	if len(host) > 255 {
 		host = host[:255]
 	}
 	h.s.o.Log.Info("egress refused", "project", proj.Name, "host", host, "port", port, "method", method, "reason", reason)
-	key := proj.ID + " " + host + " " + strconv.Itoa(port)
-	now := time.Now()
-	h.s.mu.Lock()
-	last, seen := h.s.reported[key]
-	report := !seen || now.Sub(last) >= BlockedEvery
-	if report {
-		if len(h.s.reported) > 4096 {
-			clear(h.s.reported)
-		}
-		h.s.reported[key] = now
-	}
-	h.s.mu.Unlock()
-	if report {
-		h.s.o.Blocked(proj, host, port, method, reason)
-	}
+	h.s.report(proj, host, port, method, reason)
 	w.Header().Set("Connection", "close")
 	http.Error(w, fmt.Sprintf("egress: %s:%d refused: %s; the project's owner may allow it (POST /v1/projects/%s/network/allow)",
 		host, port, reason, proj.Name), http.StatusForbidden)
+}
+
+// refuseAuth answers a request whose proxy credential is not a live
+// setup credential of this project: 407, reported like a refusal. The
+// credential itself is never logged nor echoed.
+func (h *handler) refuseAuth(w http.ResponseWriter, proj api.Project, r *http.Request) {
+	host, port := r.URL.Hostname(), 0
+	if r.Method == http.MethodConnect {
+		host = r.RequestURI
+		if hh, pp, err := net.SplitHostPort(r.RequestURI); err == nil {
+			host = hh
+			port, _ = strconv.Atoi(pp)
+		}
+	} else if p, err := strconv.Atoi(r.URL.Port()); err == nil {
+		port = p
+	} else {
+		port = 80
+	}
+	if len(host) > 255 {
+		host = host[:255]
+	}
+	const reason = "a proxy credential that is not valid (a setup credential is valid only while its setup runs)"
+	h.s.o.Log.Info("egress refused", "project", proj.Name, "host", host, "port", port, "method", r.Method, "reason", reason)
+	h.s.report(proj, host, port, r.Method, reason)
+	w.Header().Set("Connection", "close")
+	http.Error(w, "egress: "+reason, http.StatusProxyAuthRequired)
 }
 
 func (h *handler) connect(w http.ResponseWriter, r *http.Request, target string) {

@@ -2,6 +2,7 @@ package projectapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -16,13 +17,18 @@ const rebuildTimeout = time.Hour
 
 // checkEnvironment validates a project's environment of create or PATCH
 // (repo: the project's repository, whose token secret a setup may never
-// have).
-func checkEnvironment(env api.ProjectEnvironment, repo *api.ProjectRepo) error {
-	token := ""
+// have; network.allow as a project's own, none without the egress proxy).
+func (p *Projects) checkEnvironment(env api.ProjectEnvironment, repo *api.ProjectRepo) error {
+	token, allow := "", func(string) error {
+		return errors.New("this daemon has no egress proxy (every project's network is open)")
+	}
 	if repo != nil {
 		token = repo.TokenSecret
 	}
-	return envsetup.Check(env, secretKeyRE.MatchString, token)
+	if p.o.Network != nil {
+		allow = func(h string) error { _, err := p.o.Network.CheckProjectAllow(h); return err }
+	}
+	return envsetup.Check(env, secretKeyRE.MatchString, token, allow)
 }
 
 // environment serves GET /v1/projects/{name}/environment.

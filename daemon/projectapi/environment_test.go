@@ -338,6 +338,7 @@ func TestEnvironmentRefused(t *testing.T) {
 		{api.ProjectEnvironment{Setup: "x", SetupSecrets: []string{"GIT_TOKEN"}}, "repository's tokenSecret"},
 		{api.ProjectEnvironment{Setup: "x", SetupSecrets: []string{"A-B"}}, "environment.setupSecrets"},
 		{api.ProjectEnvironment{Setup: "x", CacheFiles: []string{"../etc/shadow"}}, "environment.cacheFiles"},
+		{api.ProjectEnvironment{Setup: "x", Network: &api.EnvironmentNetwork{Allow: []string{"pypi.org"}}}, "environment.network.allow: this daemon has no egress proxy"},
 	} {
 		name := uniqueProject("envbad")
 		status, body := e.do("POST", "/v1/projects", "alice", api.CreateProjectRequest{Name: name, Image: devImage, Repo: repo, Environment: &c.env})

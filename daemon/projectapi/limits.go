@@ -126,7 +126,7 @@ func (p *Projects) patch(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if req.Environment != nil {
-		if err := checkEnvironment(*req.Environment, proj.Repo); err != nil {
+		if err := p.checkEnvironment(*req.Environment, proj.Repo); err != nil {
 			return err
 		}
 	}

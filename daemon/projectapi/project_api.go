@@ -291,7 +291,7 @@ func (p *Projects) create(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if req.Environment != nil {
-		if err := checkEnvironment(*req.Environment, req.Repo); err != nil {
+		if err := p.checkEnvironment(*req.Environment, req.Repo); err != nil {
 			return err
 		}
 		if envsetup.Empty(req.Environment) {

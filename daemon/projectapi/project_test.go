@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -122,6 +123,11 @@ type projectEnvOpts struct {
 	// network gives the daemon an egress proxy of this configuration
 	// ([projects.network]; nil: none, every project open).
 	network *egress.Config
+	// netResolver and netPublic are the egress proxy's DNS and idea of a
+	// public address (nil: the system's; tests name a stand-in for the
+	// internet).
+	netResolver egress.Resolver
+	netPublic   func(netip.Addr) bool
 }
 
 func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
@@ -165,15 +171,20 @@ func newProjectEnv(t testing.TB, o projectEnvOpts) *projectEnv {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = os.RemoveAll(dir) })
-			egressSrv, err = egress.New(egress.Options{Dir: dir, Policy: policy, Lookup: func(id string) (api.Project, error) {
-				all, err := st.Projects()
-				for _, p := range all {
-					if p.ID == id {
-						return p, nil
+			egressSrv, err = egress.New(egress.Options{Dir: dir, Policy: policy, Resolver: o.netResolver, Public: o.netPublic,
+				Blocked: func(p api.Project, host string, port int, method, reason string) {
+					if e.routes != nil {
+						e.routes.EgressBlocked(p, host, port, method, reason)
 					}
-				}
-				return api.Project{}, fmt.Errorf("no project %s: %v", id, err)
-			}})
+				}, Lookup: func(id string) (api.Project, error) {
+					all, err := st.Projects()
+					for _, p := range all {
+						if p.ID == id {
+							return p, nil
+						}
+					}
+					return api.Project{}, fmt.Errorf("no project %s: %v", id, err)
+				}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -74,18 +74,24 @@ type repoEnv struct {
 	answers []byte
 }
 
-func newRepoEnv(t *testing.T, token string) *repoEnv { return newForgeRepoEnv(t, token, "github") }
+func newRepoEnv(t *testing.T, token string, opts ...func(*projectEnvOpts)) *repoEnv {
+	return newForgeRepoEnv(t, token, "github", opts...)
+}
 
 // newForgeRepoEnv is newRepoEnv with a stand-in of kind (github, gitlab,
 // gitea) as the git server's forge.
-func newForgeRepoEnv(t *testing.T, token, kind string) *repoEnv {
+func newForgeRepoEnv(t *testing.T, token, kind string, opts ...func(*projectEnvOpts)) *repoEnv {
 	testkit.LXD(t)
 	git := gitserver.New(t, token)
 	fg := fakeforge.New(t, kind)
 	fg.SetToken(token)
-	e := newProjectEnv(t, projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{shellAgent},
+	o := projectEnvOpts{providers: []func(providers.AdapterConfig) providers.Provider{shellAgent},
 		profiles: []string{"default", proxyProfile(t, git.Port)}, images: []string{devImage},
-		forges: map[string]config.Forge{strings.TrimPrefix(git.URL, "http://"): {Kind: kind, API: fg.URL()}}})
+		forges: map[string]config.Forge{strings.TrimPrefix(git.URL, "http://"): {Kind: kind, API: fg.URL()}}}
+	for _, f := range opts {
+		f(&o)
+	}
+	e := newProjectEnv(t, o)
 	return &repoEnv{projectEnv: e, git: git, forge: fg}
 }
 

@@ -3,7 +3,9 @@
 // kept as an LXD snapshot named after its cache key, and its maintenance
 // script run at the start of each chat on a container already set up;
 // their output as events and a project-level log; only the secrets the
-// setup names in its exec environment.
+// setup names in its exec environment, and the environment's own network
+// (Manager.Proxy: a one-time credential of the egress proxy in that
+// exec's proxy variables, revoked when it exits).
 //
 // It imports lxdexec, errdefs, the API wire types and the providers'
 // contracts; provisioning, which imports it, hands it the container, the
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +74,13 @@ type Manager struct {
 	LogDir   string
 	Logger   hclog.Logger
 	Classify func(error) error // marks LXD being unreachable; nil: as is
+	// Proxy gives one exec of proj's environment (setup or maintenance)
+	// its own network, allow added to the project's: the proxy variables
+	// to set in that exec's environment, the credential in them (to
+	// redact) and revoke, called when the exec exits. env nil: nothing
+	// to add (an open project). nil: environments have no network of
+	// their own.
+	Proxy func(proj api.Project, allow []string) (env map[string]string, credential string, revoke func())
 
 	lock keyed.Lock // one run per project
 	mu   sync.Mutex
@@ -111,6 +121,7 @@ const EnvSnapshotPrefix = "env-"
 
 // Bounds of the environment's scripts, output and events.
 const (
+	maxEnvAllow      = 64       // environment.network.allow entries
 	maxEnvScript     = 64 << 10 // setup, maintenance, environment.toml
 	maxEnvCacheFiles = 32
 	maxEnvLineEvents = 200     // output lines sent as events per run
@@ -182,8 +193,10 @@ func (p *Manager) envLogPath(proj api.Project) string {
 
 // Check validates an environment of the project API; repoToken
 // is the project's repository token secret, which setupSecrets may never
-// name (it is given to git on the host only).
-func Check(env api.ProjectEnvironment, validSecret func(string) bool, repoToken string) error {
+// name (it is given to git on the host only); checkAllow checks one
+// network.allow entry (nil: only its shape; the egress proxy checks each
+// again).
+func Check(env api.ProjectEnvironment, validSecret func(string) bool, repoToken string, checkAllow func(string) error) error {
 	if len(env.Setup) > maxEnvScript || len(env.Maintenance) > maxEnvScript {
 		return errdefs.InvalidArgument("environment.setup and environment.maintenance: at most %d bytes each", maxEnvScript)
 	}
@@ -197,6 +210,21 @@ func Check(env api.ProjectEnvironment, validSecret func(string) bool, repoToken 
 	}
 	if len(env.CacheFiles) > maxEnvCacheFiles {
 		return errdefs.InvalidArgument("environment.cacheFiles: at most %d files", maxEnvCacheFiles)
+	}
+	if env.Network != nil {
+		if len(env.Network.Allow) > maxEnvAllow {
+			return errdefs.InvalidArgument("environment.network.allow: at most %d entries", maxEnvAllow)
+		}
+		for _, h := range env.Network.Allow {
+			if h == "" || len(h) > 260 || strings.ContainsAny(h, "\x00\n/@ ") {
+				return errdefs.InvalidArgument("environment.network.allow: %q: want a host pattern (host, *.domain, either with :port or :*)", h)
+			}
+			if checkAllow != nil {
+				if err := checkAllow(h); err != nil {
+					return errdefs.InvalidArgument("environment.network.allow: %v", err)
+				}
+			}
+		}
 	}
 	for _, f := range env.CacheFiles {
 		if f == "" || len(f) > 1024 || strings.HasPrefix(f, "/") || strings.ContainsAny(f, "\x00\n") || slices.Contains(strings.Split(f, "/"), "..") {
@@ -240,13 +268,13 @@ func (p *Manager) environment(ctx context.Context, c Container, proj api.Project
 		return nil, errdefs.FailedPrecondition("%s: %v", EnvironmentFile, err)
 	}
 	if un := md.Undecoded(); len(un) > 0 {
-		return nil, errdefs.FailedPrecondition("%s: unknown key %q (want setup, maintenance, setup_secrets, cache_files)", EnvironmentFile, un[0].String())
+		return nil, errdefs.FailedPrecondition("%s: unknown key %q (want setup, maintenance, setup_secrets, cache_files, network.allow)", EnvironmentFile, un[0].String())
 	}
 	repoToken := ""
 	if proj.Repo != nil {
 		repoToken = proj.Repo.TokenSecret
 	}
-	if err := Check(env, func(s string) bool { return s != "" }, repoToken); err != nil {
+	if err := Check(env, func(s string) bool { return s != "" }, repoToken, nil); err != nil {
 		return nil, errdefs.FailedPrecondition("%s: %v", EnvironmentFile, err)
 	}
 	if Empty(&env) {
@@ -403,7 +431,7 @@ func (p *Manager) Prepare(ctx context.Context, c Container, proj api.Project, ch
 		if done || strings.TrimSpace(env.Maintenance) == "" {
 			return env.SetupSecrets, nil
 		}
-		if err := p.runEnvScript(ctx, c, proj, "maintenance", env.Maintenance, key, nil, emit); err != nil {
+		if err := p.runEnvScript(ctx, c, proj, "maintenance", env.Maintenance, key, nil, envAllow(env), emit); err != nil {
 			return env.SetupSecrets, err
 		}
 		p.mu.Lock()
@@ -426,7 +454,7 @@ func (p *Manager) Prepare(ctx context.Context, c Container, proj api.Project, ch
 		return env.SetupSecrets, err
 	}
 	if strings.TrimSpace(env.Setup) != "" {
-		if err := p.runEnvScript(ctx, c, proj, "setup", env.Setup, key, only, emit); err != nil {
+		if err := p.runEnvScript(ctx, c, proj, "setup", env.Setup, key, only, envAllow(env), emit); err != nil {
 			return env.SetupSecrets, err
 		}
 	}
@@ -441,12 +469,31 @@ func (p *Manager) Prepare(ctx context.Context, c Container, proj api.Project, ch
 	return env.SetupSecrets, nil
 }
 
+// envAllow is what env's scripts may reach beyond the project's network.
+func envAllow(env *api.ProjectEnvironment) []string {
+	if env.Network == nil {
+		return nil
+	}
+	return env.Network.Allow
+}
+
 // runEnvScript runs script (phase setup or maintenance) in /workspace as
-// the container user with only secrets in its environment, its output
-// streamed as events (bounded, secret values redacted) and into the
-// project-level log.
+// the container user with only secrets in its environment (and, when
+// allow names hosts, the proxy variables of a credential that reaches
+// them, revoked when it exits), its output streamed as events (bounded,
+// secret values redacted) and into the project-level log.
 func (p *Manager) runEnvScript(ctx context.Context, c Container, proj api.Project, phase, script, key string,
-	secrets []providers.Secret, emit func(providers.Event)) error {
+	secrets []providers.Secret, allow []string, emit func(providers.Event)) error {
+	var proxyEnv map[string]string
+	if len(allow) > 0 && p.Proxy != nil {
+		var cred string
+		var revoke func()
+		proxyEnv, cred, revoke = p.Proxy(proj, allow)
+		defer revoke()
+		if cred != "" {
+			secrets = append(slices.Clip(secrets), providers.Secret{Key: "", Value: cred})
+		}
+	}
 	start := time.Now().UTC()
 	p.setEnvStatus(proj.ID, func(s *api.EnvironmentStatus) {
 		*s = api.EnvironmentStatus{State: api.EnvironmentBuilding, CacheKey: key, LastRun: &start}
@@ -495,8 +542,11 @@ func (p *Manager) runEnvScript(ctx context.Context, c Container, proj api.Projec
 	}
 	env := map[string]string{}
 	for _, s := range secrets {
-		env[s.Key] = s.Value
+		if s.Key != "" {
+			env[s.Key] = s.Value
+		}
 	}
+	maps.Copy(env, proxyEnv)
 	if p.UID == 0 {
 		env["HOME"] = "/root"
 	}

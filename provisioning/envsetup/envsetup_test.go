@@ -1,6 +1,7 @@
 package envsetup
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,8 +30,17 @@ func TestCheck(t *testing.T) {
 		{api.ProjectEnvironment{CacheFiles: []string{"a/../../etc"}}, "environment.cacheFiles"},
 		{api.ProjectEnvironment{CacheFiles: []string{""}}, "environment.cacheFiles"},
 		{api.ProjectEnvironment{CacheFiles: make([]string, maxEnvCacheFiles+1)}, "at most 32 files"},
+		{api.ProjectEnvironment{Network: &api.EnvironmentNetwork{Allow: []string{"pypi.org", "*.pythonhosted.org:443"}}}, ""},
+		{api.ProjectEnvironment{Network: &api.EnvironmentNetwork{Allow: []string{"http://evil@pypi.org/"}}}, "environment.network.allow"},
+		{api.ProjectEnvironment{Network: &api.EnvironmentNetwork{Allow: make([]string, maxEnvAllow+1)}}, "at most 64 entries"},
+		{api.ProjectEnvironment{Network: &api.EnvironmentNetwork{Allow: []string{"refused.example"}}}, "environment.network.allow: no refused.example"},
 	} {
-		err := Check(c.env, secretName, "GIT_TOKEN")
+		err := Check(c.env, secretName, "GIT_TOKEN", func(h string) error {
+			if h == "refused.example" {
+				return errors.New("no " + h)
+			}
+			return nil
+		})
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%+v refused: %v", c.env.CacheFiles, err)

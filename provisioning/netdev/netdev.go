@@ -31,6 +31,20 @@ type Sockets interface {
 	Socket(projectID string) (string, error)
 }
 
+// Granter mints one-time setup credentials of a project's egress proxy
+// (*egress.Server implements it): valid until revoke.
+type Granter interface {
+	Grant(projectID string, allow []string) (token string, revoke func())
+}
+
+// SetupEnv are the proxy variables of one exec of a project environment
+// carrying the setup credential token (user "setup"): they replace the
+// instance config's for that exec only.
+func SetupEnv(token string) map[string]string {
+	u := "http://setup:" + token + "@127.0.0.1:" + strconv.Itoa(Port)
+	return map[string]string{"http_proxy": u, "https_proxy": u, "HTTP_PROXY": u, "HTTPS_PROXY": u}
+}
+
 // LXD is what Devices needs of LXD; *lxdexec.Client and provisioning's
 // *lxdconn.Conn satisfy it.
 type LXD interface {
