@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"remote/api"
+	"remote/internal/errdefs"
 	"remote/internal/lazyre"
 )
 
@@ -205,7 +206,7 @@ var errNoUser = &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthoriz
 func callerName(r *http.Request) (string, error) {
 	name := r.Header.Get(api.HeaderUser)
 	if name != "" && !userName.MatchString(name) {
-		return "", BadRequest("%s: invalid user name %q", api.HeaderUser, name)
+		return "", errdefs.InvalidArgument("%s: invalid user name %q", api.HeaderUser, name)
 	}
 	p := PeerFrom(r.Context())
 	if p == nil {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"remote/api"
@@ -28,12 +27,6 @@ func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
-
-// BadRequest returns an errdefs.ErrInvalidArgument error (400 bad_request);
-// the message should name the offending field or value.
-func BadRequest(format string, args ...any) error {
-	return errdefs.Wrap(errdefs.ErrInvalidArgument, fmt.Errorf(format, args...))
-}
 
 // msgStorageFull is the answer to a store write that hit ENOSPC/EDQUOT: the
 // store's own text names paths, this one names what to do.

@@ -23,7 +23,7 @@ func TestErrorFor(t *testing.T) {
 		wantCode   string
 		wantMsg    string
 	}{
-		{"api error", BadRequest("since: bad %q", "x"), http.StatusBadRequest, api.CodeBadRequest, `since: bad "x"`},
+		{"api error", errdefs.InvalidArgument("since: bad %q", "x"), http.StatusBadRequest, api.CodeBadRequest, `since: bad "x"`},
 		{"prompt running", fmt.Errorf("chat a1b2: %w", runhub.ErrPromptAlreadyRunning), http.StatusConflict, api.CodePromptAlreadyRunning, runhub.ErrPromptAlreadyRunning.Error()},
 		{"no active run", fmt.Errorf("cancel chat a1b2: %w", runhub.ErrNoActiveRun), http.StatusNotFound, api.CodeNotFound, runhub.ErrNoActiveRun.Error()},
 		{"daemon not found", fmt.Errorf("chat %q: %w", "a1b2", errdefs.ErrNotFound), http.StatusNotFound, api.CodeNotFound, `chat "a1b2": not found`},

@@ -9,6 +9,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/eventstream"
+	"remote/internal/errdefs"
 )
 
 // handleEvents serves GET /v1/chats/{id}/events: a JSON array replay by
@@ -30,7 +31,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	case "true", "1":
 		follow = true
 	default:
-		return BadRequest("follow: want true or false, got %q", q.Get("follow"))
+		return errdefs.InvalidArgument("follow: want true or false, got %q", q.Get("follow"))
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -73,7 +74,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > historyMaxLimit {
-			return BadRequest("limit: want an integer from 1 to %d, got %q", historyMaxLimit, v)
+			return errdefs.InvalidArgument("limit: want an integer from 1 to %d, got %q", historyMaxLimit, v)
 		}
 		limit = n
 	}
@@ -82,7 +83,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if q.Has("before") && before == 0 {
-		return BadRequest("before: want a seq of 1 or more, got %q", q.Get("before"))
+		return errdefs.InvalidArgument("before: want a seq of 1 or more, got %q", q.Get("before"))
 	}
 	// LastSeq first: an event appended between the two reads is then
 	// delivered by the socket from LastSeq, never lost between the two.

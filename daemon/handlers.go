@@ -116,7 +116,7 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 	}
 	owner := UserFrom(r.Context())
 	if req.Provider == "" {
-		return BadRequest("provider: required")
+		return errdefs.InvalidArgument("provider: required")
 	}
 	p, err := s.reg.Get(req.Provider)
 	if err != nil {
@@ -132,19 +132,19 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	if len(req.Model) > maxModel || strings.ContainsAny(req.Model, "\x00\n\r") {
-		return BadRequest("model: invalid model name %q", req.Model)
+		return errdefs.InvalidArgument("model: invalid model name %q", req.Model)
 	}
 	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
-		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+		return errdefs.InvalidArgument("title: at most %d bytes of UTF-8", maxTitle)
 	}
 	c := api.Chat{Title: req.Title, Owner: owner, Provider: req.Provider, Model: req.Model, Mode: string(providers.ModeDefault),
 		ApprovalPolicy: req.ApprovalPolicy, ReasoningEffort: req.ReasoningEffort, CreatedAt: time.Now().UTC()}
 	if req.Project != "" {
 		if s.projects == nil {
-			return BadRequest("project: projects are not available on this daemon")
+			return errdefs.InvalidArgument("project: projects are not available on this daemon")
 		}
 		if req.Cwd != "" {
-			return BadRequest("cwd: a project chat runs in its container's /workspace; cwd must be empty")
+			return errdefs.InvalidArgument("cwd: a project chat runs in its container's /workspace; cwd must be empty")
 		}
 		id, err := s.projects.CheckChatProject(r.Context(), owner, req)
 		if err != nil {
@@ -152,9 +152,9 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 		}
 		c.Project, c.ProjectID, c.Branch, c.Worktree = req.Project, id, req.Branch, req.Worktree
 	} else if req.Branch != "" {
-		return BadRequest("branch: only a chat in a project with a repository has a branch")
+		return errdefs.InvalidArgument("branch: only a chat in a project with a repository has a branch")
 	} else if req.Worktree {
-		return BadRequest("worktree: only a chat in a project with a repository has a worktree")
+		return errdefs.InvalidArgument("worktree: only a chat in a project with a repository has a worktree")
 	} else {
 		cwd := req.Cwd
 		if cwd == "" {
@@ -185,17 +185,17 @@ func (s *Server) handleCreateChat(w http.ResponseWriter, r *http.Request) error 
 func checkPreferences(req api.CreateChatRequest, caps providers.Capabilities) error {
 	if a := req.ApprovalPolicy; a != "" {
 		if !slices.Contains(api.ApprovalPolicies(), a) {
-			return BadRequest("approvalPolicy: unknown policy %q (want %s)", a, strings.Join(api.ApprovalPolicies(), ", "))
+			return errdefs.InvalidArgument("approvalPolicy: unknown policy %q (want %s)", a, strings.Join(api.ApprovalPolicies(), ", "))
 		}
 		if !caps.Approvals {
-			return BadRequest("approvalPolicy: provider %s does not ask for approvals; leave approvalPolicy empty", req.Provider)
+			return errdefs.InvalidArgument("approvalPolicy: provider %s does not ask for approvals; leave approvalPolicy empty", req.Provider)
 		}
 	}
 	if e := req.ReasoningEffort; e != "" && !slices.Contains(caps.Efforts, e) {
 		if len(caps.Efforts) == 0 {
-			return BadRequest("reasoningEffort: provider %s declares no reasoning efforts; leave reasoningEffort empty", req.Provider)
+			return errdefs.InvalidArgument("reasoningEffort: provider %s declares no reasoning efforts; leave reasoningEffort empty", req.Provider)
 		}
-		return BadRequest("reasoningEffort: unknown effort %q for provider %s (want %s)", e, req.Provider, strings.Join(caps.Efforts, ", "))
+		return errdefs.InvalidArgument("reasoningEffort: unknown effort %q for provider %s (want %s)", e, req.Provider, strings.Join(caps.Efforts, ", "))
 	}
 	return nil
 }
@@ -254,7 +254,7 @@ func (s *Server) handleUpdateChat(w http.ResponseWriter, r *http.Request) error 
 		return writeJSON(w, http.StatusOK, c)
 	}
 	if len(*req.Title) > maxTitle || !utf8.ValidString(*req.Title) {
-		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+		return errdefs.InvalidArgument("title: at most %d bytes of UTF-8", maxTitle)
 	}
 	c, err = s.store.UpdateChat(c.ID, func(c *api.Chat) error {
 		c.Title = *req.Title
@@ -310,7 +310,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if len(req.Title) > maxTitle || !utf8.ValidString(req.Title) {
-		return BadRequest("title: at most %d bytes of UTF-8", maxTitle)
+		return errdefs.InvalidArgument("title: at most %d bytes of UTF-8", maxTitle)
 	}
 	if req.AtSeq != 0 || req.WithContainer {
 		return s.forkAt(w, r, src, req)

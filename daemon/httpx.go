@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"remote/api"
+	"remote/internal/errdefs"
 )
 
 // MaxBodyBytes bounds every request body (and every chat socket frame).
@@ -58,7 +59,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest, Message: fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes)}
 	}
 	if err != nil {
-		return nil, BadRequest("read request body: %v", err)
+		return nil, errdefs.InvalidArgument("read request body: %v", err)
 	}
 	return data, nil
 }
@@ -80,22 +81,22 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // would otherwise replace it with U+FFFD and accept the result.
 func decodeStrict(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return BadRequest("request body is empty; want a JSON object")
+		return errdefs.InvalidArgument("request body is empty; want a JSON object")
 	}
 	if !utf8.Valid(data) {
-		return BadRequest("invalid UTF-8 at byte %d; JSON must be UTF-8", invalidUTF8At(data))
+		return errdefs.InvalidArgument("invalid UTF-8 at byte %d; JSON must be UTF-8", invalidUTF8At(data))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return decodeError(err)
 	}
 	if fields == nil {
-		return BadRequest("request body is null; want a JSON object")
+		return errdefs.InvalidArgument("request body is null; want a JSON object")
 	}
 	known := jsonFields(reflect.TypeOf(v))
 	for name := range fields {
 		if !known[name] {
-			return BadRequest("unknown field %q", name)
+			return errdefs.InvalidArgument("unknown field %q", name)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -123,15 +124,15 @@ func decodeError(err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return BadRequest("malformed JSON at byte %d", syn.Offset)
+		return errdefs.InvalidArgument("malformed JSON at byte %d", syn.Offset)
 	case errors.As(err, &typ) && typ.Field != "":
-		return BadRequest("field %q: got JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+		return errdefs.InvalidArgument("field %q: got JSON %s, want %s", typ.Field, typ.Value, typ.Type)
 	case errors.As(err, &typ):
-		return BadRequest("request body: got JSON %s, want a JSON object", typ.Value)
+		return errdefs.InvalidArgument("request body: got JSON %s, want a JSON object", typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return BadRequest("malformed JSON: unexpected end of input")
+		return errdefs.InvalidArgument("malformed JSON: unexpected end of input")
 	default:
-		return BadRequest("malformed JSON: %v", err)
+		return errdefs.InvalidArgument("malformed JSON: %v", err)
 	}
 }
 
@@ -184,7 +185,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func chatID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !validChatID(id) {
-		return "", BadRequest("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
+		return "", errdefs.InvalidArgument("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
 	}
 	return id, nil
 }
@@ -208,7 +209,7 @@ func parseSince(name, v string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, BadRequest("%s: want a non-negative integer, got %q", name, v)
+		return 0, errdefs.InvalidArgument("%s: want a non-negative integer, got %q", name, v)
 	}
 	return n, nil
 }

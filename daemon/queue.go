@@ -6,6 +6,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/prompt"
+	"remote/internal/errdefs"
 	"remote/internal/lazyre"
 )
 
@@ -67,7 +68,7 @@ func (s *Server) handleUnqueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	qid := r.PathValue("qid")
 	if !queueIDPattern.MatchString(qid) {
-		return BadRequest("queue id %.40q: want 12 lowercase hex characters", qid)
+		return errdefs.InvalidArgument("queue id %.40q: want 12 lowercase hex characters", qid)
 	}
 	if err := s.svc.Unqueue(c.ID, qid); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"remote/api"
 	"remote/daemon/store"
+	"remote/internal/errdefs"
 )
 
 // usageGroupings are the by= values of GET /v1/usage.
@@ -22,7 +23,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	by := q.Get("by")
 	if !slices.Contains(usageGroupings, by) {
-		return BadRequest("by: want one of chat, project, user, provider, day, got %q", by)
+		return errdefs.InvalidArgument("by: want one of chat, project, user, provider, day, got %q", by)
 	}
 	from, err := parseUsageTime("from", q.Get("from"), false)
 	if err != nil {
@@ -89,7 +90,7 @@ func parseUsageTime(name, v string, upper bool) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, BadRequest("%s: want a date (2006-01-02) or an RFC 3339 time, got %q", name, v)
+		return time.Time{}, errdefs.InvalidArgument("%s: want a date (2006-01-02) or an RFC 3339 time, got %q", name, v)
 	}
 	return t, nil
 }

@@ -14,6 +14,7 @@ import (
 	"remote/api"
 	"remote/daemon/prompt"
 	"remote/daemon/runhub"
+	"remote/internal/errdefs"
 	"remote/providers"
 )
 
@@ -255,7 +256,7 @@ func decodeClientMessage(data []byte) (api.ClientMessage, error) {
 		return msg, err
 	}
 	if msg.Type == "" {
-		return msg, BadRequest("type: required")
+		return msg, errdefs.InvalidArgument("type: required")
 	}
 	return msg, nil
 }

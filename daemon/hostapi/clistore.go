@@ -124,7 +124,7 @@ func (c *CLIStoreRoutes) handleSelect(w http.ResponseWriter, r *http.Request) er
 func storeError(err error) error {
 	switch {
 	case errors.Is(err, clistore.ErrBadVersion), errors.Is(err, clistore.ErrUntested), errors.Is(err, clistore.ErrUnknownProvider):
-		return &daemon.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error(), Err: err}
+		return errdefs.Wrap(errdefs.ErrInvalidArgument, err)
 	case errors.Is(err, clistore.ErrNotInstalled):
 		return &daemon.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error() + " (install it with remotectl providers install)", Err: err}
 	case errors.Is(err, clistore.ErrInstall):

@@ -83,7 +83,7 @@ func (l *ProviderLogins) driver(r *http.Request) (string, providers.LoginDriver,
 	}
 	d, ok := p.(providers.LoginDriver)
 	if !ok {
-		return "", nil, daemon.BadRequest("provider %q has no login the daemon can drive: log its CLI in on the host as the host user", id)
+		return "", nil, errdefs.InvalidArgument("provider %q has no login the daemon can drive: log its CLI in on the host as the host user", id)
 	}
 	return id, d, nil
 }
@@ -109,7 +109,7 @@ func (l *ProviderLogins) handleStart(w http.ResponseWriter, r *http.Request) err
 	}
 	s, err := d.StartLogin(r.Context(), req.Method)
 	if errors.Is(err, providers.ErrLoginMethod) {
-		return daemon.BadRequest("method: %v", err)
+		return errdefs.InvalidArgument("method: %v", err)
 	}
 	if err != nil {
 		return &daemon.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,

@@ -181,7 +181,7 @@ func (rt *Routes) forgeEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	if kind != hf.Kind() {
 		log.Warn("forge event refused", "reason", "forge kind is not the project's", "want", hf.Kind())
-		return daemon.BadRequest("forge: %q is not the project's forge (%s)", kind, hf.Kind())
+		return errdefs.InvalidArgument("forge: %q is not the project's forge (%s)", kind, hf.Kind())
 	}
 	secret, err := rt.secret(proj, proj.Repo.WebhookSecret, "repo.webhookSecret")
 	if err != nil {

@@ -262,7 +262,7 @@ func (rt *Routes) lookup(r *http.Request) (target, error) {
 	}
 	id := r.PathValue("id")
 	if !chatIDRE.MatchString(id) {
-		return target{}, daemon.BadRequest("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
+		return target{}, errdefs.InvalidArgument("id: invalid chat id %q (want 4-32 lowercase hex characters)", id)
 	}
 	chat, err := srv.Store().Chat(id)
 	if err != nil || chat.Owner != daemon.UserFrom(r.Context()) {
@@ -296,7 +296,7 @@ func (rt *Routes) diff(w http.ResponseWriter, r *http.Request) error {
 	if s := r.URL.Query().Get("turn"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n <= 0 {
-			return daemon.BadRequest("turn: %q is not a positive seq", s)
+			return errdefs.InvalidArgument("turn: %q is not a positive seq", s)
 		}
 		turn = n
 	}
@@ -415,10 +415,10 @@ func (rt *Routes) push(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(req.Message) > 64<<10 {
-		return daemon.BadRequest("message: longer than 65536 bytes")
+		return errdefs.InvalidArgument("message: longer than 65536 bytes")
 	}
 	if req.All && len(req.Paths) > 0 {
-		return daemon.BadRequest("all and paths: give one of them (all: every untracked file .gitignore does not ignore; paths: only these)")
+		return errdefs.InvalidArgument("all and paths: give one of them (all: every untracked file .gitignore does not ignore; paths: only these)")
 	}
 	if err := gitrepo.CheckPaths(req.Paths); err != nil {
 		return err
@@ -513,15 +513,15 @@ func (rt *Routes) pullRequest(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case strings.TrimSpace(req.Title) == "":
-		return daemon.BadRequest("title: must not be empty")
+		return errdefs.InvalidArgument("title: must not be empty")
 	case len(req.Title) > maxTitleBytes:
-		return daemon.BadRequest("title: longer than %d bytes", maxTitleBytes)
+		return errdefs.InvalidArgument("title: longer than %d bytes", maxTitleBytes)
 	case strings.ContainsAny(req.Title, "\r\n"):
-		return daemon.BadRequest("title: must be one line")
+		return errdefs.InvalidArgument("title: must be one line")
 	case len(req.Body) > maxBodyBytes:
-		return daemon.BadRequest("body: longer than %d bytes", maxBodyBytes)
+		return errdefs.InvalidArgument("body: longer than %d bytes", maxBodyBytes)
 	case req.Base != "" && !gitrepo.ValidRef(req.Base):
-		return daemon.BadRequest("base: %q is not a branch name", req.Base)
+		return errdefs.InvalidArgument("base: %q is not a branch name", req.Base)
 	}
 	t, err := rt.lookup(r)
 	if err != nil {

@@ -68,10 +68,10 @@ func (rt *Routes) ids(r *http.Request, chat bool) (*schedule.Scheduler, string, 
 	}
 	id := r.PathValue("id")
 	if chat && !chatIDRE.MatchString(id) {
-		return nil, "", "", daemon.BadRequest("id: invalid chat id %.40q (want 4-32 lowercase hex characters)", id)
+		return nil, "", "", errdefs.InvalidArgument("id: invalid chat id %.40q (want 4-32 lowercase hex characters)", id)
 	}
 	if !chat && !scheduleIDRE.MatchString(id) {
-		return nil, "", "", daemon.BadRequest("id: invalid schedule id %.40q (want 12 lowercase hex characters)", id)
+		return nil, "", "", errdefs.InvalidArgument("id: invalid schedule id %.40q (want 12 lowercase hex characters)", id)
 	}
 	return s, daemon.UserFrom(r.Context()), id, nil
 }
