@@ -146,6 +146,7 @@ type System struct {
 	Ports providers.AdapterConfig
 
 	reconciler *reconcile.Reconciler
+	sweep      *warm.Options // [projects] warm = 0: the ready warm containers of before to delete
 	dial       *lxdexec.Options
 	lxd        *lxdconn.Conn
 	log        hclog.Logger
@@ -255,6 +256,9 @@ func New(o Options) (*System, error) {
 		if s.Warm, err = warm.New(wo); err != nil {
 			return nil, err
 		}
+		if s.Warm == nil {
+			s.sweep = &wo // no pool: the ready ones of before are deleted
+		}
 	}
 	if o.Reconcile != nil {
 		ro := *o.Reconcile
@@ -361,6 +365,8 @@ func (s *System) runProjects(ctx context.Context) {
 	}
 	if s.Warm != nil {
 		go s.Warm.Run(ctx)
+	} else if s.sweep != nil {
+		go warm.Sweep(ctx, *s.sweep)
 	}
 	if s.reconciler != nil {
 		_ = s.reconciler.Run(ctx)

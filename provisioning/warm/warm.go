@@ -234,11 +234,33 @@ func (p *Pool) adopt(ctx context.Context) {
 		if full {
 			if err := p.remove(ctx, in.Name); err != nil {
 				p.log.Warn("extra warm container not deleted", "container", in.Name, "error", err)
+			} else {
+				p.log.Info("warm container from before deleted: the pool is full", "container", in.Name, "size", p.o.Size)
 			}
 			continue
 		}
 		p.log.Info("warm container from before adopted", "container", in.Name)
 	}
+}
+
+// Sweep deletes the ready, unclaimed warm containers of o's name prefix
+// and profiles that a previous daemon left, for a daemon that keeps no
+// pool ([projects] warm = 0): they would otherwise stay in LXD for good,
+// each holding a started container. A claimed one (it carries a project's
+// marker) is a project's and is never touched. o.Size is ignored.
+func Sweep(ctx context.Context, o Options) {
+	if o.LXD == nil || o.MarkerKey == "" {
+		return
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Prefix == "" {
+		o.Prefix = NamePrefix
+	}
+	o.Size = 0
+	p := &Pool{o: o, log: o.Logger}
+	p.adopt(ctx)
 }
 
 func sameProfiles(a, b []string) bool {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"remote/internal/testkit"
+	"remote/lxdexec"
 	"remote/provisioning/warm"
 	"remote/provisioning/warm/warmtest"
 )
@@ -260,5 +261,47 @@ func TestSetSizeOfNoPool(t *testing.T) {
 	}
 	if err := p.SetSize(2); err == nil || !strings.Contains(err.Error(), "restart") {
 		t.Errorf("SetSize(2) of no pool: %v, want a restart asked", err)
+	}
+}
+
+// leftovers is an LXD holding the containers a previous daemon left.
+type leftovers struct {
+	deletes
+	in []lxdexec.Instance
+}
+
+func (l *leftovers) Instances(context.Context) ([]lxdexec.Instance, error) { return l.in, nil }
+
+// TestSweepDeletesTheReadyOfBefore: a daemon started with [projects]
+// warm = 0 keeps no pool, and the ready warm containers an earlier
+// daemon left are deleted (else they stay started in LXD for good); a
+// claimed one (a project's marker), one still being made, one of other
+// profiles and any other container are left alone.
+func TestSweepDeletesTheReadyOfBefore(t *testing.T) {
+	ready := func(name string, cfg map[string]string, profiles ...string) lxdexec.Instance {
+		c := map[string]string{warm.Key: warm.Ready}
+		for k, v := range cfg {
+			c[k] = v
+		}
+		if len(profiles) == 0 {
+			profiles = []string{"default"}
+		}
+		return lxdexec.Instance{Name: name, Status: "Running", Config: c, Profiles: profiles}
+	}
+	lxd := &leftovers{in: []lxdexec.Instance{
+		ready(warm.NamePrefix+"aaa", nil),
+		ready(warm.NamePrefix+"bbb", nil),
+		ready(warm.NamePrefix+"claimed", map[string]string{"user.test.id": "p1"}),
+		ready(warm.NamePrefix+"making", map[string]string{warm.Key: "creating"}),
+		ready(warm.NamePrefix+"other", nil, "default", "gpu"),
+		ready("remote-myproject-1234", nil),
+	}}
+	p, err := warm.New(warm.Options{Size: 0, LXD: lxd, MarkerKey: "user.test.id"})
+	if p != nil || err != nil {
+		t.Fatalf("New with size 0: %v, %v; want no pool", p, err)
+	}
+	warm.Sweep(context.Background(), warm.Options{LXD: lxd, MarkerKey: "user.test.id"})
+	if got, want := lxd.names(), []string{warm.NamePrefix + "aaa", warm.NamePrefix + "bbb"}; !slices.Equal(got, want) {
+		t.Errorf("deleted %v, want %v", got, want)
 	}
 }
