@@ -102,7 +102,11 @@ export class ChangesView {
     }
   }
 
+  // load shows the picked diff; a load started after it (the turn
+  // changed, or changed back) wins, so the checkboxes are never reset
+  // under the user by an older answer.
   async load() {
+    const seq = this.loadSeq = (this.loadSeq || 0) + 1;
     const turn = this.turn.value;
     this.summary.textContent = 'Loading…';
     this.files.replaceChildren();
@@ -113,11 +117,11 @@ export class ChangesView {
     try {
       d = await api('GET', `${this.base}/diff${turn ? '?turn=' + encodeURIComponent(turn) : ''}`);
     } catch (e) {
-      if (this.turn.value !== turn) return;
+      if (this.loadSeq !== seq) return;
       this.summary.replaceChildren(notice('error', `cannot load the changes: ${e.message}`));
       return;
     }
-    if (this.closed || this.turn.value !== turn) return;
+    if (this.closed || this.loadSeq !== seq) return;
     const files = d.files || [];
     const add = files.reduce((n, f) => n + (f.additions || 0), 0);
     const del = files.reduce((n, f) => n + (f.deletions || 0), 0);
