@@ -205,7 +205,9 @@ func TestAttackChangesHostileWork(t *testing.T) {
 		t.Error("turn 1's complete diff is marked truncated")
 	}
 
-	steps(t, ctx, "push shows progress, then the daemon's error",
+	steps(t, ctx, "push with build output shows progress, then the daemon's error",
+		waitJS(`!document.querySelector('#push-all').checked && !document.querySelector('#push-all').disabled`),
+		chromedp.Click(chromedp.CSS(`#push-all`)),
 		chromedp.Click(chromedp.CSS(`#push`)),
 		waitJS(`document.querySelector('#changes-msg').innerText === 'Pushing…' && document.querySelector('#push').disabled && document.querySelector('#open-pr').disabled`),
 		waitJS(`document.querySelector('#changes-msg').dataset.busy === 'false'`),
@@ -231,7 +233,7 @@ func TestAttackChangesHostileWork(t *testing.T) {
 	d.mu.Lock()
 	bodies := strings.Join(d.changes.bodies, "\n")
 	d.mu.Unlock()
-	if want := "/v1/chats/" + chatID + "/push " + pathsJSON(hostileName) + "\n/v1/chats/" + chatID + "/push {}\n/v1/chats/" + chatID + `/pull-request {"title":"Fix add","body":"test_add passes."}`; bodies != want {
+	if want := "/v1/chats/" + chatID + "/push " + pathsJSON(hostileName) + "\n/v1/chats/" + chatID + `/push {"all":true}` + "\n/v1/chats/" + chatID + `/pull-request {"title":"Fix add","body":"test_add passes."}`; bodies != want {
 		t.Errorf("requests:\n%s\nwant\n%s", bodies, want)
 	}
 	if xss := eval[string](t, ctx, `String(window.__xss)`); xss != "undefined" {
