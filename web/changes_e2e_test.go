@@ -158,6 +158,28 @@ func TestE2EChangesPushPullRequest(t *testing.T) {
 		t.Error("a small diff is marked truncated")
 	}
 
+	// More work in the working tree: a new file and a deleted one. The
+	// whole chat's changes list the three; notes.txt is unchecked, so Push
+	// sends the paths of calc.py and of the deletion only.
+	cts := testkit.ProjectContainers(t, cl, name)
+	if len(cts) != 1 {
+		t.Fatalf("the project's containers: %q", cts)
+	}
+	if out, err := exec.Command("lxc", "exec", cts[0], "--", "sh", "-c",
+		"cd /workspace && echo draft > notes.txt && chown --reference=calc.py notes.txt && rm test_calc.py").CombinedOutput(); err != nil {
+		t.Fatalf("change the working tree: %v\n%s", err, out)
+	}
+	steps(t, ctx, "the whole chat's changes, notes.txt unchecked",
+		chromedp.SetValue(chromedp.CSS("#changes-turn"), ""), // fires change
+		waitJS(`document.querySelector('#changes-summary').innerText.startsWith('3 files')`),
+		chromedp.Click(chromedp.CSS(`#changes-files input.file-pick[aria-label="Push notes.txt"]`)),
+		waitJS(`document.querySelector('#push-all').disabled && document.querySelector('#push-pick').innerText === 'pushes 2 of 3 files'`),
+	)
+	screenshot(t, ctx, "e2e-changes-pick")
+	if rows := eval[[]string](t, ctx, `[...document.querySelectorAll('#changes-files tr')].map(r => r.querySelector('input').checked + ' ' + r.innerText.replace(/\s+/g, ' ').trim())`); strings.Join(rows, "|") != "true M calc.py +1 −1|false A notes.txt +1 −0|true D test_calc.py +0 −5" {
+		t.Errorf("the whole chat's files = %q", rows)
+	}
+
 	steps(t, ctx, "Push",
 		chromedp.SendKeys(chromedp.CSS("#push-message"), "Fix add"),
 		chromedp.Click(chromedp.CSS("#push")),
@@ -176,6 +198,10 @@ func TestE2EChangesPushPullRequest(t *testing.T) {
 	}
 	if got := git.Git(t, "acme/calc", "log", "-1", "--format=%s", sha); got != "Fix add" {
 		t.Errorf("pushed commit message %q", got)
+	}
+	// Only the checked files: calc.py's change and the deletion.
+	if got := strings.TrimSpace(git.Git(t, "acme/calc", "show", "--name-status", "--format=", sha)); got != "M\tcalc.py\nD\ttest_calc.py" {
+		t.Errorf("the pushed commit's files:\n%s\nwant calc.py modified and test_calc.py deleted only", got)
 	}
 
 	steps(t, ctx, "Open pull request",

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -49,6 +50,7 @@ func (d *scriptDaemon) changesRoutes(mux *http.ServeMux) {
 	post := func(pick func() http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
 			d.mu.Lock()
 			d.changes.bodies = append(d.changes.bodies, r.URL.Path+" "+string(b))
 			h := pick()
@@ -86,6 +88,11 @@ func TestAttackChangesHostileWork(t *testing.T) {
 			Files: []api.DiffFile{{Path: "calc.py", Status: "M", Additions: 1, Deletions: 1}}},
 	}
 	d.changes.push = func(w http.ResponseWriter, r *http.Request) {
+		var req api.PushRequest
+		if json.NewDecoder(r.Body).Decode(&req) == nil && len(req.Paths) > 0 {
+			writeError(w, 400, api.CodeBadRequest, refusedPath)
+			return
+		}
 		time.Sleep(1500 * time.Millisecond) //nolint:forbidigo // a push takes seconds
 		writeError(w, 409, api.CodeConflict, "git push: ! [rejected] remote/abcdef99 (non-fast-forward)")
 	}
@@ -159,6 +166,36 @@ func TestAttackChangesHostileWork(t *testing.T) {
 	if strings.Join(opts, "|") != "=Whole chat|6=Turn 6: and a second turn (not recorded) [disabled]|1=Turn 1: fix the failing test" {
 		t.Errorf("turn options = %q", opts)
 	}
+	// The checkboxes: one per file, all checked, labelled with the name
+	// as an attribute value; unchecking one turns the build output toggle
+	// off and makes Push send the checked file's literal path.
+	if boxes := eval[[]string](t, ctx, `[...document.querySelectorAll('#changes-files input.file-pick')].map(b => b.checked + ' ' + b.getAttribute('aria-label'))`); strings.Join(boxes, "|") != "true Push "+hostileName+"|true Push logo.png" {
+		t.Errorf("file checkboxes = %q", boxes)
+	}
+	steps(t, ctx, "check build output, then uncheck logo.png and push the hostile name",
+		chromedp.Click(chromedp.CSS(`#push-all`)),
+		waitJS(`document.querySelector('#push-all').checked`),
+		chromedp.Click(chromedp.CSS(`#changes-files tr:nth-child(2) input.file-pick`)),
+		waitJS(`!document.querySelector('#push-all').checked && document.querySelector('#push-all').disabled`),
+		waitJS(`document.querySelector('#push-pick').innerText === 'pushes 1 of 2 files' && !document.querySelector('#pr-note').hidden`),
+		chromedp.Click(chromedp.CSS(`#push`)),
+		waitJS(`!!document.querySelector('#changes-msg .notice-error')`),
+		chromedp.Sleep(300*time.Millisecond), // an <img onerror> would have fired
+	)
+	if msg := eval[string](t, ctx, `document.querySelector('#changes-msg').innerText`); msg != "push failed: "+refusedPath {
+		t.Errorf("the daemon's 400 shown as %q", msg)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('.changes img, .changes script').length`); n != 0 {
+		t.Errorf("the refused path made %d elements", n)
+	}
+	if xss := eval[string](t, ctx, `String(window.__xss)`); xss != "undefined" {
+		t.Errorf("the agent's markup ran: window.__xss = %s", xss)
+	}
+	steps(t, ctx, "checking it again re-enables build output",
+		chromedp.Click(chromedp.CSS(`#changes-files tr:nth-child(2) input.file-pick`)),
+		waitJS(`!document.querySelector('#push-all').disabled && document.querySelector('#push-pick').innerText === '' && document.querySelector('#pr-note').hidden`),
+	)
+
 	steps(t, ctx, "pick turn 1",
 		chromedp.SetValue(chromedp.CSS(`#changes-turn`), "1"),
 		waitJS(`document.querySelector('#changes-turn').dispatchEvent(new Event('change'))`),
@@ -168,7 +205,9 @@ func TestAttackChangesHostileWork(t *testing.T) {
 		t.Error("turn 1's complete diff is marked truncated")
 	}
 
-	steps(t, ctx, "push shows progress, then the daemon's error",
+	steps(t, ctx, "push with build output shows progress, then the daemon's error",
+		waitJS(`!document.querySelector('#push-all').checked && !document.querySelector('#push-all').disabled`),
+		chromedp.Click(chromedp.CSS(`#push-all`)),
 		chromedp.Click(chromedp.CSS(`#push`)),
 		waitJS(`document.querySelector('#changes-msg').innerText === 'Pushing…' && document.querySelector('#push').disabled && document.querySelector('#open-pr').disabled`),
 		waitJS(`document.querySelector('#changes-msg').dataset.busy === 'false'`),
@@ -194,12 +233,25 @@ func TestAttackChangesHostileWork(t *testing.T) {
 	d.mu.Lock()
 	bodies := strings.Join(d.changes.bodies, "\n")
 	d.mu.Unlock()
-	if want := "/v1/chats/" + chatID + "/push {}\n/v1/chats/" + chatID + `/pull-request {"title":"Fix add","body":"test_add passes."}`; bodies != want {
+	if want := "/v1/chats/" + chatID + "/push " + pathsJSON(hostileName) + "\n/v1/chats/" + chatID + `/push {"all":true}` + "\n/v1/chats/" + chatID + `/pull-request {"title":"Fix add","body":"test_add passes."}`; bodies != want {
 		t.Errorf("requests:\n%s\nwant\n%s", bodies, want)
 	}
 	if xss := eval[string](t, ctx, `String(window.__xss)`); xss != "undefined" {
 		t.Errorf("window.__xss = %s", xss)
 	}
+}
+
+// refusedPath is the daemon's 400 for a pushed path that matches nothing:
+// it names the agent's file name.
+const refusedPath = `paths[0] "` + hostileName + `": matches no file in the chat's working tree (/workspace)`
+
+// pathsJSON is a push body of paths as the page's JSON.stringify writes it.
+func pathsJSON(paths ...string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string][]string{"paths": paths})
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // TestPageChangesOnlyWithRepo: a project chat whose project has no

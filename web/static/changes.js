@@ -2,8 +2,13 @@
 // diff (GET /v1/chats/{id}/diff), for the whole chat or one turn
 // (?turn=SEQ, the turns the chat's system/turn_tree events recorded), and
 // the way out: Push (POST …/push) and Open pull request (POST
-// …/pull-request). File names and patch text come from the agent's work:
-// they are only ever text nodes, never HTML.
+// …/pull-request). Each listed file has a checkbox: Push sends the checked
+// ones as `paths` when any is unchecked (none when all are, so the
+// daemon's default applies), or `all: true` with "include untracked build
+// output" (only when every file is checked: the daemon refuses both). The
+// pull request takes no paths: it pushes the default. File names and patch
+// text come from the agent's work: they are only ever text nodes and
+// attribute values, never HTML.
 import { el, api, notice } from './lib.js';
 import { diffPre, pushedCard, pullRequestCard } from './cards.js';
 
@@ -27,12 +32,18 @@ export class ChangesView {
 
     this.pushMessage = el('input', { id: 'push-message', 'aria-label': 'Commit message', placeholder: 'commit message (optional)', maxlength: 1024 });
     this.pushBtn = el('button', { type: 'submit', id: 'push' }, 'Push');
-    const pushForm = el('form', { id: 'push-form', class: 'row-form' }, this.pushMessage, this.pushBtn);
+    this.picks = [];
+    this.pushAll = el('input', { type: 'checkbox', id: 'push-all' });
+    this.pushAllLabel = el('label', { class: 'push-all', title: 'untracked __pycache__/, *.pyc, node_modules/, … (not with unchecked files)' },
+      this.pushAll, ' include untracked build output');
+    this.pushPick = el('span', { id: 'push-pick', class: 'muted' });
+    const pushForm = el('form', { id: 'push-form', class: 'row-form' }, this.pushMessage, this.pushBtn, this.pushAllLabel, this.pushPick);
     pushForm.addEventListener('submit', (e) => { e.preventDefault(); this.push(); });
     this.prTitle = el('input', { id: 'pr-title', 'aria-label': 'Pull request title', placeholder: 'pull request title', required: true, maxlength: 1024 });
     this.prBody = el('textarea', { id: 'pr-body', rows: 3, 'aria-label': 'Pull request description', placeholder: 'description (optional)' });
     this.prBtn = el('button', { type: 'submit', id: 'open-pr' }, 'Open pull request');
-    const prForm = el('form', { id: 'pr-form', class: 'pr-form' }, this.prTitle, this.prBody, el('div', {}, this.prBtn));
+    this.prNote = el('span', { id: 'pr-note', class: 'muted', hidden: true }, ' pushes every changed file, not only the checked ones');
+    const prForm = el('form', { id: 'pr-form', class: 'pr-form' }, this.prTitle, this.prBody, el('div', {}, this.prBtn, this.prNote));
     prForm.addEventListener('submit', (e) => { e.preventDefault(); this.pullRequest(); });
 
     root.replaceChildren(el('div', { class: 'changes' },
@@ -91,27 +102,42 @@ export class ChangesView {
     }
   }
 
+  // load shows the picked diff; a load started after it (the turn
+  // changed, or changed back) wins, so the checkboxes are never reset
+  // under the user by an older answer.
   async load() {
+    const seq = this.loadSeq = (this.loadSeq || 0) + 1;
     const turn = this.turn.value;
     this.summary.textContent = 'Loading…';
     this.files.replaceChildren();
     this.patch.replaceChildren();
+    this.picks = [];
+    this.updatePick();
     let d;
     try {
       d = await api('GET', `${this.base}/diff${turn ? '?turn=' + encodeURIComponent(turn) : ''}`);
     } catch (e) {
-      if (this.turn.value !== turn) return;
+      if (this.loadSeq !== seq) return;
       this.summary.replaceChildren(notice('error', `cannot load the changes: ${e.message}`));
       return;
     }
-    if (this.closed || this.turn.value !== turn) return;
+    if (this.closed || this.loadSeq !== seq) return;
     const files = d.files || [];
     const add = files.reduce((n, f) => n + (f.additions || 0), 0);
     const del = files.reduce((n, f) => n + (f.deletions || 0), 0);
     this.summary.textContent = files.length
       ? `${files.length} file${files.length === 1 ? '' : 's'} changed, +${add} −${del}`
       : 'No changes.';
-    this.files.replaceChildren(...files.map((f) => el('tr', { class: 'changed-file', 'data-status': f.status },
+    // The path is kept in this.picks, never read back from the DOM; the
+    // checkbox's label is set as an attribute value (not markup).
+    this.picks = files.map((f) => {
+      const box = el('input', { type: 'checkbox', class: 'file-pick', checked: true, 'aria-label': 'Push ' + f.path });
+      box.addEventListener('change', () => this.updatePick());
+      return { path: f.path, box };
+    });
+    this.updatePick();
+    this.files.replaceChildren(...files.map((f, i) => el('tr', { class: 'changed-file', 'data-status': f.status },
+      el('td', { class: 'file-pick-cell' }, this.picks[i].box),
       el('td', { class: 'file-status', title: STATUS[f.status] || '' }, f.status),
       el('td', {}, el('code', { class: 'file-path' }, f.path)),
       f.binary ? el('td', { class: 'muted file-binary' }, 'binary')
@@ -123,6 +149,24 @@ export class ChangesView {
     }
     if (d.patch) parts.push(diffPre(d.patch, { id: 'changes-diff' }));
     this.patch.replaceChildren(...parts);
+  }
+
+  // picked is the checked files' paths, or null when every file is
+  // checked (the push then sends no paths: the daemon's default).
+  picked() {
+    const on = this.picks.filter((p) => p.box.checked);
+    return on.length === this.picks.length ? null : on.map((p) => p.path);
+  }
+
+  // updatePick says what Push takes and turns the build output toggle off
+  // while files are unchecked (`all` with `paths` is refused).
+  updatePick() {
+    const picked = this.picked();
+    if (picked) this.pushAll.checked = false;
+    this.pushAll.disabled = !!picked;
+    this.pushAllLabel.classList.toggle('muted', !!picked);
+    this.prNote.hidden = !picked;
+    this.pushPick.textContent = picked ? `pushes ${picked.length} of ${this.picks.length} files` : '';
   }
 
   // busy shows what runs (push and pull request take seconds) and keeps
@@ -137,6 +181,16 @@ export class ChangesView {
   async push() {
     const body = {};
     if (this.pushMessage.value.trim()) body.message = this.pushMessage.value.trim();
+    const picked = this.picked();
+    if (picked) {
+      if (!picked.length) {
+        this.msg.replaceChildren(notice('error', 'no file is checked: check the files to push'));
+        return;
+      }
+      body.paths = picked;
+    } else if (this.pushAll.checked) {
+      body.all = true;
+    }
     this.busy('Pushing…');
     try {
       const r = await api('POST', `${this.base}/push`, body);
